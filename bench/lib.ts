@@ -1,0 +1,44 @@
+// Shared shape of a benchmark's result, and the machine description every result carries.
+import os from 'node:os'
+
+export interface Figure {
+  /** What was measured, e.g. "achieved rate / budget". */
+  metric: string
+  value: number
+  unit: string
+  /** The goal as text, e.g. ">= 0.97"; empty when the figure is informative only. */
+  goal: string
+  /** Whether the goal holds; undefined when there is no goal. */
+  met?: boolean
+  /** The side-by-side baseline measured in the same run, when there is one. */
+  baseline?: string
+}
+
+export interface BenchResult {
+  name: string
+  issue: number
+  figures: Figure[]
+  notes?: string[]
+}
+
+export type Bench = () => Promise<BenchResult>
+
+export function machine(): Record<string, string | number> {
+  const cpus = os.cpus()
+  return {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+  }
+}
+
+/** `a >= b` as a goal check that reads well in the report. */
+export function atLeast(value: number, goal: number): { goal: string; met: boolean } {
+  return { goal: `>= ${goal}`, met: value >= goal }
+}
+
+export function atMost(value: number, goal: number): { goal: string; met: boolean } {
+  return { goal: `<= ${goal}`, met: value <= goal }
+}

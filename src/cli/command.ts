@@ -1,0 +1,43 @@
+// The shape every command file exports, and the context a command runs with. Commands parse and
+// print; the work itself lives in daemon/, sync/, store/ and webhooks/.
+import type { Argv } from 'yargs'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+
+export interface Io {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean }
+  stderr: NodeJS.WritableStream
+  env: Readonly<Record<string, string | undefined>>
+}
+
+export interface CommandContext {
+  io: Io
+  /** Validated configuration; loading it reports bad settings and exits 2 before the command runs. */
+  config: () => Config
+  logger: () => Logger
+}
+
+export type Args = Record<string, unknown> & { _: (string | number)[] }
+
+export interface Command {
+  /** yargs command string, e.g. `sync` or `trigger <integration>`. */
+  command: string
+  describe: string
+  builder?: (y: Argv) => Argv
+  run: (args: Args, ctx: CommandContext) => Promise<number>
+}
+
+/** A command whose issue has not landed yet: it says so plainly and exits 1 (issue 2). */
+export function notBuiltYet(command: string, describe: string, issue: number, builder?: (y: Argv) => Argv): Command {
+  return {
+    command,
+    describe,
+    ...(builder ? { builder } : {}),
+    run: (_args, ctx) => {
+      // Validate the configuration anyway, so a bad setting is reported the same way as later.
+      ctx.config()
+      ctx.io.stderr.write(`fsm-sync ${command.split(' ')[0] ?? command}: not built yet (tracked in issue ${issue}); see README.md for what works today.\n`)
+      return Promise.resolve(1)
+    },
+  }
+}

@@ -1,0 +1,91 @@
+// The CLI entry: global options, one command per file, strict parsing. Exit codes: 0 success,
+// 1 the command failed, 2 usage or configuration error (contract.md).
+import yargs from 'yargs'
+import { loadConfig, ConfigError, type Config } from '../config/index.js'
+import { createLogger, type Logger } from '../log/logger.js'
+import type { Args, CommandContext, Io } from './command.js'
+import { commands } from './commands.js'
+import { packageInfo } from './package-info.js'
+
+export const EXIT_USAGE = 2
+
+export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+  let exitCode = 0
+  let usageError: string | undefined
+
+  const parser = yargs([...argv])
+    .scriptName('fsm-sync')
+    .usage('$0 <command> [options]\n\nKeeps a local SQLite mirror of a field-service account.')
+    .option('config', { type: 'string', describe: 'JSON config file (or FSM_CONFIG)', global: true })
+    .option('base-url', { type: 'string', describe: 'API base address (or FSM_BASE_URL)', global: true })
+    .option('db', { type: 'string', describe: 'SQLite mirror file (or FSM_DB)', global: true })
+    .option('rate-limit', { type: 'string', describe: 'requests per minute (or FSM_RATE_LIMIT)', global: true })
+    .option('log-level', { type: 'string', describe: 'pino level (or FSM_LOG_LEVEL)', global: true })
+    .strict()
+    .demandCommand(1, 'Name a command; `fsm-sync --help` lists them.')
+    .recommendCommands()
+    .version(packageInfo().version)
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .exitProcess(false)
+    .fail((msg, err) => {
+      // Throwing stops yargs before any handler runs; the message is reported below (exit 2).
+      usageError = msg || err?.message || 'invalid usage'
+      throw new Error(usageError)
+    })
+
+  for (const cmd of commands) {
+    parser.command({
+      command: cmd.command,
+      describe: cmd.describe,
+      builder: (y) => (cmd.builder ? cmd.builder(y) : y),
+      handler: async (args) => {
+        exitCode = await runCommand(cmd.run, args, io)
+      },
+    })
+  }
+
+  try {
+    await parser.parseAsync()
+  } catch (err) {
+    usageError ??= (err as Error).message
+  }
+  if (usageError !== undefined) {
+    io.stderr.write(`fsm-sync: ${usageError}\nRun \`fsm-sync --help\` for usage.\n`)
+    return EXIT_USAGE
+  }
+  return exitCode
+}
+
+async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<number>, args: Args, io: Io): Promise<number> {
+  let config: Config | undefined
+  let logger: Logger | undefined
+  const ctx: CommandContext = {
+    io,
+    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined })),
+    logger: () => {
+      const c = ctx.config()
+      return (logger ??= createLogger({
+        level: c.logLevel,
+        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets],
+      }))
+    },
+  }
+  try {
+    return await run(args, ctx)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr.write(`fsm-sync: invalid configuration:\n${err.issues.map((i) => `  ${i.key}: ${i.message}\n`).join('')}`)
+      return EXIT_USAGE
+    }
+    io.stderr.write(`fsm-sync: ${(err as Error).message}\n`)
+    return 1
+  } finally {
+    logger?.flush()
+  }
+}
+
+function processIo(): Io {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env }
+}

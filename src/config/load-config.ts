@@ -1,0 +1,122 @@
+// Precedence: command-line flags > environment > JSON config file > defaults (contract.md).
+// Every problem is collected and reported at once, each naming the key as the user wrote it.
+import { readFileSync } from 'node:fs'
+import type { z } from 'zod'
+import { ConfigSchema, type Config } from './schema.js'
+import { ConfigError, type ConfigIssue } from './config-error.js'
+
+/** Environment variable → top-level config key. */
+export const ENV_KEYS = {
+  FSM_BASE_URL: 'baseUrl',
+  FSM_API_KEY: 'apiKey',
+  FSM_DB: 'db',
+  FSM_RATE_LIMIT: 'rateLimit',
+  FSM_WEBHOOK_SECRETS: 'webhookSecrets',
+  FSM_HTTP_HOST: 'httpHost',
+  FSM_HTTP_PORT: 'httpPort',
+  FSM_LOG_LEVEL: 'logLevel',
+} as const satisfies Record<string, keyof Config>
+
+/** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
+export const FLAG_KEYS = {
+  'base-url': 'baseUrl',
+  db: 'db',
+  'rate-limit': 'rateLimit',
+  'http-host': 'httpHost',
+  'http-port': 'httpPort',
+  'log-level': 'logLevel',
+} as const satisfies Record<string, keyof Config>
+
+export interface ConfigSources {
+  flags?: Readonly<Record<string, unknown>>
+  env?: Readonly<Record<string, string | undefined>>
+  /** Path of the JSON config file; falls back to FSM_CONFIG. */
+  file?: string | undefined
+}
+
+type Origin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string }
+
+export function loadConfig(sources: ConfigSources = {}): Config {
+  const env = sources.env ?? {}
+  const issues: ConfigIssue[] = []
+  const merged: Record<string, unknown> = {}
+  const origins = new Map<string, Origin>()
+
+  const filePath = sources.file ?? env.FSM_CONFIG
+  if (filePath !== undefined && filePath !== '') {
+    const fromFile = readConfigFile(filePath, issues)
+    for (const [k, v] of Object.entries(fromFile)) {
+      merged[k] = v
+      origins.set(k, { kind: 'file', path: filePath })
+    }
+  }
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') {
+      merged[key] = v
+      origins.set(key, { kind: 'env', name })
+    }
+  }
+  for (const [name, key] of Object.entries(FLAG_KEYS)) {
+    const v = sources.flags?.[name]
+    if (v !== undefined) {
+      merged[key] = v
+      origins.set(key, { kind: 'flag', name })
+    }
+  }
+
+  const parsed = ConfigSchema.safeParse(merged)
+  if (parsed.success && issues.length === 0) return parsed.data
+  if (!parsed.success) issues.push(...parsed.error.issues.flatMap((i) => describeIssue(i, origins)))
+  throw new ConfigError(issues)
+}
+
+function readConfigFile(path: string, issues: ConfigIssue[]): Record<string, unknown> {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(err)
+    issues.push({ key: '--config', message: `cannot read ${path}: ${reason}` })
+    return {}
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    issues.push({ key: '--config', message: `${path} is not valid JSON: ${(err as Error).message}` })
+    return {}
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    issues.push({ key: '--config', message: `${path} must hold a JSON object` })
+    return {}
+  }
+  return value as Record<string, unknown>
+}
+
+function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Origin>): ConfigIssue[] {
+  const path = issue.path.map(String)
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => ({
+      key: nameOf([...path, k], origins),
+      message: 'is not a known setting (see config/example.json)',
+    }))
+  }
+  return [{ key: nameOf(path, origins), message: issue.message }]
+}
+
+/** The name the user wrote: `--rate-limit`, `FSM_RATE_LIMIT`, or `sync.lookbackSeconds (in FILE)`. */
+function nameOf(path: readonly string[], origins: ReadonlyMap<string, Origin>): string {
+  const top = path[0] ?? ''
+  const origin = origins.get(top)
+  const dotted = path.join('.')
+  if (origin === undefined) return dotted
+  switch (origin.kind) {
+    case 'flag':
+      return `--${origin.name}`
+    case 'env':
+      return origin.name
+    case 'file':
+      return `${dotted} (in ${origin.path})`
+  }
+}

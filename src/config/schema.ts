@@ -1,0 +1,91 @@
+// The one schema for every setting of contract.md. Environment variables and flags arrive as
+// strings, so numbers and lists are coerced here; the config file may use JSON types directly.
+import { z } from 'zod'
+
+const STREAMS = [
+  'clients', 'jobs', 'visits', 'invoices', 'objects', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys',
+] as const
+export type CoreStreamName = (typeof STREAMS)[number]
+export const STREAM_NAMES: readonly CoreStreamName[] = STREAMS
+
+/** A stream name of contract.md, or `objects:<slug>` for one custom object. */
+export const StreamName = z
+  .string()
+  .refine((s) => (STREAMS as readonly string[]).includes(s) || /^objects:[A-Za-z0-9_-]+$/.test(s), {
+    message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
+  })
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
+
+const commaList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : v),
+  z.array(z.string().min(1)),
+)
+
+const Cron = z.string().min(1).refine((s) => s.trim().split(/\s+/).length >= 5 && s.trim().split(/\s+/).length <= 7, {
+  message: 'must be a cron expression of 5 to 7 fields, e.g. "*/5 * * * *"',
+})
+
+export const ConfigSchema = z.strictObject({
+  baseUrl: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' })
+    .optional(),
+  apiKey: z
+    .string()
+    .refine((s) => s.startsWith('svc_live_') && s.length > 'svc_live_'.length, {
+      // The value itself is never echoed: it is a secret even when it is wrong.
+      message: 'must be an API key starting with svc_live_ (the value is not shown)',
+    })
+    .optional(),
+  db: z.string().min(1).default('./data/fsm-mirror.db'),
+  rateLimit: int(1, 100_000).default(60),
+  webhookSecrets: commaList.default([]),
+  httpHost: z.string().min(1).default('0.0.0.0'),
+  httpPort: int(0, 65_535).default(8787),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Streams a bare `sync` or the daemon runs; all of them by default. */
+  streams: z.array(StreamName).default([...STREAMS]),
+  http: z
+    .strictObject({
+      connectTimeoutMs: int(100, 600_000).default(10_000),
+      headersTimeoutMs: int(100, 600_000).default(30_000),
+      bodyTimeoutMs: int(100, 600_000).default(60_000),
+      maxInFlight: int(1, 64).default(4),
+    })
+    .prefault({}),
+  sync: z
+    .strictObject({
+      /** Seconds subtracted from a stored cursor, against upstream commit lag (design.md). */
+      lookbackSeconds: int(0, 86_400).default(5),
+      pageSize: int(1, 100).default(100),
+    })
+    .prefault({}),
+  reconcile: z
+    .strictObject({
+      /** Largest share of a table one reconciliation may mark deleted (a guard against outages). */
+      maxDeleteShare: z.coerce.number().min(0).max(1).default(0.1),
+    })
+    .prefault({}),
+  webhooks: z
+    .strictObject({
+      path: z.string().startsWith('/').default('/webhooks'),
+      maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
+      maxBacklog: int(1, 10_000_000).default(100_000),
+      rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),
+    })
+    .prefault({}),
+  schedules: z
+    .strictObject({
+      sweep: Cron.default('*/5 * * * *'),
+      reference: Cron.default('7 * * * *'),
+      reconcile: Cron.default('17 3 * * *'),
+      calendarA: Cron.default('23 * * * *'),
+      calendarB: Cron.default('29 * * * *'),
+      accounting: Cron.default('41 4 * * *'),
+      deliveries: Cron.default('*/10 * * * *'),
+    })
+    .prefault({}),
+})
+
+export type Config = z.infer<typeof ConfigSchema>
+export type ConfigInput = z.input<typeof ConfigSchema>
