@@ -1,0 +1,39 @@
+// A stream is data: what to read, how to page, which table, how a payload becomes rows, and how
+// deletions show (style.md, Declarative connectors). Connectors do no I/O.
+import type { RecordRow } from '../src/store/record-writer.js'
+import type { Payload } from './mapping.js'
+
+export type Paging = 'updated-keyset'
+
+export interface RecordStream {
+  name: string
+  /** v1 list route; `${route}/${id}` is the single-record GET. */
+  route: string
+  scope: string
+  paging: Paging
+  table: string
+  /** Child tables written with the parent, for the contract tests and for `--full` resets. */
+  childTables: readonly { table: string; parentColumn: string }[]
+  toRow: (payload: Payload) => RecordRow
+  deletions: { events: readonly string[]; reconcile: boolean }
+  /** Webhook events whose payload is a full snapshot of this resource. */
+  snapshotEvents: readonly string[]
+}
+
+export function defineStream(stream: RecordStream): RecordStream {
+  return stream
+}
+
+/** The fields every mirrored record has, from the payload: id, timestamps, raw. */
+export function recordBase(payload: Payload): Pick<RecordRow, 'id' | 'updated_at' | 'raw'> & { created_at: string | null } {
+  const id = payload.id
+  if (typeof id !== 'string' || id === '') throw new TypeError('record without an id')
+  const updated = payload.updatedAt
+  if (typeof updated !== 'string' || Number.isNaN(Date.parse(updated))) throw new TypeError(`record ${id} without a valid updatedAt`)
+  return {
+    id,
+    updated_at: new Date(Date.parse(updated)).toISOString(),
+    created_at: typeof payload.createdAt === 'string' && !Number.isNaN(Date.parse(payload.createdAt)) ? new Date(Date.parse(payload.createdAt)).toISOString() : null,
+    raw: JSON.stringify(payload),
+  }
+}

@@ -1,0 +1,126 @@
+// Cursors, last success and last error per stream (sync_state), and one row per sweep,
+// reconciliation or trigger (sync_runs). Cursor writes are synchronous so that the engine can put
+// them in the same transaction as the page they cover (contract.md, Guarantees 3).
+import type { Sqlite } from './mirror-database.js'
+
+export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'
+export type RunOutcome = 'running' | 'success' | 'error' | 'guarded' | 'interrupted'
+
+export interface StreamState {
+  stream: string
+  cursor: unknown
+  lastSuccessAt: string | null
+  lastError: string | null
+  lastErrorAt: string | null
+  lastRunId: number | null
+}
+
+export interface RunSummary {
+  outcome: Exclude<RunOutcome, 'running'>
+  rows: number
+  requests: number
+  error?: string
+  details?: unknown
+}
+
+interface StateRow {
+  stream: string
+  cursor: string | null
+  last_success_at: string | null
+  last_error: string | null
+  last_error_at: string | null
+  last_run_id: number | null
+}
+
+export class SyncStateStore {
+  private readonly getStmt
+  private readonly allStmt
+  private readonly setCursorStmt
+  private readonly successStmt
+  private readonly errorStmt
+  private readonly startRunStmt
+  private readonly finishRunStmt
+  private readonly abandonStmt
+
+  constructor(sqlite: Sqlite) {
+    this.getStmt = sqlite.prepare('SELECT * FROM sync_state WHERE stream = ?')
+    this.allStmt = sqlite.prepare('SELECT * FROM sync_state ORDER BY stream')
+    const upsert = (set: string) =>
+      sqlite.prepare(
+        `INSERT INTO sync_state (stream, cursor, last_success_at, last_error, last_error_at, last_run_id, updated_at)
+         VALUES (@stream, @cursor, @successAt, @error, @errorAt, @runId, @now)
+         ON CONFLICT(stream) DO UPDATE SET ${set}, updated_at = @now`,
+      )
+    this.setCursorStmt = upsert('cursor = @cursor')
+    this.successStmt = upsert('last_success_at = @successAt, last_run_id = @runId')
+    this.errorStmt = upsert('last_error = @error, last_error_at = @errorAt, last_run_id = @runId')
+    this.startRunStmt = sqlite.prepare(
+      `INSERT INTO sync_runs (kind, stream, started_at, outcome) VALUES (?, ?, ?, 'running') RETURNING id`,
+    )
+    this.finishRunStmt = sqlite.prepare(
+      `UPDATE sync_runs SET ended_at = @now, outcome = @outcome, rows = @rows, requests = @requests, error = @error, details = @details WHERE id = @id`,
+    )
+    this.abandonStmt = sqlite.prepare(`UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running'`)
+  }
+
+  get(stream: string): StreamState | undefined {
+    const row = this.getStmt.get(stream) as StateRow | undefined
+    return row === undefined ? undefined : toState(row)
+  }
+
+  all(): StreamState[] {
+    return (this.allStmt.all() as StateRow[]).map(toState)
+  }
+
+  setCursor(stream: string, cursor: unknown, now: string): void {
+    this.setCursorStmt.run({ ...empty(stream, now), cursor: cursor === undefined ? null : JSON.stringify(cursor) })
+  }
+
+  clearCursor(stream: string, now: string): void {
+    this.setCursorStmt.run({ ...empty(stream, now), cursor: null })
+  }
+
+  recordSuccess(stream: string, runId: number, now: string): void {
+    this.successStmt.run({ ...empty(stream, now), successAt: now, runId })
+  }
+
+  recordError(stream: string, runId: number, message: string, now: string): void {
+    this.errorStmt.run({ ...empty(stream, now), error: message, errorAt: now, runId })
+  }
+
+  startRun(kind: RunKind, stream: string, now: string): number {
+    return (this.startRunStmt.get(kind, stream, now) as { id: number }).id
+  }
+
+  finishRun(id: number, summary: RunSummary, now: string): void {
+    this.finishRunStmt.run({
+      id,
+      now,
+      outcome: summary.outcome,
+      rows: summary.rows,
+      requests: summary.requests,
+      error: summary.error ?? null,
+      details: summary.details === undefined ? null : JSON.stringify(summary.details),
+    })
+  }
+
+  /** Runs left `running` by a process that was killed: marked `interrupted` at the next start. */
+  abandonRunning(now: string): number {
+    return this.abandonStmt.run(now).changes
+  }
+}
+
+function empty(stream: string, now: string) {
+  return { stream, now, cursor: null, successAt: null, error: null, errorAt: null, runId: null }
+}
+
+function toState(row: StateRow): StreamState {
+  return {
+    stream: row.stream,
+    cursor: row.cursor === null ? undefined : (JSON.parse(row.cursor) as unknown),
+    lastSuccessAt: row.last_success_at,
+    lastError: row.last_error,
+    lastErrorAt: row.last_error_at,
+    lastRunId: row.last_run_id,
+  }
+}

@@ -1,0 +1,39 @@
+// Contract tests over every connector at once: each column a mapper writes exists in the migrated
+// table, and every stream's key and cursor field are in its rows (style.md, Tests).
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { RECORD_STREAMS } from '../../../connectors/index.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+
+let m: TempMirror
+beforeAll(async () => (m = await tempMirror()))
+afterAll(() => m.dispose())
+
+const columnsOf = (table: string) => (m.sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name)
+
+const sample = { id: 'f'.repeat(24), updatedAt: '2026-01-01T00:00:00.000Z', createdAt: '2025-01-01T00:00:00.000Z', items: [{ name: 'x', quantity: 1, rate: 2 }], assignedToTeams: ['u'], teamId: ['u'] }
+
+describe.each(RECORD_STREAMS.map((s) => [s.name, s] as const))('connector %s', (_name, stream) => {
+  test('every mapped column exists in its table', () => {
+    const row = stream.toRow(sample)
+    const cols = columnsOf(stream.table)
+    for (const c of ['id', 'updated_at', 'deleted_at', 'raw', 'synced_at', 'created_at', ...Object.keys(row.columns)]) expect(cols).toContain(c)
+    for (const child of row.children ?? []) {
+      const childCols = columnsOf(child.table)
+      expect(childCols).toContain(child.parentColumn)
+      for (const r of child.rows) for (const c of Object.keys(r)) expect(childCols).toContain(c)
+    }
+  })
+
+  test('declares its child tables and a v1 route', () => {
+    const row = stream.toRow(sample)
+    expect((row.children ?? []).map((c) => c.table).sort()).toEqual(stream.childTables.map((c) => c.table).sort())
+    expect(stream.route).toMatch(/^\/api\/v1\//)
+    expect(row.id).toBe(sample.id)
+    expect(row.updated_at).toBe(sample.updatedAt)
+  })
+
+  test('a payload without id or updatedAt is refused, not stored half-way', () => {
+    expect(() => stream.toRow({ updatedAt: sample.updatedAt })).toThrow(/id/)
+    expect(() => stream.toRow({ id: sample.id })).toThrow(/updatedAt/)
+  })
+})

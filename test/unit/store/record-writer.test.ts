@@ -1,0 +1,108 @@
+import { statSync } from 'node:fs'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { jobs } from '../../../connectors/jobs.js'
+import { clients } from '../../../connectors/clients.js'
+import { RecordWriter } from '../../../src/store/record-writer.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+
+const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+const NOW = '2026-06-01T00:00:00.000Z'
+
+function job(id: string, updatedAt: string, extra: Record<string, unknown> = {}) {
+  return { id, jobNumber: `J-${id.slice(-4)}`, clientId: 'c'.repeat(24), jobStatus: 'scheduled', assignedToTeams: ['u1', 'u2'], updatedAt, createdAt: T(0), ...extra }
+}
+
+let m: TempMirror
+let writer: RecordWriter
+beforeEach(async () => {
+  m = await tempMirror()
+  writer = new RecordWriter(m.sqlite, 'jobs')
+})
+afterEach(() => m.dispose())
+
+const rows = (sql: string, ...params: unknown[]) => m.sqlite.prepare(sql).all(...params) as Record<string, unknown>[]
+const changeLog = () => rows('SELECT record_id, op, updated_at FROM change_log ORDER BY seq')
+
+describe('newer-wins upserts', () => {
+  test('insert, then an older version changes nothing and logs nothing', () => {
+    const id = 'a'.repeat(24)
+    expect(writer.upsert([jobs.toRow(job(id, T(10), { total: 5 }))], { now: NOW, replaceTies: true }).changed).toEqual([id])
+    expect(writer.upsert([jobs.toRow(job(id, T(5), { total: 1 }))], { now: NOW, replaceTies: true }).changed).toEqual([])
+    expect(rows('SELECT total, updated_at FROM jobs')).toEqual([{ total: 5, updated_at: T(10) }])
+    expect(changeLog()).toHaveLength(1)
+  })
+
+  test('a repeated page changes nothing and logs no change', () => {
+    const page = [jobs.toRow(job('a'.repeat(24), T(1))), jobs.toRow(job('b'.repeat(24), T(2)))]
+    writer.upsert(page, { now: NOW, replaceTies: true })
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual([])
+    expect(changeLog()).toHaveLength(2)
+  })
+
+  test('a newer version replaces the row and its child rows', () => {
+    const id = 'a'.repeat(24)
+    writer.upsert([jobs.toRow(job(id, T(1)))], { now: NOW, replaceTies: true })
+    writer.upsert([jobs.toRow(job(id, T(2), { assignedToTeams: ['u3'] }))], { now: NOW, replaceTies: true })
+    expect(rows('SELECT user_id FROM job_assignees WHERE job_id = ?', id)).toEqual([{ user_id: 'u3' }])
+    expect(changeLog().map((c) => c.updated_at)).toEqual([T(1), T(2)])
+  })
+
+  test('same updatedAt with other content: sweeps replace, webhooks keep', () => {
+    const id = 'a'.repeat(24)
+    writer.upsert([jobs.toRow(job(id, T(1), { total: 1 }))], { now: NOW, replaceTies: true })
+    expect(writer.upsert([jobs.toRow(job(id, T(1), { total: 2 }))], { now: NOW, replaceTies: false }).changed).toEqual([])
+    expect(writer.upsert([jobs.toRow(job(id, T(1), { total: 3 }))], { now: NOW, replaceTies: true }).changed).toEqual([id])
+    expect(rows('SELECT total FROM jobs')).toEqual([{ total: 3 }])
+  })
+})
+
+describe('deletions', () => {
+  test('mark deleted sets deleted_at once, keeps the row, logs a delete', () => {
+    const id = 'a'.repeat(24)
+    writer.upsert([jobs.toRow(job(id, T(1)))], { now: NOW, replaceTies: true })
+    expect(writer.markDeleted([id], NOW).changed).toEqual([id])
+    expect(writer.markDeleted([id], NOW).changed).toEqual([])
+    expect(rows('SELECT id, deleted_at FROM jobs')).toEqual([{ id, deleted_at: NOW }])
+    expect(changeLog().map((c) => c.op)).toEqual(['upsert', 'delete'])
+  })
+
+  test('a page read before the deletion does not bring the record back, even when newer', () => {
+    const id = 'a'.repeat(24)
+    writer.upsert([jobs.toRow(job(id, T(1)))], { now: NOW, replaceTies: true })
+    writer.markDeleted([id], T(30))
+    writer.upsert([jobs.toRow(job(id, T(20), { total: 9 }))], { now: NOW, observedAt: T(25), replaceTies: true })
+    expect(rows('SELECT total, deleted_at FROM jobs')).toEqual([{ total: 9, deleted_at: T(30) }])
+  })
+
+  test('a list read after the deletion that still shows the record makes it live again', () => {
+    const id = 'a'.repeat(24)
+    writer.upsert([jobs.toRow(job(id, T(1)))], { now: NOW, replaceTies: true })
+    writer.markDeleted([id], T(30))
+    expect(writer.upsert([jobs.toRow(job(id, T(1)))], { now: NOW, observedAt: T(31), replaceTies: true }).changed).toEqual([id])
+    expect(rows('SELECT deleted_at FROM jobs')).toEqual([{ deleted_at: null }])
+  })
+
+  test('a deletion of a record never seen leaves a tombstone an older page cannot revive', () => {
+    const id = 'a'.repeat(24)
+    expect(writer.markDeleted([id], T(30)).changed).toEqual([id])
+    writer.upsert([jobs.toRow(job(id, T(20)))], { now: NOW, observedAt: T(25), replaceTies: true })
+    expect(rows('SELECT deleted_at FROM jobs')).toEqual([{ deleted_at: T(30) }])
+  })
+})
+
+describe('the mirror file', () => {
+  test('is created readable by its owner only, in WAL mode, with every table', () => {
+    expect(statSync(m.path).mode & 0o777).toBe(0o600)
+    expect(m.sqlite.pragma('journal_mode', { simple: true })).toBe('wal')
+    const tables = rows(`SELECT name FROM sqlite_master WHERE type = 'table'`).map((r) => r.name)
+    for (const t of ['clients', 'jobs', 'visits', 'invoices', 'invoice_items', 'job_assignees', 'visit_assignees', 'sync_state', 'sync_runs', 'change_log']) {
+      expect(tables).toContain(t)
+    }
+  })
+
+  test('canonical timestamps: any upstream form becomes YYYY-MM-DDTHH:MM:SS.sssZ', () => {
+    const w = new RecordWriter(m.sqlite, 'clients')
+    w.upsert([clients.toRow({ id: 'c'.repeat(24), firstName: 'A', updatedAt: '2026-01-01T01:00:00+01:00', createdAt: '2025-12-31T23:00:00Z' })], { now: NOW, replaceTies: true })
+    expect(rows('SELECT created_at, updated_at FROM clients')).toEqual([{ created_at: '2025-12-31T23:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' }])
+  })
+})
