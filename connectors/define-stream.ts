@@ -2,6 +2,7 @@
 // deletions show (style.md, Declarative connectors). Connectors do no I/O.
 import type { RecordRow } from '../src/store/record-writer.js'
 import type { Payload } from './mapping.js'
+import { canonicalTime, canonicalTimeOrText } from '../src/store/timestamps.js'
 
 export type Paging = 'updated-keyset'
 
@@ -28,12 +29,12 @@ export function defineStream(stream: RecordStream): RecordStream {
 export function recordBase(payload: Payload): Pick<RecordRow, 'id' | 'updated_at' | 'raw'> & { created_at: string | null } {
   const id = payload.id
   if (typeof id !== 'string' || id === '') throw new TypeError('record without an id')
-  const updated = payload.updatedAt
-  if (typeof updated !== 'string' || Number.isNaN(Date.parse(updated))) throw new TypeError(`record ${id} without a valid updatedAt`)
-  return {
-    id,
-    updated_at: new Date(Date.parse(updated)).toISOString(),
-    created_at: typeof payload.createdAt === 'string' && !Number.isNaN(Date.parse(payload.createdAt)) ? new Date(Date.parse(payload.createdAt)).toISOString() : null,
-    raw: JSON.stringify(payload),
+  let updated_at: string | null
+  try {
+    updated_at = canonicalTime(payload.updatedAt)
+  } catch {
+    updated_at = null
   }
+  if (updated_at === null) throw new TypeError(`record ${id} without a valid updatedAt`)
+  return { id, updated_at, created_at: canonicalTimeOrText(payload.createdAt), raw: JSON.stringify(payload) }
 }

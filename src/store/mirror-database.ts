@@ -47,6 +47,10 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
     sqlite.pragma('synchronous = NORMAL')
     // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).
     sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`)
+    // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
+    // on a timer. A bigger page cache keeps index updates of large backfills in memory.
+    sqlite.pragma('wal_autocheckpoint = 10000')
+    sqlite.pragma(`cache_size = ${-64 * 1024}`)
   } else {
     sqlite.pragma('query_only = ON')
   }

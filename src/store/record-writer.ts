@@ -45,128 +45,144 @@ export interface WriteResult {
   changed: string[]
 }
 
-interface Statements {
-  upsert: (row: RecordRow, options: UpsertOptions) => boolean
-}
-
 const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`
 
+/** Rows per multi-row statement: one statement per page binds far faster than one per row. */
+const BATCH = 100
+
+type Prepared = ReturnType<Sqlite['prepare']>
+
 export class RecordWriter {
-  private readonly upserts = new Map<string, Statements['upsert']>()
-  private readonly logChange: (p: { table: string; id: string; op: string; updatedAt: string | null; now: string }) => void
-  private readonly tombstone
-  private readonly markDeletedStmt
+  private readonly statements = new Map<string, Prepared>()
+  private readonly t: string
 
   constructor(
     private readonly sqlite: Sqlite,
     readonly table: string,
   ) {
-    const log = sqlite.prepare(
-      'INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES (@table, @id, @op, @updatedAt, @now)',
-    )
-    this.logChange = (p) => log.run(p)
-    const t = quote(table)
-    this.markDeletedStmt = sqlite.prepare(`UPDATE ${t} SET deleted_at = @now WHERE id = @id AND deleted_at IS NULL RETURNING updated_at`)
-    // A deletion of a record never seen: keep a tombstone so that an older page still in flight
-    // cannot bring it back as live (its observedAt precedes the deletion).
-    this.tombstone = sqlite.prepare(
-      `INSERT INTO ${t} (id, updated_at, raw, synced_at, deleted_at) VALUES (@id, '', @raw, @now, @now) ON CONFLICT(id) DO NOTHING`,
-    )
+    this.t = quote(table)
   }
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
     const changed: string[] = []
-    for (const row of rows) {
-      if (this.statementFor(row)(row, options)) {
-        changed.push(row.id)
-        this.logChange({ table: this.table, id: row.id, op: 'upsert', updatedAt: row.updated_at, now: options.now })
-        for (const child of row.children ?? []) this.replaceChildren(row.id, child)
+    const byId = new Map<string, RecordRow>()
+    for (let i = 0; i < rows.length; ) {
+      // A run of rows with the same columns (a page from one connector is one run).
+      const names = Object.keys(rows[i]!.columns)
+      const signature = names.join(',')
+      let j = i + 1
+      while (j < rows.length && j - i < BATCH && Object.keys(rows[j]!.columns).join(',') === signature) j++
+      const chunk = rows.slice(i, j)
+      const args: SqlValue[] = []
+      for (const r of chunk) {
+        args.push(r.id, r.updated_at, r.raw, options.now)
+        for (const n of names) args.push(r.columns[n] ?? null)
       }
+      const observed = options.observedAt ?? null
+      args.push(observed, observed, options.replaceTies ? 1 : 0, observed, observed)
+      for (const hit of this.upsertStatement(names, chunk.length).all(args) as { id: string }[]) {
+        changed.push(hit.id)
+      }
+      for (const r of chunk) byId.set(r.id, r)
+      i = j
     }
+    if (changed.length === 0) return { changed }
+    const changedRows = changed.map((id) => byId.get(id)!)
+    this.log(changedRows.map((r) => [r.id, 'upsert', r.updated_at]), options.now)
+    this.replaceChildren(changedRows)
     return { changed }
   }
 
   /** Marks records deleted (never removes them). Returns the ids that changed. */
   markDeleted(ids: readonly string[], now: string): WriteResult {
+    const mark = this.prepared('mark', () => `UPDATE ${this.t} SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING updated_at`)
+    // A deletion of a record never seen: keep a tombstone so that an older page still in flight
+    // cannot bring it back as live (its observedAt precedes the deletion).
+    const tombstone = this.prepared(
+      'tombstone',
+      () => `INSERT INTO ${this.t} (id, updated_at, raw, synced_at, deleted_at) VALUES (?, '', ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+    )
     const changed: string[] = []
+    const entries: [string, string, string | null][] = []
     for (const id of ids) {
-      const hit = this.markDeletedStmt.get({ id, now }) as { updated_at: string } | undefined
+      const hit = mark.get([now, id]) as { updated_at: string } | undefined
       if (hit !== undefined) {
         changed.push(id)
-        this.logChange({ table: this.table, id, op: 'delete', updatedAt: hit.updated_at || null, now })
-      } else if (this.tombstone.run({ id, raw: JSON.stringify({ id }), now }).changes > 0) {
+        entries.push([id, 'delete', hit.updated_at || null])
+      } else if (tombstone.run([id, JSON.stringify({ id }), now, now]).changes > 0) {
         changed.push(id)
-        this.logChange({ table: this.table, id, op: 'delete', updatedAt: null, now })
+        entries.push([id, 'delete', null])
       }
     }
+    this.log(entries, now)
     return { changed }
   }
 
-  private statementFor(row: RecordRow): Statements['upsert'] {
-    const names = Object.keys(row.columns)
-    const signature = names.join(',')
-    let fn = this.upserts.get(signature)
-    if (fn !== undefined) return fn
-    const t = quote(this.table)
-    const all = ['id', 'updated_at', 'raw', 'synced_at', ...names]
-    const params = all.map((n) => `@${paramName(n)}`)
-    const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quote(n)} = excluded.${quote(n)}`)
-    const stmt = this.sqlite.prepare(
-      `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES (${params.join(', ')})
-       ON CONFLICT(id) DO UPDATE SET ${sets.join(', ')},
-         deleted_at = CASE WHEN ${t}.deleted_at IS NOT NULL AND @observedAt IS NOT NULL AND ${t}.deleted_at < @observedAt
-                           THEN NULL ELSE ${t}.deleted_at END
-       WHERE excluded.updated_at > ${t}.updated_at
-          OR (@replaceTies = 1 AND excluded.updated_at = ${t}.updated_at AND excluded.raw IS NOT ${t}.raw)
-          OR (${t}.deleted_at IS NOT NULL AND @observedAt IS NOT NULL AND ${t}.deleted_at < @observedAt)
-       RETURNING id`,
-    )
-    fn = (r, o) => {
-      const p: Record<string, SqlValue> = {
-        [paramName('id')]: r.id,
-        [paramName('updated_at')]: r.updated_at,
-        [paramName('raw')]: r.raw,
-        [paramName('synced_at')]: o.now,
-        observedAt: o.observedAt ?? null,
-        replaceTies: o.replaceTies ? 1 : 0,
-      }
-      for (const n of names) p[paramName(n)] = r.columns[n] ?? null
-      return stmt.get(p) !== undefined
-    }
-    this.upserts.set(signature, fn)
-    return fn
+  private upsertStatement(names: readonly string[], count: number): Prepared {
+    return this.prepared(`upsert:${count}:${names.join(',')}`, () => {
+      const t = this.t
+      const all = ['id', 'updated_at', 'raw', 'synced_at', ...names]
+      const tuple = `(${all.map(() => '?').join(', ')})`
+      const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quote(n)} = excluded.${quote(n)}`)
+      // Newer wins; an equal updatedAt with other content wins only from a sweep; a record marked
+      // deleted before the list request started and still listed is live again. The trailing
+      // parameters are observedAt (twice), replaceTies, observedAt (twice), in order of appearance.
+      return `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}
+        ON CONFLICT(id) DO UPDATE SET ${sets.join(', ')},
+          deleted_at = CASE WHEN ${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?
+                            THEN NULL ELSE ${t}.deleted_at END
+        WHERE excluded.updated_at > ${t}.updated_at
+           OR (? = 1 AND excluded.updated_at = ${t}.updated_at AND excluded.raw IS NOT ${t}.raw)
+           OR (${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?)
+        RETURNING id`
+    })
   }
 
-  private readonly childStatements = new Map<string, { del: (id: string) => void; ins: (row: Record<string, SqlValue>) => void }>()
-
-  private replaceChildren(parentId: string, child: ChildRows): void {
-    const first = child.rows[0]
-    const key = `${child.table}:${child.parentColumn}:${first ? Object.keys(first).join(',') : ''}`
-    let s = this.childStatements.get(key)
-    if (s === undefined) {
-      const t = quote(child.table)
-      const del = this.sqlite.prepare(`DELETE FROM ${t} WHERE ${quote(child.parentColumn)} = ?`)
-      const cols = first ? Object.keys(first) : []
-      const ins =
-        cols.length > 0
-          ? this.sqlite.prepare(`INSERT INTO ${t} (${cols.map(quote).join(', ')}) VALUES (${cols.map((c) => `@${paramName(c)}`).join(', ')})`)
-          : undefined
-      s = {
-        del: (id) => del.run(id),
-        ins: (row) => {
-          const p: Record<string, SqlValue> = {}
-          for (const c of cols) p[paramName(c)] = row[c] ?? null
-          ins?.run(p)
-        },
-      }
-      this.childStatements.set(key, s)
+  private log(entries: readonly (readonly [string, string, string | null])[], now: string): void {
+    for (let i = 0; i < entries.length; i += BATCH) {
+      const chunk = entries.slice(i, i + BATCH)
+      const stmt = this.prepared(
+        `log:${chunk.length}`,
+        () => `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+      )
+      stmt.run(chunk.flatMap(([id, op, updatedAt]) => [this.table, id, op, updatedAt, now]))
     }
-    s.del(parentId)
-    for (const row of child.rows) s.ins(row)
   }
-}
 
-/** Column names come from connectors (and custom schemas): make them safe parameter names. */
-function paramName(column: string): string {
-  return `c_${column.replace(/[^A-Za-z0-9_]/g, (ch) => `_${ch.charCodeAt(0).toString(16)}_`)}`
+  /** Child rows are replaced with their parent: delete every changed parent's rows, insert anew. */
+  private replaceChildren(parents: readonly RecordRow[]): void {
+    const tables = new Map<string, { parentColumn: string; ids: string[]; rows: Record<string, SqlValue>[] }>()
+    for (const p of parents) {
+      for (const child of p.children ?? []) {
+        let entry = tables.get(child.table)
+        if (entry === undefined) tables.set(child.table, (entry = { parentColumn: child.parentColumn, ids: [], rows: [] }))
+        entry.ids.push(p.id)
+        entry.rows.push(...child.rows)
+      }
+    }
+    for (const [table, { parentColumn, ids, rows }] of tables) {
+      const t = quote(table)
+      for (let i = 0; i < ids.length; i += BATCH) {
+        const chunk = ids.slice(i, i + BATCH)
+        this.prepared(`del:${table}:${chunk.length}`, () => `DELETE FROM ${t} WHERE ${quote(parentColumn)} IN (${chunk.map(() => '?').join(', ')})`).run(chunk)
+      }
+      const cols = rows[0] === undefined ? [] : Object.keys(rows[0])
+      for (let i = 0; i < rows.length; i += BATCH) {
+        const chunk = rows.slice(i, i + BATCH)
+        const tuple = `(${cols.map(() => '?').join(', ')})`
+        this.prepared(`ins:${table}:${cols.join(',')}:${chunk.length}`, () => `INSERT INTO ${t} (${cols.map(quote).join(', ')}) VALUES ${chunk.map(() => tuple).join(', ')}`).run(
+          chunk.flatMap((r) => cols.map((c) => r[c] ?? null)),
+        )
+      }
+    }
+  }
+
+  private prepared(key: string, sql: () => string): Prepared {
+    let stmt = this.statements.get(key)
+    if (stmt === undefined) {
+      stmt = this.sqlite.prepare(sql())
+      this.statements.set(key, stmt)
+    }
+    return stmt
+  }
 }

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { clients } from '../../../connectors/clients.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
+import { canonicalTime } from '../../../src/store/timestamps.js'
 import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
 
 const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
@@ -104,5 +105,19 @@ describe('the mirror file', () => {
     const w = new RecordWriter(m.sqlite, 'clients')
     w.upsert([clients.toRow({ id: 'c'.repeat(24), firstName: 'A', updatedAt: '2026-01-01T01:00:00+01:00', createdAt: '2025-12-31T23:00:00Z' })], { now: NOW, replaceTies: true })
     expect(rows('SELECT created_at, updated_at FROM clients')).toEqual([{ created_at: '2025-12-31T23:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' }])
+  })
+})
+
+describe('canonical time', () => {
+  test.each([
+    ['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'],
+    ['2026-01-01T00:00:00Z', '2026-01-01T00:00:00.000Z'],
+    ['2026-01-01T01:00:00.5+01:00', '2026-01-01T00:00:00.500Z'],
+    ['2024-02-29T12:00:00.000Z', '2024-02-29T12:00:00.000Z'],
+    ['2026-01-31T23:59:59.999Z', '2026-01-31T23:59:59.999Z'],
+  ])('%s -> %s', (input, out) => expect(canonicalTime(input)).toBe(out))
+
+  test.each(['yesterday', ''.padEnd(3, 'x'), '2026-13-01T00:00:00.000Z'])('%s is not a date', (input) => {
+    expect(() => canonicalTime(input)).toThrow(TypeError)
   })
 })

@@ -1,0 +1,49 @@
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
+import { formatQueryResult, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+
+let writer: TempMirror
+let reader: Mirror
+beforeAll(async () => {
+  writer = await tempMirror()
+  writer.sqlite.exec(`INSERT INTO clients (id, first_name, updated_at, raw, synced_at) VALUES ('a', 'Ann, "the" first', 't', '{}', 't'), ('b', NULL, 't', '{}', 't')`)
+  reader = await openMirror(path.join(writer.dir, 'mirror.db'), { readonly: true })
+})
+afterAll(async () => {
+  await reader.close()
+  await writer.dispose()
+})
+
+describe('query: one read-only statement', () => {
+  test.each([
+    'DELETE FROM clients',
+    "UPDATE clients SET first_name = 'x'",
+    "INSERT INTO clients (id, updated_at, raw, synced_at) VALUES ('z', 't', '{}', 't')",
+    'DROP TABLE clients',
+    'CREATE TABLE evil (x)',
+    'PRAGMA journal_mode = DELETE',
+    "ATTACH DATABASE '/tmp/fsm-query-test.db' AS x",
+    "/* hidden */ attach '/tmp/fsm-query-test.db' as y",
+    "VACUUM INTO '/tmp/fsm-query-test-copy.db'",
+  ])('refuses %s', (sql) => {
+    expect(() => runReadOnlyQuery(reader.sqlite, sql)).toThrow(QueryRefusedError)
+    expect(writer.sqlite.prepare('SELECT count(*) FROM clients').pluck().get()).toBe(2)
+    expect(existsSync('/tmp/fsm-query-test.db') || existsSync('/tmp/fsm-query-test-copy.db')).toBe(false)
+  })
+
+  test('a statement that does not compile is a clear error', () => {
+    expect(() => runReadOnlyQuery(reader.sqlite, 'SELEC 1')).toThrow(/does not compile/)
+  })
+
+  test('formats: table, json, csv', () => {
+    const r = runReadOnlyQuery(reader.sqlite, 'SELECT id, first_name FROM clients ORDER BY id')
+    expect(JSON.parse(formatQueryResult(r, 'json'))).toEqual([{ id: 'a', first_name: 'Ann, "the" first' }, { id: 'b', first_name: null }])
+    expect(formatQueryResult(r, 'csv')).toBe('id,first_name\na,"Ann, ""the"" first"\nb,\n')
+    const t = formatQueryResult(r, 'table')
+    expect(t.split('\n')[0]).toMatch(/^id\s+first_name$/)
+    expect(t).toContain('(2 rows)')
+  })
+})
