@@ -2,7 +2,9 @@
 // has shipped, only append.
 import type { MigrationStatements } from './types.js'
 import { core } from './0001-core.js'
+import { customObjects } from './0002-custom-objects.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
+  '0002-custom-objects': customObjects,
 }
