@@ -43,7 +43,5 @@ export const systemClock: Clock = {
       clearTimeout(t)
     }
   },
-  sleep(ms, signal) {
-    return sleepWith(this, ms, signal)
-  },
+  sleep: (ms, signal) => sleepWith(systemClock, ms, signal),
 }

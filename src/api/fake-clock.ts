@@ -54,6 +54,14 @@ export class FakeClock implements Clock {
     await flush()
   }
 
+  /** Moves to the earliest timer and fires it (and any due with it); false when none is waiting. */
+  async advanceToNext(): Promise<boolean> {
+    const next = this.#earliest()
+    if (next === undefined) return false
+    await this.advance(Math.max(0, next.at - this.#now))
+    return true
+  }
+
   /** Fires timers until none is left (or `maxMs` of fake time has passed). */
   async runAll(maxMs = 24 * 3_600_000): Promise<void> {
     const limit = this.#now + maxMs

@@ -1,0 +1,141 @@
+// The request governor: one per API key, shared by every caller. Callers wait for a start slot;
+// the pure GovernorCore decides who starts and when, this shell turns its answers into timers
+// and resolved promises. Every attempt of every request, retries included, takes a slot.
+import { abortReason, systemClock, type Clock } from './clock.js'
+import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './governor-core.js'
+import type { BudgetChange } from './adaptive-limit.js'
+
+export type { GovernorOptions, GovernorState, Priority, RateObservation }
+export { PRIORITIES } from './governor-core.js'
+
+export interface Slot {
+  /** When the start was granted (clock ms). */
+  readonly startedAt: number
+  /** Frees the concurrency place; call once the response body has been read. Idempotent. */
+  release(): void
+}
+
+interface Waiter {
+  ticket: Ticket
+  resolve: (slot: Slot) => void
+  reject: (err: Error) => void
+  signal: AbortSignal | undefined
+  onAbort: () => void
+}
+
+export interface RequestGovernorOptions extends GovernorOptions {
+  clock?: Clock
+  /** Told whenever the adaptive budget moves (for a log line). */
+  onBudgetChange?: (change: BudgetChange) => void
+}
+
+export class RequestGovernor {
+  readonly #core: GovernorCore
+  readonly #clock: Clock
+  readonly #waiters = new Map<number, Waiter>()
+  readonly #onBudgetChange: ((change: BudgetChange) => void) | undefined
+  #timerAt: number | undefined
+  #cancelTimer: (() => void) | undefined
+
+  constructor(options: RequestGovernorOptions) {
+    this.#core = new GovernorCore(options)
+    this.#clock = options.clock ?? systemClock
+    this.#onBudgetChange = options.onBudgetChange
+  }
+
+  get limit(): number {
+    return this.#core.limit
+  }
+
+  /** Waits for a start slot. Aborting while queued removes the request and rejects. */
+  acquire(priority: Priority, signal?: AbortSignal): Promise<Slot> {
+    if (signal?.aborted === true) return Promise.reject(abortReason(signal))
+    return new Promise<Slot>((resolve, reject) => {
+      const ticket = this.#core.enqueue(priority, this.#clock.now())
+      const waiter: Waiter = {
+        ticket,
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          if (this.#core.cancel(ticket)) {
+            this.#waiters.delete(ticket.id)
+            reject(abortReason(signal))
+            this.#pump()
+          }
+        },
+      }
+      this.#waiters.set(ticket.id, waiter)
+      signal?.addEventListener('abort', waiter.onAbort, { once: true })
+      this.#pump()
+    })
+  }
+
+  /** Runs `fn` in a slot and releases it when `fn` settles. */
+  async schedule<T>(priority: Priority, fn: (slot: Slot) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const slot = await this.acquire(priority, signal)
+    try {
+      return await fn(slot)
+    } finally {
+      slot.release()
+    }
+  }
+
+  /** Stops every start until `untilMs` (a 429's Retry-After / X-RateLimit-Reset). */
+  pause(untilMs: number): void {
+    this.#core.pause(untilMs)
+    this.#pump()
+  }
+
+  /** Feeds the rate-limit headers of an answer to the adaptive budget. */
+  observe(o: RateObservation): BudgetChange | undefined {
+    const change = this.#core.observe(o)
+    if (change !== undefined) this.#onBudgetChange?.(change)
+    this.#pump()
+    return change
+  }
+
+  state(): GovernorState {
+    return this.#core.state(this.#clock.now())
+  }
+
+  #pump(): void {
+    const now = this.#clock.now()
+    const { started, wakeAt } = this.#core.poll(now)
+    for (const ticket of started) {
+      const waiter = this.#waiters.get(ticket.id)
+      if (waiter === undefined) continue
+      this.#waiters.delete(ticket.id)
+      waiter.signal?.removeEventListener('abort', waiter.onAbort)
+      waiter.resolve(this.#slot(now))
+    }
+    this.#arm(wakeAt)
+  }
+
+  #slot(startedAt: number): Slot {
+    let released = false
+    return {
+      startedAt,
+      release: () => {
+        if (released) return
+        released = true
+        this.#core.finish()
+        this.#pump()
+      },
+    }
+  }
+
+  // One timer at a time, for the earliest moment the core said it could start something.
+  #arm(wakeAt: number | undefined): void {
+    if (wakeAt === this.#timerAt) return
+    this.#cancelTimer?.()
+    this.#cancelTimer = undefined
+    this.#timerAt = wakeAt
+    if (wakeAt === undefined) return
+    this.#cancelTimer = this.#clock.setTimer(Math.max(0, Math.ceil(wakeAt - this.#clock.now())), () => {
+      this.#timerAt = undefined
+      this.#cancelTimer = undefined
+      this.#pump()
+    })
+  }
+}

@@ -1,0 +1,103 @@
+// The governor shell on a fake clock: slots, pacing, aborts, pauses, the concurrency cap, state().
+import { describe, expect, test } from 'vitest'
+import { FakeClock } from '../../../src/api/fake-clock.js'
+import { RequestGovernor, type Slot } from '../../../src/api/request-governor.js'
+
+function setup(limitPerMinute = 60, extra: Partial<ConstructorParameters<typeof RequestGovernor>[0]> = {}) {
+  const clock = new FakeClock()
+  const governor = new RequestGovernor({ limitPerMinute, marginMs: 0, burst: 1, clock, ...extra })
+  const t0 = clock.now()
+  return { clock, governor, t0 }
+}
+
+describe('RequestGovernor', () => {
+  test('paces starts one window/limit apart and reports them in state()', async () => {
+    const { clock, governor, t0 } = setup(60)
+    const starts: number[] = []
+    for (let i = 0; i < 5; i++) void governor.schedule('sweep', (slot) => Promise.resolve(starts.push(slot.startedAt - t0)))
+    await clock.advance(10_000)
+    expect(starts).toEqual([0, 1_000, 2_000, 3_000, 4_000])
+    expect(governor.state()).toMatchObject({ limit: 60, effectiveLimit: 60, sentLastMinute: 5, pausedUntil: null })
+  })
+
+  test('queues by priority and reports queue lengths', async () => {
+    const { clock, governor } = setup(60, { maxInFlight: 1 })
+    const order: string[] = []
+    const held = await governor.acquire('sweep')
+    const done = (['reconcile', 'trigger', 'sweep', 'webhook'] as const).map((p) =>
+      governor.schedule(p, () => Promise.resolve(order.push(p))),
+    )
+    expect(governor.state().queued).toEqual({ webhook: 1, sweep: 1, trigger: 1, reconcile: 1 })
+    held.release()
+    await clock.advance(10_000)
+    await Promise.all(done)
+    expect(order).toEqual(['webhook', 'sweep', 'trigger', 'reconcile'])
+  })
+
+  test('an abort while queued removes the request and rejects with the reason', async () => {
+    const { clock, governor } = setup(60, { maxInFlight: 1 })
+    const held = await governor.acquire('sweep')
+    const controller = new AbortController()
+    const waiting = governor.acquire('reconcile', controller.signal)
+    expect(governor.state().queued.reconcile).toBe(1)
+    controller.abort(new Error('shutting down'))
+    await expect(waiting).rejects.toThrow('shutting down')
+    expect(governor.state().queued.reconcile).toBe(0)
+    held.release()
+    await clock.advance(5_000)
+    expect(governor.state().sentLastMinute).toBe(1)
+  })
+
+  test('an already aborted signal rejects at once', async () => {
+    const { governor } = setup()
+    const controller = new AbortController()
+    controller.abort()
+    await expect(governor.acquire('sweep', controller.signal)).rejects.toThrow()
+  })
+
+  test('pause() holds every start until the given time', async () => {
+    const { clock, governor, t0 } = setup(600)
+    governor.pause(t0 + 30_000)
+    expect(governor.state().pausedUntil).toBe(t0 + 30_000)
+    let slot: Slot | undefined
+    void governor.acquire('webhook').then((s) => (slot = s))
+    await clock.advance(29_999)
+    expect(slot).toBeUndefined()
+    await clock.advance(1)
+    expect(slot?.startedAt).toBe(t0 + 30_000)
+    expect(governor.state().pausedUntil).toBeNull()
+  })
+
+  test('at most maxInFlight requests run at once; release frees a place', async () => {
+    const { clock, governor } = setup(6_000, { maxInFlight: 2 })
+    const slots: Slot[] = []
+    for (let i = 0; i < 3; i++) void governor.acquire('sweep').then((s) => slots.push(s))
+    await clock.advance(1_000)
+    expect(slots).toHaveLength(2)
+    expect(governor.state().inFlight).toBe(2)
+    slots[0]?.release()
+    slots[0]?.release() // idempotent
+    await clock.advance(1_000)
+    expect(slots).toHaveLength(3)
+    expect(governor.state().inFlight).toBe(2)
+  })
+
+  test('schedule releases the slot when the function throws', async () => {
+    const { clock, governor } = setup(60, { maxInFlight: 1 })
+    await expect(governor.schedule('sweep', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom')
+    expect(governor.state().inFlight).toBe(0)
+    await clock.advance(1)
+  })
+
+  test('headers showing another client lower the effective limit, never above the configured one', () => {
+    const { clock, governor } = setup(60)
+    const changes: number[] = []
+    const g = new RequestGovernor({ limitPerMinute: 60, clock, onBudgetChange: (c) => changes.push(c.to) })
+    g.observe({ startedAt: clock.now(), at: clock.now(), status: 200, limitHeader: 60, remainingHeader: 10 })
+    expect(g.state().effectiveLimit).toBe(10)
+    expect(changes).toEqual([10])
+    g.observe({ startedAt: clock.now(), at: clock.now(), status: 200, limitHeader: 1_000, remainingHeader: 1_000 })
+    expect(g.state().effectiveLimit).toBeLessThanOrEqual(60)
+    expect(governor.state().effectiveLimit).toBe(60)
+  })
+})
