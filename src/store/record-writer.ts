@@ -56,11 +56,29 @@ export class RecordWriter {
   private readonly statements = new Map<string, Prepared>()
   private readonly t: string
 
+  /** Key column and value shared by every row of this writer (custom_records: the slug). */
+  private readonly scope: { column: string; value: string } | undefined
+
   constructor(
     private readonly sqlite: Sqlite,
     readonly table: string,
+    options: { scope?: { column: string; value: string } } = {},
   ) {
     this.t = quote(table)
+    this.scope = options.scope
+  }
+
+  private get scopeWhere(): string {
+    return this.scope === undefined ? '' : `${quote(this.scope.column)} = ? AND `
+  }
+
+  private get scopeArgs(): string[] {
+    return this.scope === undefined ? [] : [this.scope.value]
+  }
+
+  /** The id change_log names: the record id, prefixed with the scope value when there is one. */
+  private logId(id: string): string {
+    return this.scope === undefined ? id : `${this.scope.value}/${id}`
   }
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
@@ -75,7 +93,7 @@ export class RecordWriter {
       const chunk = rows.slice(i, j)
       const args: SqlValue[] = []
       for (const r of chunk) {
-        args.push(r.id, r.updated_at, r.raw, options.now)
+        args.push(...this.scopeArgs, r.id, r.updated_at, r.raw, options.now)
         for (const n of names) args.push(r.columns[n] ?? null)
       }
       const observed = options.observedAt ?? null
@@ -95,21 +113,23 @@ export class RecordWriter {
 
   /** Marks records deleted (never removes them). Returns the ids that changed. */
   markDeleted(ids: readonly string[], now: string): WriteResult {
-    const mark = this.prepared('mark', () => `UPDATE ${this.t} SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING updated_at`)
+    const mark = this.prepared('mark', () => `UPDATE ${this.t} SET deleted_at = ? WHERE ${this.scopeWhere}id = ? AND deleted_at IS NULL RETURNING updated_at`)
+    const scoped = this.scope === undefined ? '' : `${quote(this.scope.column)}, `
+    const conflict = this.scope === undefined ? 'id' : `${quote(this.scope.column)}, id`
     // A deletion of a record never seen: keep a tombstone so that an older page still in flight
     // cannot bring it back as live (its observedAt precedes the deletion).
     const tombstone = this.prepared(
       'tombstone',
-      () => `INSERT INTO ${this.t} (id, updated_at, raw, synced_at, deleted_at) VALUES (?, '', ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+      () => `INSERT INTO ${this.t} (${scoped}id, updated_at, raw, synced_at, deleted_at) VALUES (${scoped === '' ? '' : '?, '}?, '', ?, ?, ?) ON CONFLICT(${conflict}) DO NOTHING`,
     )
     const changed: string[] = []
     const entries: [string, string, string | null][] = []
     for (const id of ids) {
-      const hit = mark.get([now, id]) as { updated_at: string } | undefined
+      const hit = mark.get([now, ...this.scopeArgs, id]) as { updated_at: string } | undefined
       if (hit !== undefined) {
         changed.push(id)
         entries.push([id, 'delete', hit.updated_at || null])
-      } else if (tombstone.run([id, JSON.stringify({ id }), now, now]).changes > 0) {
+      } else if (tombstone.run([...this.scopeArgs, id, JSON.stringify({ id }), now, now]).changes > 0) {
         changed.push(id)
         entries.push([id, 'delete', null])
       }
@@ -121,14 +141,15 @@ export class RecordWriter {
   private upsertStatement(names: readonly string[], count: number): Prepared {
     return this.prepared(`upsert:${count}:${names.join(',')}`, () => {
       const t = this.t
-      const all = ['id', 'updated_at', 'raw', 'synced_at', ...names]
+      const keys = this.scope === undefined ? ['id'] : [this.scope.column, 'id']
+      const all = [...keys, 'updated_at', 'raw', 'synced_at', ...names]
       const tuple = `(${all.map(() => '?').join(', ')})`
       const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quote(n)} = excluded.${quote(n)}`)
       // Newer wins; an equal updatedAt with other content wins only from a sweep; a record marked
       // deleted before the list request started and still listed is live again. The trailing
       // parameters are observedAt (twice), replaceTies, observedAt (twice), in order of appearance.
       return `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}
-        ON CONFLICT(id) DO UPDATE SET ${sets.join(', ')},
+        ON CONFLICT(${keys.map(quote).join(', ')}) DO UPDATE SET ${sets.join(', ')},
           deleted_at = CASE WHEN ${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?
                             THEN NULL ELSE ${t}.deleted_at END
         WHERE excluded.updated_at > ${t}.updated_at
@@ -145,7 +166,7 @@ export class RecordWriter {
         `log:${chunk.length}`,
         () => `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
       )
-      stmt.run(chunk.flatMap(([id, op, updatedAt]) => [this.table, id, op, updatedAt, now]))
+      stmt.run(chunk.flatMap(([id, op, updatedAt]) => [this.table, this.logId(id), op, updatedAt, now]))
     }
   }
 

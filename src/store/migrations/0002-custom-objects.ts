@@ -21,7 +21,7 @@ export const customObjects: MigrationStatements = [
     slug TEXT NOT NULL,
     id TEXT NOT NULL,
     stage TEXT,
-    data TEXT NOT NULL,
+    data TEXT,
     created_at TEXT,
     updated_at TEXT NOT NULL,
     deleted_at TEXT,

@@ -121,3 +121,32 @@ describe('canonical time', () => {
     expect(() => canonicalTime(input)).toThrow(TypeError)
   })
 })
+
+describe('scoped writers (custom_records: one writer per slug)', () => {
+  const rec = (id: string, updatedAt: string, data: Record<string, unknown>) => ({
+    id,
+    updated_at: updatedAt,
+    raw: JSON.stringify({ id, updatedAt, data }),
+    columns: { stage: 'new', data: JSON.stringify(data), created_at: T(0) },
+  })
+
+  test('the same id under two slugs is two records; deletes and change_log are per slug', () => {
+    const a = new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: 'equipment' } })
+    const b = new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: 'sites' } })
+    a.upsert([rec('r1', T(1), { x: 1 })], { now: NOW, replaceTies: true })
+    b.upsert([rec('r1', T(1), { y: 2 })], { now: NOW, replaceTies: true })
+    expect(a.upsert([rec('r1', T(0), { x: 0 })], { now: NOW, replaceTies: true }).changed).toEqual([])
+    expect(a.markDeleted(['r1'], NOW).changed).toEqual(['r1'])
+    expect(rows('SELECT slug, id, data, deleted_at FROM custom_records ORDER BY slug')).toEqual([
+      { slug: 'equipment', id: 'r1', data: '{"x":1}', deleted_at: NOW },
+      { slug: 'sites', id: 'r1', data: '{"y":2}', deleted_at: null },
+    ])
+    expect(rows(`SELECT record_id, op FROM change_log WHERE table_name = 'custom_records' ORDER BY seq`)).toEqual([
+      { record_id: 'equipment/r1', op: 'upsert' },
+      { record_id: 'sites/r1', op: 'upsert' },
+      { record_id: 'equipment/r1', op: 'delete' },
+    ])
+    expect(b.markDeleted(['never-seen'], NOW).changed).toEqual(['never-seen'])
+    expect(rows(`SELECT slug, deleted_at FROM custom_records WHERE id = 'never-seen'`)).toEqual([{ slug: 'sites', deleted_at: NOW }])
+  })
+})
