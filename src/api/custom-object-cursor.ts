@@ -23,6 +23,8 @@ export interface CustomObjectOptions {
   marginMs?: number
   /** Fallback time source when the upstream sends no `Date` header. */
   clock?: Clock
+  /** Resume an interrupted walk at this page cursor (`meta.next.cursor` of the last page stored). */
+  startCursor?: string
 }
 
 export interface CustomObjectPage {
@@ -48,7 +50,7 @@ export async function* customObjectCursor(
     limit: options.limit ?? 100,
     ...(options.updatedSince === undefined ? {} : { updated_since: new Date(Date.parse(options.updatedSince)).toISOString() }),
   }
-  let cursor: string | undefined
+  let cursor: string | undefined = options.startCursor
   let startedAt: number | undefined
   for (;;) {
     const query = cursor === undefined ? base : { ...base, cursor }

@@ -21,7 +21,11 @@ export function extractRows(res: ApiResponse, path: string): Row[] {
   return rows as Row[]
 }
 
-/** Rows that each carry an `id` and a parseable `updatedAt`, for the keyset walk. */
+/**
+ * Rows that each carry an `id` and a parseable `updatedAt`, for the keyset walk. The rows are
+ * returned as received (zod's output would move the schema's keys first, and the mirror keeps
+ * each payload exactly as the API sent it).
+ */
 export function readKeysetRows(res: ApiResponse, path: string): KeysetRow[] {
   return extractRows(res, path).map((row, i) => {
     const parsed = KeysetRowSchema.safeParse(row)
@@ -29,7 +33,7 @@ export function readKeysetRows(res: ApiResponse, path: string): KeysetRow[] {
       const detail = parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')
       throw malformed(res, path, `row ${i} cannot be paged by updatedAt (${detail})`, parsed.error)
     }
-    return parsed.data
+    return row as KeysetRow
   })
 }
 

@@ -19,8 +19,14 @@ export function templatePath(path: string): string {
 }
 
 /** v1 routes take `X-Api-Key`; the legacy `/api/...` family reads only `Authorization: Bearer`. */
+/**
+ * v1 routes take `X-Api-Key`; the legacy routes read only `Authorization: Bearer` (spec,
+ * Authentication 7), and so do the key-management routes, which are "authorised like the
+ * dashboard: a key on the Authorization header" (spec, API keys).
+ */
 export function authHeader(path: string, apiKey: string): Record<string, string> {
-  return isV1(path) ? { 'x-api-key': apiKey } : { authorization: `Bearer ${apiKey}` }
+  const dashboardStyle = path === '/api/v1/api-keys' || path.startsWith('/api/v1/api-keys/')
+  return isV1(path) && !dashboardStyle ? { 'x-api-key': apiKey } : { authorization: `Bearer ${apiKey}` }
 }
 
 export function isV1(path: string): boolean {

@@ -50,7 +50,7 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
     // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
     // on a timer. A bigger page cache keeps index updates of large backfills in memory.
     sqlite.pragma('wal_autocheckpoint = 10000')
-    sqlite.pragma(`cache_size = ${-64 * 1024}`)
+    sqlite.pragma(`cache_size = ${-16 * 1024}`)
   } else {
     sqlite.pragma('query_only = ON')
   }

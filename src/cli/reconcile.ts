@@ -1,0 +1,19 @@
+// `fsm-sync reconcile [--stream S]...`: marks records deleted upstream, guarded against mass marks.
+import type { Command } from './command.js'
+import { exitCodeOf, formatResults } from './run-summary.js'
+import { withRuntime } from './with-runtime.js'
+import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
+
+export const reconcileCommand: Command = {
+  command: 'reconcile',
+  describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
+  builder: (y) => y.option('stream', { type: 'string', array: true, describe: 'stream to reconcile (repeatable); all when omitted' }),
+  run: (args, ctx) =>
+    withRuntime(ctx, async (rt, signal) => {
+      const named = (args.stream as string[] | undefined) ?? []
+      const selection = selectStreams(named.length > 0 ? named : rt.config.streams)
+      const results = await runReconciliations(rt.syncContext({ signal }), selection)
+      ctx.io.stdout.write(formatResults(results, selection.notBuilt))
+      return exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
+    }),
+}

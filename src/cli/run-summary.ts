@@ -1,0 +1,16 @@
+// Printing of run results, shared by `sync` and `reconcile`.
+import type { RunResult } from '../sync/sync-context.js'
+
+export function formatResults(results: readonly RunResult[], notBuilt: readonly string[]): string {
+  const width = Math.max(10, ...results.map((r) => r.stream.length), ...notBuilt.map((n) => n.length))
+  const lines = results.map((r) => {
+    const head = `${r.stream.padEnd(width)} ${r.kind.padEnd(9)} ${r.outcome.padEnd(7)} rows ${String(r.rows).padStart(7)}  requests ${String(r.requests).padStart(5)}  ${(r.durationMs / 1000).toFixed(1)} s`
+    return r.error === undefined ? head : `${head}\n  ${r.error}`
+  })
+  for (const name of notBuilt) lines.push(`${name.padEnd(width)} skipped: this stream is not built yet (see README.md, Roadmap)`)
+  return lines.join('\n') + '\n'
+}
+
+export function exitCodeOf(results: readonly RunResult[], explicitNotBuilt: readonly string[]): number {
+  return results.every((r) => r.outcome === 'success') && explicitNotBuilt.length === 0 ? 0 : 1
+}

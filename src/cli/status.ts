@@ -1,0 +1,50 @@
+// `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
+import type { Command } from './command.js'
+import { openMirror } from '../store/mirror-database.js'
+import { statusReport, type StatusReport } from '../store/status-report.js'
+
+export const statusCommand: Command = {
+  command: 'status',
+  describe: 'Per stream: cursor, last success, last error, rows, lag; inbox backlog; request budget',
+  builder: (y) => y.option('json', { type: 'boolean', default: false, describe: 'print JSON for scripts' }),
+  run: async (args, ctx) => {
+    const config = ctx.config()
+    const mirror = await openMirror(config.db, { readonly: true })
+    try {
+      const report = statusReport(mirror.sqlite, Date.now())
+      if (args.json === true) ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit }, null, 2) + '\n')
+      else ctx.io.stdout.write(render(report, config.rateLimit))
+      return 0
+    } finally {
+      await mirror.close()
+    }
+  },
+}
+
+function render(report: StatusReport, budget: number): string {
+  const head = ['stream', 'rows', 'deleted', 'last success', 'lag', 'cursor', 'last error']
+  const rows = report.streams.map((s) => [
+    s.stream,
+    s.rows === null ? '' : String(s.rows),
+    s.deleted === null ? '' : String(s.deleted),
+    s.lastSuccessAt ?? 'never',
+    s.lagSeconds === null ? '' : `${s.lagSeconds} s`,
+    cursorText(s.cursor),
+    s.lastError === null ? '' : `${s.lastErrorAt ?? ''} ${s.lastError}`.slice(0, 100),
+  ])
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
+  const out = [line(head), ...rows.map(line), '', `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`]
+  if (report.webhookInbox !== null) out.push(`webhook inbox: ${report.webhookInbox.backlog} waiting, ${report.webhookInbox.failed} failed`)
+  return out.join('\n') + '\n'
+}
+
+function cursorText(cursor: string | null): string {
+  if (cursor === null) return ''
+  try {
+    const c = JSON.parse(cursor) as { since?: unknown }
+    return typeof c.since === 'string' ? c.since : cursor.slice(0, 40)
+  } catch {
+    return cursor.slice(0, 40)
+  }
+}

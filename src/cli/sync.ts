@@ -1,0 +1,23 @@
+// `fsm-sync sync [--stream S]... [--full]`: one incremental pass, a summary per stream.
+import type { Command } from './command.js'
+import { exitCodeOf, formatResults } from './run-summary.js'
+import { withRuntime } from './with-runtime.js'
+import { selectStreams, runSweeps } from '../sync/sync-engine.js'
+
+export const syncCommand: Command = {
+  command: 'sync',
+  describe: 'One incremental pass over the named streams (all by default), then exit',
+  builder: (y) =>
+    y
+      .option('stream', { type: 'string', array: true, describe: 'stream to sync (repeatable); all when omitted' })
+      .option('full', { type: 'boolean', default: false, describe: 'ignore the stored cursors and walk everything' }),
+  run: (args, ctx) =>
+    withRuntime(ctx, async (rt, signal) => {
+      const named = (args.stream as string[] | undefined) ?? []
+      const selection = selectStreams(named.length > 0 ? named : rt.config.streams)
+      const tty = (ctx.io.stderr as { isTTY?: boolean }).isTTY === true ? ctx.io.stderr : undefined
+      const results = await runSweeps(rt.syncContext({ progressTty: tty, signal }), selection, { full: args.full === true })
+      ctx.io.stdout.write(formatResults(results, selection.notBuilt))
+      return exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
+    }),
+}

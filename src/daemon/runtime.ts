@@ -1,0 +1,88 @@
+// Builds the object graph once per process (style.md: dependencies are passed in, never looked up):
+// the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
+import { ApiClient } from '../api/api-client.js'
+import { RequestGovernor } from '../api/request-governor.js'
+import type { Config } from '../config/index.js'
+import { ConfigError } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import { openMirror, type Mirror } from '../store/mirror-database.js'
+import { SyncStateStore } from '../store/sync-state.js'
+import { isoNow } from '../store/timestamps.js'
+import type { SyncContext } from '../sync/sync-context.js'
+import { createProgress } from '../sync/progress.js'
+
+export interface Runtime {
+  config: Config
+  logger: Logger
+  mirror: Mirror
+  state: SyncStateStore
+  governor: RequestGovernor
+  client: ApiClient
+  syncContext(options?: { progressTty?: NodeJS.WritableStream | undefined; signal?: AbortSignal }): SyncContext
+  close(): Promise<void>
+}
+
+/** The settings every command that calls the API needs, reported together (exit 2). */
+export function requireApiSettings(config: Config): { baseUrl: string; apiKey: string } {
+  const issues = []
+  if (config.baseUrl === undefined) issues.push({ key: 'FSM_BASE_URL', message: 'is required: the API base address, e.g. https://api.example.com' })
+  if (config.apiKey === undefined) issues.push({ key: 'FSM_API_KEY', message: 'is required: an API key starting with svc_live_' })
+  if (issues.length > 0 || config.baseUrl === undefined || config.apiKey === undefined) throw new ConfigError(issues)
+  return { baseUrl: config.baseUrl, apiKey: config.apiKey }
+}
+
+export async function createRuntime(config: Config, logger: Logger): Promise<Runtime> {
+  const { baseUrl, apiKey } = requireApiSettings(config)
+  const mirror = await openMirror(config.db)
+  const state = new SyncStateStore(mirror.sqlite)
+  const interrupted = state.abandonRunning(isoNow(Date.now()))
+  if (interrupted > 0) logger.warn({ runs: interrupted }, 'runs left unfinished by a previous process are marked interrupted; going on from their last checkpoint')
+  const governor = new RequestGovernor({
+    limitPerMinute: config.rateLimit,
+    maxInFlight: config.http.maxInFlight,
+    // However much another client spends the key, keep a tenth of the budget so that the mirror
+    // still moves; a 429 then pauses us anyway.
+    minLimit: Math.max(1, Math.ceil(config.rateLimit / 10)),
+    onBudgetChange: (change) => logger.warn({ change }, 'request budget adapted to what the rate-limit headers say'),
+  })
+  const client = new ApiClient({
+    baseUrl,
+    apiKey,
+    governor,
+    logger,
+    timeouts: { connectMs: config.http.connectTimeoutMs, headersMs: config.http.headersTimeoutMs, bodyMs: config.http.bodyTimeoutMs },
+  })
+  const now = () => Date.now()
+  return {
+    config,
+    logger,
+    mirror,
+    state,
+    governor,
+    client,
+    syncContext: (options = {}) => ({
+      mirror,
+      state,
+      upstream: client,
+      logger,
+      now,
+      options: {
+        lookbackMs: config.sync.lookbackSeconds * 1000,
+        pageSize: config.sync.pageSize,
+        maxDeleteShare: config.reconcile.maxDeleteShare,
+      },
+      progress: createProgress({
+        logger,
+        now,
+        budgetPerMinute: () => governor.state().effectiveLimit,
+        pageSize: config.sync.pageSize,
+        tty: options.progressTty,
+      }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    }),
+    close: async () => {
+      await client.close()
+      await mirror.close()
+    },
+  }
+}

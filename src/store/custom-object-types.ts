@@ -1,0 +1,75 @@
+// custom_object_types: discovery item, schema fields and pipeline per slug, and the view built from
+// them. A schema change rebuilds the view in the same transaction that stores the schema.
+import type { DiscoveryItem, ObjectSchema } from '../../connectors/custom-objects.js'
+import { viewName, viewStatements } from './custom-object-views.js'
+import type { Sqlite } from './mirror-database.js'
+
+export interface StoredType {
+  slug: string
+  fields: string | null
+  pipeline: string | null
+  disabledAt: string | null
+}
+
+export class CustomObjectTypes {
+  constructor(private readonly sqlite: Sqlite) {}
+
+  all(): StoredType[] {
+    return (this.sqlite.prepare('SELECT slug, fields, pipeline, disabled_at FROM custom_object_types ORDER BY slug').all() as {
+      slug: string
+      fields: string | null
+      pipeline: string | null
+      disabled_at: string | null
+    }[]).map((r) => ({ slug: r.slug, fields: r.fields, pipeline: r.pipeline, disabledAt: r.disabled_at }))
+  }
+
+  /**
+   * Stores a discovered type and its schema; returns true when the schema changed (the view was
+   * rebuilt). A type seen again after being disabled is enabled again.
+   */
+  store(item: DiscoveryItem, schema: ObjectSchema, now: string): boolean {
+    const fields = JSON.stringify(schema.fields)
+    const pipeline = JSON.stringify(schema.pipeline)
+    const current = this.sqlite.prepare('SELECT fields, pipeline, disabled_at FROM custom_object_types WHERE slug = ?').get(item.slug) as
+      | { fields: string | null; pipeline: string | null; disabled_at: string | null }
+      | undefined
+    const changed = current === undefined || current.fields !== fields
+    const view = viewName(item.slug)
+    const raw = item.raw
+    this.sqlite.transaction(() => {
+      this.sqlite
+        .prepare(
+          `INSERT INTO custom_object_types (slug, name_singular, name_plural, is_child_object, parent_object_slug, schema_url, fields, pipeline, disabled_at, view_name, raw, synced_at)
+           VALUES (@slug, @nameSingular, @namePlural, @isChild, @parent, @schemaUrl, @fields, @pipeline, NULL, @view, @raw, @now)
+           ON CONFLICT(slug) DO UPDATE SET name_singular = excluded.name_singular, name_plural = excluded.name_plural,
+             is_child_object = excluded.is_child_object, parent_object_slug = excluded.parent_object_slug, schema_url = excluded.schema_url,
+             fields = excluded.fields, pipeline = excluded.pipeline, disabled_at = NULL, view_name = excluded.view_name,
+             raw = excluded.raw, synced_at = excluded.synced_at`,
+        )
+        .run({
+          slug: item.slug,
+          nameSingular: typeof raw.nameSingular === 'string' ? raw.nameSingular : null,
+          namePlural: typeof raw.namePlural === 'string' ? raw.namePlural : null,
+          isChild: typeof raw.isChildObject === 'boolean' ? (raw.isChildObject ? 1 : 0) : null,
+          parent: typeof raw.parentObjectSlug === 'string' ? raw.parentObjectSlug : null,
+          schemaUrl: typeof raw.schemaUrl === 'string' ? raw.schemaUrl : null,
+          fields,
+          pipeline,
+          view,
+          raw: JSON.stringify({ discovery: raw, schema: schema.raw }),
+          now,
+        })
+      if (changed || !this.viewExists(view)) for (const s of viewStatements(item.slug, schema.fields)) this.sqlite.exec(s)
+    })()
+    return changed
+  }
+
+  /** A slug gone from discovery is disabled, not deleted: its records stay readable upstream. */
+  disable(slug: string, now: string): boolean {
+    return this.sqlite.prepare('UPDATE custom_object_types SET disabled_at = ? WHERE slug = ? AND disabled_at IS NULL').run(now, slug).changes > 0
+  }
+
+  private viewExists(name: string): boolean {
+    return this.sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = ?`).get(name) !== undefined
+  }
+}

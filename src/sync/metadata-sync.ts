@@ -1,0 +1,46 @@
+// Account metadata snapshots: webhook endpoints with their delivery records (`webhooks`), and API
+// keys (`api_keys`). Endpoints and keys missing from a complete listing get deleted_at; delivery
+// records are kept as history (the upstream deletes them only with their endpoint).
+import { apiKeys, metadataRow, webhookDeliveries, webhookEndpoints, type MetadataStream } from '../../connectors/account-metadata.js'
+import { extractRows } from '../api/page-rows.js'
+import { pageWalk } from '../api/page-walk.js'
+import { RecordWriter, type RecordRow } from '../store/record-writer.js'
+import { isoNow } from '../store/timestamps.js'
+import { trackedRun } from './tracked-run.js'
+import type { RunResult, SyncContext } from './sync-context.js'
+
+export function syncMetadata(ctx: SyncContext, name: 'webhooks' | 'api_keys'): Promise<RunResult> {
+  return trackedRun(ctx, 'reference', name, async ({ source }) => {
+    const walk = { priority: 'sweep' as const, ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }
+    if (name === 'api_keys') {
+      const res = await source.get(apiKeys.route, undefined, { priority: 'sweep', signal: ctx.signal })
+      return { rows: snapshot(ctx, apiKeys, extractRows(res, apiKeys.route), isoNow(source.lastStartedAt)) }
+    }
+    const endpoints: Record<string, unknown>[] = []
+    for await (const page of pageWalk(source, webhookEndpoints.route, walk)) endpoints.push(...page.rows)
+    let rows = snapshot(ctx, webhookEndpoints, endpoints, isoNow(source.lastStartedAt))
+    const writer = new RecordWriter(ctx.mirror.sqlite, webhookDeliveries.table)
+    for (const endpoint of endpoints) {
+      if (typeof endpoint.id !== 'string') continue
+      const endpointId = endpoint.id
+      for await (const page of pageWalk(source, `/api/v1/webhooks/${endpointId}/deliveries`, walk)) {
+        const mapped = page.rows.map((r) => metadataRow(webhookDeliveries, r, { endpoint_id: endpointId })).filter((r): r is RecordRow => r !== undefined)
+        rows += ctx.mirror.sqlite.transaction(() => writer.upsert(mapped, { now: isoNow(ctx.now()), replaceTies: true }).changed.length)()
+      }
+    }
+    return { rows }
+  })
+}
+
+function snapshot(ctx: SyncContext, stream: MetadataStream, payloads: readonly Record<string, unknown>[], observedAt: string): number {
+  const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
+  const rows = payloads.map((p) => metadataRow(stream, p)).filter((r): r is RecordRow => r !== undefined)
+  return ctx.mirror.sqlite.transaction(() => {
+    const now = isoNow(ctx.now())
+    let n = writer.upsert(rows, { now, observedAt, replaceTies: true }).changed.length
+    const seen = new Set(rows.map((r) => r.id))
+    const gone = (ctx.mirror.sqlite.prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL`).pluck().all() as string[]).filter((id) => !seen.has(id))
+    n += writer.markDeleted(gone, now).changed.length
+    return n
+  })()
+}

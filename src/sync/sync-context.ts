@@ -1,0 +1,37 @@
+// What the engine needs to run a stream: the mirror, the upstream, the clock and a few options.
+import type { Logger } from '../log/logger.js'
+import type { Mirror } from '../store/mirror-database.js'
+import type { SyncStateStore } from '../store/sync-state.js'
+import type { Upstream } from './counting-source.js'
+import type { ProgressSink } from './progress.js'
+
+export interface SyncOptions {
+  /** Subtracted from a stored cursor (design.md: guards against upstream commit lag). */
+  lookbackMs: number
+  pageSize: number
+  /** Largest share of a table one reconciliation may mark deleted. */
+  maxDeleteShare: number
+}
+
+export interface SyncContext {
+  mirror: Mirror
+  state: SyncStateStore
+  upstream: Upstream
+  logger: Logger
+  now: () => number
+  options: SyncOptions
+  progress?: ProgressSink | undefined
+  signal?: AbortSignal | undefined
+}
+
+export interface RunResult {
+  stream: string
+  kind: 'sweep' | 'reconcile'
+  outcome: 'success' | 'error' | 'guarded'
+  /** Rows the run changed in the mirror (inserted, updated or marked deleted). */
+  rows: number
+  requests: number
+  durationMs: number
+  error?: string
+  details?: Record<string, unknown>
+}

@@ -1,0 +1,101 @@
+// Runs streams by name for `sync`, `reconcile` and the daemon. Streams whose connector has not
+// landed yet are reported as such, never silently dropped.
+import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
+import { REFERENCE_STREAMS, type ReferenceStream } from '../../connectors/reference.js'
+import { syncReference } from './reference-sync.js'
+import { syncMetadata } from './metadata-sync.js'
+import { CountingSource } from './counting-source.js'
+import { discoverObjects, reconcileObjectRecords, sweepObjectRecords } from './custom-object-sync.js'
+import { trackedRun } from './tracked-run.js'
+import { reconcileRecords } from './reconcile-records.js'
+import { sweepRecords } from './record-sweep.js'
+import type { RunResult, SyncContext } from './sync-context.js'
+
+export interface Selection {
+  records: RecordStream[]
+  reference: ReferenceStream[]
+  metadata: ('webhooks' | 'api_keys')[]
+  /** Custom objects: every one (`objects`), the named slugs (`objects:<slug>`), or none. */
+  objects: 'all' | string[] | undefined
+  /** Named streams with no connector yet. */
+  notBuilt: string[]
+}
+
+export function selectStreams(names: readonly string[]): Selection {
+  const records: RecordStream[] = []
+  const reference: ReferenceStream[] = []
+  const metadata: Selection['metadata'] = []
+  const notBuilt: string[] = []
+  let objects: Selection['objects']
+  for (const name of names) {
+    const stream = RECORD_STREAMS.find((s) => s.name === name)
+    const ref = REFERENCE_STREAMS.find((s) => s.name === name)
+    if (stream !== undefined) {
+      if (!records.includes(stream)) records.push(stream)
+    } else if (ref !== undefined) {
+      if (!reference.includes(ref)) reference.push(ref)
+    } else if (name === 'webhooks' || name === 'api_keys') {
+      if (!metadata.includes(name)) metadata.push(name)
+    } else if (name === 'objects') objects = 'all'
+    else if (name.startsWith('objects:')) {
+      if (objects !== 'all') objects = [...(objects ?? []), name.slice('objects:'.length)]
+    } else notBuilt.push(name)
+  }
+  // Parents before children, whatever order the names came in.
+  records.sort((a, b) => RECORD_STREAMS.indexOf(a) - RECORD_STREAMS.indexOf(b))
+  return { records, reference, metadata, objects, notBuilt }
+}
+
+export async function runSweeps(ctx: SyncContext, selection: Selection, options: { full?: boolean } = {}): Promise<RunResult[]> {
+  const results: RunResult[] = []
+  for (const stream of selection.records) {
+    if (ctx.signal?.aborted === true) return results
+    results.push(await sweepRecords(ctx, stream, options))
+  }
+  for (const stream of selection.reference) {
+    if (ctx.signal?.aborted === true) return results
+    results.push(await syncReference(ctx, stream))
+  }
+  for (const name of selection.metadata) {
+    if (ctx.signal?.aborted === true) return results
+    results.push(await syncMetadata(ctx, name))
+  }
+  if (selection.objects !== undefined && ctx.signal?.aborted !== true) results.push(...(await runObjects(ctx, selection.objects, 'sweep', options)))
+  return results
+}
+
+export async function runReconciliations(ctx: SyncContext, selection: Selection): Promise<RunResult[]> {
+  const results: RunResult[] = []
+  for (const stream of selection.records) {
+    if (!stream.deletions.reconcile || ctx.signal?.aborted === true) continue
+    results.push(await reconcileRecords(ctx, stream))
+  }
+  if (selection.objects !== undefined && ctx.signal?.aborted !== true) results.push(...(await runObjects(ctx, selection.objects, 'reconcile')))
+  return results
+}
+
+/** Discovery (with schemas and views) first, as a run of its own, then each object's records. */
+async function runObjects(ctx: SyncContext, which: 'all' | string[], kind: 'sweep' | 'reconcile', options: { full?: boolean } = {}): Promise<RunResult[]> {
+  const source = new CountingSource(ctx.upstream, ctx.now)
+  let slugs: string[] = []
+  const discovery = await trackedRun(
+    ctx,
+    kind,
+    'objects',
+    async () => {
+      const found = await discoverObjects(ctx, source)
+      slugs = which === 'all' ? found.slugs : which
+      const unknown = slugs.filter((s) => !found.slugs.includes(s))
+      if (unknown.length > 0) throw new Error(`no custom object ${unknown.map((s) => `'${s}'`).join(', ')} on this account (discovered: ${found.slugs.join(', ') || 'none'})`)
+      return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
+    },
+    source,
+  )
+  const results: RunResult[] = [discovery]
+  if (discovery.outcome !== 'success') return results
+  for (const slug of slugs) {
+    if (ctx.signal?.aborted === true) break
+    results.push(kind === 'sweep' ? await sweepObjectRecords(ctx, slug, source, options) : await reconcileObjectRecords(ctx, slug, source))
+  }
+  return results
+}

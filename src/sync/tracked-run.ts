@@ -1,0 +1,80 @@
+// The bookkeeping every run shares: a sync_runs row from start to end, the stream's last success or
+// last error in sync_state, and one RunResult. Each kind of run supplies only its work.
+import { isoNow } from '../store/timestamps.js'
+import type { RunKind } from '../store/sync-state.js'
+import { CountingSource } from './counting-source.js'
+import { describeError } from './describe-error.js'
+import type { RunResult, SyncContext } from './sync-context.js'
+
+export interface RunOutcome {
+  outcome?: 'success' | 'guarded'
+  rows: number
+  error?: string
+  details?: Record<string, unknown>
+}
+
+export interface RunScope {
+  source: CountingSource
+  runId: number
+}
+
+/**
+ * Runs `work` as one tracked run. Requests are counted on `source` (a fresh one unless given: the
+ * custom-object runs share one so that discovery is charged once). A thrown error ends the run as
+ * `error` with its message; it is logged, recorded and returned, never rethrown.
+ */
+export async function trackedRun(
+  ctx: SyncContext,
+  kind: RunKind,
+  stream: string,
+  work: (scope: RunScope) => Promise<RunOutcome>,
+  shared?: CountingSource,
+): Promise<RunResult> {
+  const started = ctx.now()
+  const runId = ctx.state.startRun(kind, stream, isoNow(started))
+  const source = shared ?? new CountingSource(ctx.upstream, ctx.now)
+  const before = source.requests
+  let result: Omit<RunOutcome, 'outcome'> & { outcome: RunResult['outcome'] }
+  try {
+    const r = await work({ source, runId })
+    result = { ...r, outcome: r.outcome ?? 'success' }
+  } catch (err) {
+    ctx.logger.error({ err, stream, kind }, `${kind} failed`)
+    result = { outcome: 'error', rows: 0, error: describeError(err) }
+  }
+  const end = ctx.now()
+  const requests = source.requests - before
+  ctx.mirror.sqlite.transaction(() => {
+    ctx.state.finishRun(
+      runId,
+      { outcome: result.outcome, rows: result.rows, requests, ...(result.error === undefined ? {} : { error: result.error }), details: result.details },
+      isoNow(end),
+    )
+    if (result.outcome === 'error') ctx.state.recordError(stream, runId, result.error ?? 'failed', isoNow(end))
+    else if (result.outcome === 'success') ctx.state.recordSuccess(stream, runId, isoNow(end))
+  })()
+  if (result.outcome === 'guarded') ctx.logger.warn({ stream, kind, ...result.details }, result.error ?? 'guarded')
+  else if (result.outcome === 'success') ctx.logger.info({ stream, kind, rows: result.rows, requests, durationMs: end - started }, `${kind} finished`)
+  return {
+    stream,
+    kind: kind === 'reconcile' ? 'reconcile' : 'sweep',
+    outcome: result.outcome,
+    rows: result.rows,
+    requests,
+    durationMs: end - started,
+    ...(result.error === undefined ? {} : { error: result.error }),
+    ...(result.details === undefined ? {} : { details: result.details }),
+  }
+}
+
+/** The guard shared by every reconciliation: a share of the live rows, never more. */
+export function deletionGuard(stream: string, candidates: number, liveCount: number, maxShare: number): RunOutcome | undefined {
+  const allowed = Math.floor(liveCount * maxShare)
+  if (candidates <= allowed) return undefined
+  return {
+    outcome: 'guarded',
+    rows: 0,
+    error: `reconcile of ${stream} refused: ${candidates} of ${liveCount} live rows look deleted, more than the allowed ${Math.round(maxShare * 100)} % (${allowed}); nothing was marked. If this is real, raise reconcile.maxDeleteShare for one run.`,
+    details: { candidates, liveCount, allowed },
+  }
+}

@@ -1,0 +1,82 @@
+// `query` and `status` through the real CLI against a real mirror file.
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { clients } from '../../../connectors/clients.js'
+import { openMirror } from '../../../src/store/mirror-database.js'
+import { RecordWriter } from '../../../src/store/record-writer.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { cleanEnv, runCli } from '../../helpers/run-cli.js'
+import { tempDir } from '../../helpers/temp-mirror.js'
+
+let db: string
+beforeAll(async () => {
+  db = path.join(tempDir(), 'mirror.db')
+  const m = await openMirror(db)
+  const now = new Date().toISOString()
+  new RecordWriter(m.sqlite, 'clients').upsert(
+    [1, 2, 3].map((i) => clients.toRow({ id: String(i).repeat(24), firstName: `Client ${i}`, email: `c${i}@example.com`, updatedAt: `2026-01-0${i}T00:00:00.000Z` })),
+    { now, replaceTies: true },
+  )
+  const state = new SyncStateStore(m.sqlite)
+  const run = state.startRun('sweep', 'clients', now)
+  state.setCursor('clients', { since: '2026-01-03T00:00:00.000Z', seenIdsAtCursor: ['3'.repeat(24)] }, now)
+  state.finishRun(run, { outcome: 'success', rows: 3, requests: 1 }, now)
+  state.recordSuccess('clients', run, now)
+  const failed = state.startRun('sweep', 'jobs', now)
+  state.finishRun(failed, { outcome: 'error', rows: 0, requests: 1, error: 'GET /api/v1/jobs answered 403 FORBIDDEN' }, now)
+  state.recordError('jobs', failed, 'GET /api/v1/jobs answered 403 FORBIDDEN', now)
+  await m.close()
+})
+afterAll(() => undefined)
+
+const env = () => cleanEnv({ FSM_DB: db })
+
+describe('fsm-sync query', () => {
+  test('json, csv and table formats', async () => {
+    const json = await runCli(['query', 'SELECT first_name FROM clients ORDER BY id', '--format', 'json'], env())
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toEqual([{ first_name: 'Client 1' }, { first_name: 'Client 2' }, { first_name: 'Client 3' }])
+    const csv = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--format', 'csv'], env())
+    expect(csv.stdout).toBe('n\n3\n')
+    const table = await runCli(['query', 'SELECT id, email FROM clients ORDER BY id LIMIT 1'], env())
+    expect(table.stdout).toContain('c1@example.com')
+    expect(table.stdout).toContain('(1 row)')
+  })
+
+  test('a write statement is refused (exit 1) and changes nothing', async () => {
+    const r = await runCli(['query', 'DELETE FROM clients'], env())
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/read-only/)
+    const count = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--format', 'csv'], env())
+    expect(count.stdout).toBe('n\n3\n')
+  })
+
+  test('no mirror yet: a clear error naming what to do', async () => {
+    const r = await runCli(['query', 'SELECT 1'], cleanEnv({ FSM_DB: path.join(tempDir(), 'none.db') }))
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/fsm-sync sync/)
+  })
+})
+
+describe('fsm-sync status', () => {
+  test('--json: cursor, last success, last error, rows per stream', async () => {
+    const r = await runCli(['status', '--json'], env())
+    expect(r.code).toBe(0)
+    const report = JSON.parse(r.stdout)
+    const c = report.streams.find((s: { stream: string }) => s.stream === 'clients')
+    expect(c).toMatchObject({ rows: 3, deleted: 0, cursor: expect.stringContaining('2026-01-03') })
+    expect(c.lastSuccessAt).not.toBeNull()
+    const j = report.streams.find((s: { stream: string }) => s.stream === 'jobs')
+    expect(j.lastError).toMatch(/403/)
+    expect(report.budgetPerMinute).toBe(60)
+    expect(report.requestsLastMinute).toBe(2)
+  })
+
+  test('a readable table', async () => {
+    const r = await runCli(['status'], env())
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^stream\s+rows/)
+    expect(r.stdout).toMatch(/clients\s+3/)
+    expect(r.stdout).toContain('request budget: 2 of 60')
+  })
+})
