@@ -7,6 +7,7 @@ import { queryCommand } from './query.js'
 import { reconcileCommand } from './reconcile.js'
 import { statusCommand } from './status.js'
 import { syncCommand } from './sync.js'
+import { webhooksCommand } from './webhooks.js'
 
 export const commands: readonly Command[] = [
   notBuiltYet('run', 'The daemon: scheduled sweeps, reconciliation and triggers, webhook intake, health and metrics', 7),
@@ -17,12 +18,7 @@ export const commands: readonly Command[] = [
   notBuiltYet('trigger <integration>', "Call an integration's sync trigger and record the result", 7, (y) =>
     y.positional('integration', { choices: ['calendar-a', 'calendar-b', 'accounting'] as const }),
   ),
-  notBuiltYet('webhooks <action>', 'register --url URL | list | deliveries [--status S]', 6, (y) =>
-    y
-      .positional('action', { choices: ['register', 'list', 'deliveries'] as const })
-      .option('url', { type: 'string', describe: 'with register: the public https URL of this daemon' })
-      .option('status', { choices: ['pending', 'success', 'failed', 'retrying'] as const }),
-  ),
+  webhooksCommand,
   notBuiltYet('doctor', 'Check configuration, reachability, the key and its scopes, and the mirror', 7),
   emulatorCommand,
   demoCommand,

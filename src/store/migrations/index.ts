@@ -3,12 +3,14 @@
 import type { MigrationStatements } from './types.js'
 import { core } from './0001-core.js'
 import { customObjects } from './0002-custom-objects.js'
+import { webhooks } from './0003-webhooks.js'
 import { reference } from './0004-reference.js'
 import { accountMetadata } from './0005-account-metadata.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
   '0002-custom-objects': customObjects,
+  '0003-webhooks': webhooks,
   '0004-reference': reference,
   '0005-account-metadata': accountMetadata,
 }

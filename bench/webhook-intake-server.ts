@@ -1,0 +1,54 @@
+// Child process of webhook-intake.bench.ts: serves either the real intake (durable inbox, processor
+// applying) or a bare node:http handler that reads the body and answers 200. Prints `{"url"}` when
+// listening; on SIGTERM prints its counters and exits.
+import http from 'node:http'
+import { mkdtempSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createLogger } from '../src/log/logger.js'
+import { openMirror } from '../src/store/mirror-database.js'
+import { startIntakeServer } from '../src/webhooks/intake-server.js'
+import { createWebhookService } from '../src/webhooks/webhook-service.js'
+
+const [mode = 'intake', secret = 'whsec_bench'] = process.argv.slice(2)
+
+if (mode === 'bare') {
+  let served = 0
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      served++
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}')
+    })
+  })
+  server.keepAliveTimeout = 65_000
+  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks` }) + '\n'))
+  process.once('SIGTERM', () => {
+    process.stdout.write(JSON.stringify({ served }) + '\n', () => process.exit(0))
+  })
+} else {
+  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-bench-intake-'))
+  const mirror = await openMirror(path.join(dir, 'mirror.db'))
+  const service = createWebhookService({
+    sqlite: mirror.sqlite,
+    logger: createLogger({ level: 'error' }),
+    config: { webhookSecrets: [secret], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000_000, rotationGraceHours: 24 } },
+    process: mode !== 'intake-no-apply',
+  })
+  service.start()
+  const server = await startIntakeServer(service.handler, { path: '/webhooks' })
+  process.stdout.write(JSON.stringify({ url: server.url }) + '\n')
+  process.once('SIGTERM', () => {
+    void (async () => {
+      await server.close()
+      await service.processor.drained()
+      await service.stop()
+      const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
+      await mirror.close()
+      rmSync(dir, { recursive: true, force: true })
+      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox }) + '\n', () => process.exit(0))
+    })()
+  })
+}

@@ -1,0 +1,175 @@
+// Webhook intake (issue 6): signed ~1 KB deliveries over loopback keep-alive connections into the
+// real intake (signature check, JSON check, durable inbox with FULL group commits, processor applying)
+// against a bare node:http handler that reads the body and answers 200, in the same run. Servers
+// run in a child process so that the load generator does not share their event loop.
+// Goals: >= 5,000 deliveries/s and >= 0.4 of bare; p99 ack <= 10 ms at a steady 1,000/s and
+// <= 50 ms at saturation.
+import { spawn, type ChildProcess } from 'node:child_process'
+import os from 'node:os'
+import { performance } from 'node:perf_hooks'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { Pool } from 'undici'
+import { sign } from '../src/webhooks/signature.js'
+import { atLeast, atMost, type BenchResult } from './lib.js'
+
+const SECRET = 'whsec_bench_0123456789abcdef'
+const SERVER = fileURLToPath(new URL('./webhook-intake-server.ts', import.meta.url))
+const CONNECTIONS = 32
+const SATURATION_REQUESTS = 30_000
+const STEADY_RATE = 1_000
+const STEADY_SECONDS = 8
+
+interface Server {
+  url: URL
+  child: ChildProcess
+  lines: AsyncIterator<string>
+}
+
+async function startServer(mode: string): Promise<Server> {
+  // WEBHOOK_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the servers.
+  const extra = (process.env.WEBHOOK_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', SERVER, mode, SECRET], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+  const first = await lines.next()
+  return { url: new URL((JSON.parse(first.value as string) as { url: string }).url), child, lines }
+}
+
+async function stopServer(s: Server): Promise<unknown> {
+  const exited = new Promise((resolve) => s.child.once('exit', resolve))
+  s.child.kill('SIGTERM')
+  const last = await s.lines.next()
+  await exited
+  return last.done === true ? undefined : JSON.parse(last.value)
+}
+
+let sequence = 0
+/** A job.updated delivery of about 1 KB, signed, with a fresh delivery id. */
+function delivery(): { body: Buffer; headers: Record<string, string> } {
+  const n = sequence++
+  const id = n.toString(16).padStart(24, '0')
+  const payload = {
+    id,
+    jobNumber: `J-${n}`,
+    clientId: 'c'.repeat(24),
+    clientName: 'Ada Lovelace',
+    jobStatus: 'scheduled',
+    jobAddress: { street: '1 Main St', city: 'Springfield', state: 'IL', country: 'US', zipCode: '62701' },
+    assignedToTeams: ['a'.repeat(24)],
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: new Date(Date.UTC(2026, 0, 1) + n).toISOString(),
+    notes: '',
+  }
+  const base = JSON.stringify(payload).length
+  payload.notes = 'x'.repeat(Math.max(0, 1024 - base))
+  const body = Buffer.from(JSON.stringify(payload))
+  return {
+    body,
+    headers: { 'content-type': 'application/json', 'x-service-event': 'job.updated', 'x-service-delivery': `bench-${n}`, 'x-service-signature': sign(SECRET, body) },
+  }
+}
+
+async function send(pool: Pool, path: string): Promise<number> {
+  const d = delivery()
+  const res = await pool.request({ method: 'POST', path, headers: d.headers, body: d.body })
+  await res.body.dump()
+  return res.statusCode
+}
+
+const quantile = (ms: number[], q: number): number => {
+  const sorted = [...ms].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? Number.NaN
+}
+const p99 = (ms: number[]): number => quantile(ms, 0.99)
+const spread = (ms: number[]): string => `p50 ${quantile(ms, 0.5).toFixed(2)}, p90 ${quantile(ms, 0.9).toFixed(2)}, p99 ${p99(ms).toFixed(2)}, max ${quantile(ms, 1).toFixed(2)} ms`
+
+/** Closed loop: CONNECTIONS requests always in flight. */
+async function saturate(pool: Pool, path: string, total: number): Promise<{ rate: number; p99: number; errors: number; spread: string }> {
+  const latencies: number[] = []
+  let next = 0
+  let errors = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next++ < total) {
+        const start = performance.now()
+        if ((await send(pool, path)) !== 200) errors++
+        latencies.push(performance.now() - start)
+      }
+    }),
+  )
+  return { rate: total / ((performance.now() - t0) / 1000), p99: p99(latencies), errors, spread: spread(latencies) }
+}
+
+/** Open loop at a fixed rate; latency counted from each request's scheduled time. */
+async function steady(pool: Pool, path: string, rate: number, seconds: number): Promise<{ p99: number; errors: number; spread: string }> {
+  const total = rate * seconds
+  const latencies: number[] = []
+  const inFlight: Promise<void>[] = []
+  let errors = 0
+  const t0 = performance.now()
+  for (let i = 0; i < total; ) {
+    const due = t0 + (i * 1000) / rate
+    const now = performance.now()
+    if (due > now) {
+      await new Promise((r) => setTimeout(r, Math.max(0, due - now)))
+      continue
+    }
+    for (; i < total && t0 + (i * 1000) / rate <= performance.now(); i++) {
+      const scheduled = t0 + (i * 1000) / rate
+      inFlight.push(
+        send(pool, path).then((status) => {
+          if (status !== 200) errors++
+          latencies.push(performance.now() - scheduled)
+        }),
+      )
+    }
+  }
+  await Promise.all(inFlight)
+  return { p99: p99(latencies), errors, spread: spread(latencies) }
+}
+
+async function measure(mode: string): Promise<{ sat: Awaited<ReturnType<typeof saturate>>; steady: Awaited<ReturnType<typeof steady>>; server: unknown }> {
+  const server = await startServer(mode)
+  const pool = new Pool(server.url.origin, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
+  try {
+    await saturate(pool, server.url.pathname, 3_000)
+    const sat = await saturate(pool, server.url.pathname, SATURATION_REQUESTS)
+    const st = await steady(pool, server.url.pathname, STEADY_RATE, STEADY_SECONDS)
+    return { sat, steady: st, server: await stopServer(server) }
+  } finally {
+    await pool.close()
+    server.child.kill('SIGKILL')
+  }
+}
+
+export default async function webhookIntake(): Promise<BenchResult> {
+  const loadBefore = os.loadavg()[0]!.toFixed(2)
+  const bare = await measure('bare')
+  // WEBHOOK_BENCH_MODE=intake-no-apply measures the intake with the processor off (diagnosis).
+  const ours = await measure(process.env.WEBHOOK_BENCH_MODE ?? 'intake')
+  const ratio = ours.sat.rate / bare.sat.rate
+  const counters = ours.server as { groupCommits?: number; groupedDeliveries?: number; commitMicros?: number } | undefined
+  const commits = counters?.groupCommits ?? 0
+  const r = (x: number) => Math.round(x)
+  const ms = (x: number) => Number(x.toFixed(2))
+  return {
+    name: 'webhook-intake',
+    issue: 6,
+    figures: [
+      { metric: `deliveries/s at saturation (1 KB, signed, ${CONNECTIONS} keep-alive connections)`, value: r(ours.sat.rate), unit: 'deliveries/s', ...atLeast(ours.sat.rate, 5_000), baseline: `bare node:http ${r(bare.sat.rate)}/s` },
+      { metric: 'intake / bare handler throughput', value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.4) },
+      { metric: `p99 ack latency at a steady ${STEADY_RATE}/s`, value: ms(ours.steady.p99), unit: 'ms', ...atMost(ours.steady.p99, 10), baseline: `bare ${ms(bare.steady.p99)} ms` },
+      { metric: 'p99 ack latency at saturation', value: ms(ours.sat.p99), unit: 'ms', ...atMost(ours.sat.p99, 50), baseline: `bare ${ms(bare.sat.p99)} ms` },
+    ],
+    notes: [
+      `Load from this process with undici (Pool, ${CONNECTIONS} connections, keep-alive); each server in its own child process.`,
+      `Ours: HMAC over the raw bytes, JSON check, inbox insert with synchronous=FULL group commits (one per event-loop turn), the processor applying every delivery meanwhile.`,
+      `Saturation: ${SATURATION_REQUESTS} requests after a 3,000 warm-up; steady: ${STEADY_RATE}/s open loop for ${STEADY_SECONDS} s, latency from each request's scheduled time.`,
+      `Latency, ours: saturation ${ours.sat.spread}; steady ${ours.steady.spread}. Bare: saturation ${bare.sat.spread}; steady ${bare.steady.spread}.`,
+      `Durable group commits: ${commits}, ${(commits === 0 ? 0 : (counters?.groupedDeliveries ?? 0) / commits).toFixed(1)} deliveries each on average, ${(commits === 0 ? 0 : (counters?.commitMicros ?? 0) / commits / 1000).toFixed(2)} ms each (fsync included, event loop blocked meanwhile).`,
+      `Machine load average (1 min) before and after: ${loadBefore}, ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} cores (other work shares this machine).`,
+      `Errors (non-200): ours ${ours.sat.errors + ours.steady.errors}, bare ${bare.sat.errors + bare.steady.errors}. Intake server counters at the end: ${JSON.stringify(ours.server)}.`,
+    ],
+  }
+}

@@ -1,0 +1,118 @@
+// How one delivery changes the mirror (design.md, Webhooks: apply with newer-wins; apply what is
+// certain of a partial payload). Synchronous: the processor runs it inside the transaction that
+// also marks the inbox row applied, so a crash leaves either both or neither.
+import type { RecordStream } from '../../connectors/index.js'
+import type { Payload } from '../../connectors/mapping.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { RecordWriter } from '../store/record-writer.js'
+
+/** Applies `object.*` deliveries (custom objects, issue 5), by the payload's `object` slug. */
+export interface ObjectSink {
+  apply(event: string, payload: Record<string, unknown>, now: string): void
+}
+
+export const OBJECTS_DEFERRED = 'custom-object events are applied once custom objects are mirrored (issue 5)'
+
+export type ApplyOutcome =
+  | { kind: 'applied'; changed: boolean; followUp?: { stream: RecordStream; id: string } }
+  /** Kept with this error until an applier for it exists (requeued once at start-up then). */
+  | { kind: 'deferred'; error: string }
+
+type Route = { kind: 'snapshot' | 'delete'; stream: RecordStream } | { kind: 'job-status' } | { kind: 'object' }
+
+export class DeliveryApplier {
+  readonly #routes = new Map<string, Route>()
+  readonly #writers = new Map<string, RecordWriter>()
+  readonly #jobs: RecordStream | undefined
+  readonly #sqlite: Sqlite
+  readonly #objectSink: ObjectSink | undefined
+
+  constructor(sqlite: Sqlite, streams: readonly RecordStream[], objectSink?: ObjectSink) {
+    this.#sqlite = sqlite
+    this.#objectSink = objectSink
+    for (const stream of streams) {
+      for (const event of stream.snapshotEvents) this.#routes.set(event, { kind: 'snapshot', stream })
+      for (const event of stream.deletions.events) this.#routes.set(event, { kind: 'delete', stream })
+    }
+    this.#jobs = streams.find((s) => s.name === 'jobs')
+    if (this.#jobs !== undefined) this.#routes.set('job.status_changed', { kind: 'job-status' })
+    for (const event of ['object.created', 'object.updated', 'object.stage_changed', 'object.deleted']) this.#routes.set(event, { kind: 'object' })
+  }
+
+  writer(table: string): RecordWriter {
+    let w = this.#writers.get(table)
+    if (w === undefined) this.#writers.set(table, (w = new RecordWriter(this.#sqlite, table)))
+    return w
+  }
+
+  /** The stream whose full snapshot this event carries, for multi-row application of a run. */
+  snapshotStream(event: string): RecordStream | undefined {
+    const route = this.#routes.get(event)
+    return route?.kind === 'snapshot' ? route.stream : undefined
+  }
+
+  /**
+   * Applies consecutive snapshots of one stream in one multi-row upsert (the sweeps' batch path;
+   * ids must be distinct within the run so each row meets the stored one, not its neighbour).
+   */
+  applySnapshots(stream: RecordStream, payloads: readonly Payload[], now: string): Set<string> {
+    return new Set(this.writer(stream.table).upsert(payloads.map((p) => stream.toRow(p)), { now, replaceTies: false }).changed)
+  }
+
+  /** Throws when the delivery cannot be applied (the processor keeps it with that error). */
+  apply(event: string, payload: Payload, now: string): ApplyOutcome {
+    const route = this.#routes.get(event)
+    if (route === undefined) throw new Error(`unknown event "${event}": not one of the seventeen the spec lists`)
+    switch (route.kind) {
+      case 'snapshot': {
+        // Webhook snapshots carry no request time and may differ in shape from list rows: no
+        // observedAt (a deletion stays), and an equal updatedAt keeps what is stored (record-writer.ts).
+        const row = route.stream.toRow(payload)
+        const { changed } = this.writer(route.stream.table).upsert([row], { now, replaceTies: false })
+        return { kind: 'applied', changed: changed.length > 0 }
+      }
+      case 'delete': {
+        // Every `*.deleted` carries only {id} (spec, Events, Delivery format 5).
+        const id = payload.id
+        if (typeof id !== 'string' || id === '') throw new Error(`${event} without an id`)
+        return { kind: 'applied', changed: this.writer(route.stream.table).markDeleted([id], now).changed.length > 0 }
+      }
+      case 'job-status':
+        return this.#jobStatus(payload, now)
+      case 'object': {
+        if (this.#objectSink === undefined) return { kind: 'deferred', error: OBJECTS_DEFERRED }
+        if (typeof payload.object !== 'string' || payload.object === '') throw new Error(`${event} without the object slug`)
+        this.#objectSink.apply(event, payload, now)
+        return { kind: 'applied', changed: true }
+      }
+    }
+  }
+
+  // `job.status_changed` carries job {id, jobNumber, jobStatus}, previousStatus and newStatus, but
+  // no updatedAt (spec, Events, Delivery format 5), so newer-wins cannot order it. What is certain:
+  // if the stored row still shows previousStatus, the job has since moved to newStatus. The row's
+  // updated_at and raw stay those of the version they came from: a sweep page of that same version
+  // then changes nothing, and any newer version replaces the row. The coalesced follow-up GET
+  // brings the full record with its real updatedAt.
+  #jobStatus(payload: Payload, now: string): ApplyOutcome {
+    const jobs = this.#jobs!
+    const job = payload.job
+    const id = typeof job === 'object' && job !== null ? (job as Payload).id : undefined
+    if (typeof id !== 'string' || id === '') throw new Error('job.status_changed without job.id')
+    const next = typeof payload.newStatus === 'string' ? payload.newStatus : (job as Payload).jobStatus
+    const previous = payload.previousStatus
+    let changed = false
+    if (typeof next === 'string' && typeof previous === 'string' && next !== previous) {
+      const hit = this.#sqlite
+        .prepare(`UPDATE jobs SET job_status = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND job_status IS ? RETURNING updated_at`)
+        .get(next, now, id, previous) as { updated_at: string } | undefined
+      if (hit !== undefined) {
+        changed = true
+        this.#sqlite
+          .prepare(`INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES (?, ?, 'upsert', ?, ?)`)
+          .run(jobs.table, id, hit.updated_at, now)
+      }
+    }
+    return { kind: 'applied', changed, followUp: { stream: jobs, id } }
+  }
+}

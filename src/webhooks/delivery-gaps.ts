@@ -1,0 +1,98 @@
+// Gap detection (issue 6): the upstream never re-sends a failed delivery (spec, Events, Retry
+// schedule: the retry sweep "is not running"), so a delivery in `retrying` or `failed` is a change
+// we missed. The daemon calls `check()` on a schedule, runs an incremental sweep of each stream it
+// returns at once, and then `commit()`s the cursor, so a crash before the sweeps checks again.
+import type { ApiClient } from '../api/index.js'
+import type { Logger } from '../log/logger.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { streamOfEvent } from './events.js'
+import { listDeliveries, type DeliveryRecord } from './registration.js'
+import type { SecretStore } from './secret-store.js'
+
+/** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset). */
+export interface GapCursor {
+  since: string | null
+  idsAtSince: string[]
+}
+
+export interface GapPlan {
+  /** Streams to sweep at once (contract.md stream names), sorted. */
+  streams: string[]
+  /** Failed deliveries newer than the previous check. */
+  missed: DeliveryRecord[]
+  cursor: GapCursor
+}
+
+export const EMPTY_GAP_CURSOR: GapCursor = { since: null, idsAtSince: [] }
+
+/** When a delivery failed: its last attempt, else its creation. NaN when neither is a date. */
+function failedAt(d: DeliveryRecord): number {
+  return Date.parse(d.lastAttemptAt ?? d.createdAt ?? '')
+}
+
+/** Pure: which failed deliveries are new since `cursor`, the streams they touch, the next cursor. */
+export function planGapSweeps(records: readonly DeliveryRecord[], cursor: GapCursor): GapPlan {
+  const since = cursor.since === null ? Number.NEGATIVE_INFINITY : Date.parse(cursor.since)
+  const seen = new Set(cursor.idsAtSince)
+  const missed = records.filter((d) => {
+    if (d.status !== 'retrying' && d.status !== 'failed') return false
+    const at = failedAt(d)
+    // A record without a usable time is always reported: sweeping once too often costs little.
+    if (Number.isNaN(at)) return true
+    return at > since || (at === since && !seen.has(d.id))
+  })
+  const streams = [...new Set(missed.map((d) => streamOfEvent(d.event)).filter((s): s is string => s !== undefined))].sort()
+  let next = cursor
+  for (const d of missed) {
+    const at = failedAt(d)
+    if (Number.isNaN(at)) continue
+    const nextSince = next.since === null ? Number.NEGATIVE_INFINITY : Date.parse(next.since)
+    if (at > nextSince) next = { since: new Date(at).toISOString(), idsAtSince: [d.id] }
+    else if (at === nextSince && !next.idsAtSince.includes(d.id)) next = { since: next.since, idsAtSince: [...next.idsAtSince, d.id] }
+  }
+  return { streams, missed, cursor: next }
+}
+
+export interface DeliveryGapCheckOptions {
+  client: Pick<ApiClient, 'get'>
+  sqlite: Sqlite
+  secrets: SecretStore
+  graceHours: number
+  logger: Logger
+  now?: () => number
+}
+
+const KEY = 'delivery-gaps'
+
+export class DeliveryGapCheck {
+  readonly #o: DeliveryGapCheckOptions
+
+  constructor(options: DeliveryGapCheckOptions) {
+    this.#o = options
+  }
+
+  cursor(): GapCursor {
+    const value = this.#o.sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(KEY) as string | undefined
+    return value === undefined ? EMPTY_GAP_CURSOR : (JSON.parse(value) as GapCursor)
+  }
+
+  /** Reads `retrying` and `failed` deliveries of every endpoint this mirror registered. */
+  async check(signal?: AbortSignal): Promise<GapPlan & { commit(): void }> {
+    const now = this.#o.now ?? Date.now
+    const endpoints = [...new Set(this.#o.secrets.endpoints(now(), this.#o.graceHours).map((e) => e.endpointId))]
+    const records: DeliveryRecord[] = []
+    for (const id of endpoints) {
+      for (const status of ['retrying', 'failed'] as const) records.push(...(await listDeliveries(this.#o.client, id, { status, signal })))
+    }
+    const plan = planGapSweeps(records, this.cursor())
+    if (plan.missed.length > 0) {
+      this.#o.logger.warn({ deliveries: plan.missed.length, streams: plan.streams }, 'webhook deliveries failed upstream and will not be re-sent: sweeping the affected streams now')
+    }
+    const commit = (): void => {
+      this.#o.sqlite
+        .prepare(`INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
+        .run(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
+    }
+    return { ...plan, commit }
+  }
+}

@@ -1,0 +1,131 @@
+// The intake of webhook deliveries, a node:http request handler the daemon mounts at
+// `webhooks.path`. Order of checks (contract.md, Guarantees 5; spec, Events, Delivery format):
+// bytes under the cap (413), signature over those exact bytes (401), event and delivery headers and
+// a JSON object body (400), then stored durably in the inbox, and only then 200. Never 410: senders
+// take it as "disable this endpoint". Store unavailable or backlog full: 503 with a clear log line.
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Logger } from '../log/logger.js'
+import { InboxUnavailableError, type Delivery, type EnqueueResult } from './inbox.js'
+import type { WebhookMetrics } from './metrics.js'
+import { readRawBody } from './raw-body.js'
+import { verifySignature, type ActiveSecret } from './signature.js'
+
+export interface IntakeHandlerOptions {
+  inbox: { enqueue(delivery: Delivery): Promise<EnqueueResult> }
+  /** Secrets accepted now (see `secretSource`); read for every request. */
+  secrets: () => readonly ActiveSecret[]
+  /** Body cap in bytes (webhooks.maxBodyBytes, 1 MiB by default). */
+  maxBodyBytes: number
+  logger: Logger
+  metrics?: WebhookMetrics
+}
+
+export type IntakeHandler = (req: IncomingMessage, res: ServerResponse) => void
+
+/** Longest delivery id kept; the upstream's ids are 24 hex characters. */
+const MAX_ID_LENGTH = 200
+
+export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandler {
+  const log = options.logger.child({ component: 'webhook-intake' })
+  const metrics = options.metrics
+  let lastNoSecretLog = 0
+  return (req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      log.error({ err }, 'webhook intake failed unexpectedly: answered 503')
+      if (!res.headersSent) reply(res, 503, 'intake failed')
+    })
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') {
+      if (metrics) metrics.intake.methodNotAllowed++
+      reply(res, 405, 'POST only', { allow: 'POST' })
+      return
+    }
+    const read = await readRawBody(req, options.maxBodyBytes)
+    if (!read.ok) {
+      if (read.reason === 'aborted') return
+      if (metrics) metrics.intake.tooLarge++
+      log.warn({ maxBodyBytes: options.maxBodyBytes }, 'webhook delivery refused: body over the cap (413)')
+      // The rest of the body is never read: close the connection once the answer is out.
+      reply(res, 413, `body over ${options.maxBodyBytes} bytes`, { connection: 'close' })
+      res.once('finish', () => req.destroy())
+      return
+    }
+    const deliveryId = header(req, 'x-service-delivery')
+    const event = header(req, 'x-service-event')
+    let secrets: readonly ActiveSecret[]
+    try {
+      secrets = options.secrets()
+    } catch (err) {
+      unavailable(res, err, deliveryId)
+      return
+    }
+    const verified = verifySignature(read.body, req.headers['x-service-signature'], secrets)
+    if (!verified.ok) {
+      if (metrics) metrics.intake.unauthorized++
+      if (verified.reason === 'no-secret') {
+        const now = Date.now()
+        if (now - lastNoSecretLog > 60_000) {
+          lastNoSecretLog = now
+          log.error('webhook delivery refused: no signing secret is configured; run `fsm-sync webhooks register --url URL` or set FSM_WEBHOOK_SECRETS')
+        }
+      } else {
+        log.warn({ deliveryId, event, reason: verified.reason }, 'webhook delivery refused: signature missing or not matching any active secret (401)')
+      }
+      reply(res, 401, 'signature missing or invalid')
+      return
+    }
+    if (deliveryId === undefined || event === undefined || deliveryId.length > MAX_ID_LENGTH) {
+      badRequest(res, 'X-Service-Event and X-Service-Delivery headers are required', deliveryId, event)
+      return
+    }
+    if (!isJsonObject(read.body)) {
+      badRequest(res, 'the body is not a JSON object', deliveryId, event)
+      return
+    }
+    let result: EnqueueResult
+    try {
+      result = await options.inbox.enqueue({ deliveryId, event, body: read.body, verifiedWith: verified.label })
+    } catch (err) {
+      unavailable(res, err, deliveryId)
+      return
+    }
+    if (metrics) metrics.intake[result === 'stored' ? 'stored' : 'duplicate']++
+    if (result === 'duplicate') log.debug({ deliveryId, event }, 'webhook delivery seen before: nothing changes')
+    reply(res, 200, undefined, {}, result === 'duplicate')
+  }
+
+  function badRequest(res: ServerResponse, message: string, deliveryId: string | undefined, event: string | undefined): void {
+    if (metrics) metrics.intake.badRequest++
+    log.warn({ deliveryId, event }, `webhook delivery refused (400): ${message}`)
+    reply(res, 400, message)
+  }
+
+  function unavailable(res: ServerResponse, err: unknown, deliveryId: string | undefined): void {
+    if (metrics) metrics.intake.unavailable++
+    const code = err instanceof InboxUnavailableError ? err.code : 'INBOX_WRITE_FAILED'
+    log.error({ deliveryId, code, err }, 'webhook delivery not stored: answered 503; the sender does not retry, so the next sweep must recover the change')
+    reply(res, 503, 'the webhook inbox is unavailable')
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name]
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined
+}
+
+function isJsonObject(body: Buffer): boolean {
+  try {
+    const value: unknown = JSON.parse(body.toString('utf8'))
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+  } catch {
+    return false
+  }
+}
+
+function reply(res: ServerResponse, status: number, error?: string, headers: Record<string, string> = {}, duplicate = false): void {
+  const body = JSON.stringify(error === undefined ? { received: true, ...(duplicate ? { duplicate } : {}) } : { error })
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers })
+  res.end(body)
+}

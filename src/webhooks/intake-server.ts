@@ -1,0 +1,40 @@
+// A minimal node:http server that routes the webhook path to the intake handler and answers 404
+// elsewhere. The daemon (issue 7) mounts the handler in its own server beside /healthz and
+// /metrics; this one serves tests, the bench and anyone running intake alone.
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { IntakeHandler } from './intake-handler.js'
+
+export interface IntakeServer {
+  url: string
+  port: number
+  close(): Promise<void>
+}
+
+export async function startIntakeServer(handler: IntakeHandler, options: { path: string; host?: string; port?: number }): Promise<IntakeServer> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]
+    if (path === options.path) {
+      handler(req, res)
+      return
+    }
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }))
+  })
+  // Upstream senders and load balancers keep connections open; outlive their idle timeouts.
+  server.keepAliveTimeout = 65_000
+  const host = options.host ?? '127.0.0.1'
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, host, () => resolve())
+  })
+  const port = (server.address() as AddressInfo).port
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${options.path}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()))
+        server.closeAllConnections()
+      }),
+  }
+}

@@ -1,0 +1,86 @@
+// The webhook path assembled once (style.md: createApp builds the graph): secret store, inbox,
+// intake handler, processor and counters. The daemon (issue 7) mounts `handler` at
+// `config.webhooks.path`, calls `start()` once it listens, and `stop()` on shutdown.
+import type { RecordStream } from '../../connectors/index.js'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import type { ObjectSink } from './delivery-applier.js'
+import type { FollowUpClient } from './follow-ups.js'
+import { WebhookInbox } from './inbox.js'
+import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
+import { WebhookMetrics } from './metrics.js'
+import { WebhookProcessor } from './processor.js'
+import { SecretStore, secretSource } from './secret-store.js'
+
+export interface WebhookServiceOptions {
+  /** The mirror's writer connection. */
+  sqlite: Sqlite
+  config: Pick<Config, 'webhookSecrets' | 'webhooks'>
+  logger: Logger
+  now?: () => number
+  /** For follow-up GETs of `job.status_changed` (priority 'webhook'). */
+  client?: FollowUpClient
+  objectSink?: ObjectSink
+  streams?: readonly RecordStream[]
+  /** false: store deliveries but apply none (tests of a crash between ack and apply). */
+  process?: boolean
+}
+
+export interface WebhookService {
+  handler: IntakeHandler
+  inbox: WebhookInbox
+  processor: WebhookProcessor
+  secrets: SecretStore
+  metrics: WebhookMetrics
+  /** Applies what a previous process left unapplied, then each new delivery after its ack. */
+  start(): void
+  /** Stops taking deliveries (503), commits those waiting, lets the batch in hand finish. */
+  stop(): Promise<void>
+}
+
+export function createWebhookService(options: WebhookServiceOptions): WebhookService {
+  const now = options.now ?? Date.now
+  const metrics = new WebhookMetrics()
+  const secrets = new SecretStore(options.sqlite)
+  let processor: WebhookProcessor | undefined = undefined
+  const inbox = new WebhookInbox(options.sqlite, {
+    now,
+    maxBacklog: options.config.webhooks.maxBacklog,
+    logger: options.logger,
+    metrics,
+    onStored: () => processor?.wake(),
+  })
+  processor = new WebhookProcessor({
+    sqlite: options.sqlite,
+    inbox,
+    logger: options.logger,
+    now,
+    metrics,
+    ...(options.client === undefined ? {} : { client: options.client }),
+    ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
+    ...(options.streams === undefined ? {} : { streams: options.streams }),
+  })
+  const handler = createIntakeHandler({
+    inbox,
+    secrets: secretSource({ envSecrets: options.config.webhookSecrets, store: secrets, graceHours: options.config.webhooks.rotationGraceHours, now }),
+    maxBodyBytes: options.config.webhooks.maxBodyBytes,
+    logger: options.logger,
+    metrics,
+  })
+  const p = processor
+  return {
+    handler,
+    inbox,
+    processor: p,
+    secrets,
+    metrics,
+    start: () => {
+      if (options.process !== false) p.start()
+    },
+    stop: async () => {
+      inbox.close()
+      await p.stop()
+    },
+  }
+}

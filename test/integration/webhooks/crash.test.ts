@@ -1,0 +1,50 @@
+// Acknowledged means stored (contract.md, Guarantees 5): a process killed with SIGKILL after its
+// 200 and before applying the delivery loses nothing; the next start applies it.
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { expect, test } from 'vitest'
+import { request } from 'undici'
+import { openMirror } from '../../../src/store/mirror-database.js'
+import { sign } from '../../../src/webhooks/signature.js'
+import { tempDir } from '../../helpers/temp-mirror.js'
+import { SECRET, T, hex, jobPayload, webhookEnv } from './webhook-env.js'
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'intake-child.ts')
+
+test('SIGKILL between ack and apply: the delivery is applied after restart', async () => {
+  const db = path.join(tempDir(), 'mirror.db')
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, db, SECRET], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)))
+  const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value as string])
+  const { url } = JSON.parse(line!) as { url: string }
+
+  const statuses: number[] = []
+  for (let i = 1; i <= 5; i++) {
+    const body = Buffer.from(JSON.stringify(jobPayload(hex(i), T(i))))
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-event': 'job.created', 'x-service-delivery': `crash-${i}`, 'x-service-signature': sign(SECRET, body) },
+      body,
+    })
+    await res.body.text()
+    statuses.push(res.statusCode)
+  }
+  expect(statuses).toEqual([200, 200, 200, 200, 200])
+  child.kill('SIGKILL')
+  expect(await exited).toBe('SIGKILL')
+
+  const mirror = await openMirror(db)
+  expect(mirror.sqlite.prepare('SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL').pluck().get()).toBe(5)
+  expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0)
+  const env = await webhookEnv({ mirror: Object.assign(mirror, { dir: path.dirname(db), dispose: () => mirror.close() }) })
+  try {
+    await env.service.processor.drained()
+    expect(env.rows('SELECT id, updated_at FROM jobs ORDER BY id')).toEqual([1, 2, 3, 4, 5].map((i) => ({ id: hex(i), updated_at: T(i) })))
+    expect(env.rows('SELECT count(*) AS n FROM webhook_inbox WHERE processed_at IS NULL')).toEqual([{ n: 0 }])
+  } finally {
+    await env.close()
+    await mirror.close()
+  }
+})

@@ -1,0 +1,191 @@
+// The processor: receipt order, newer-wins snapshots, deletions, the partial job.status_changed and
+// its coalesced follow-up GET, custom-object deliveries, errors kept (never retried in a loop).
+import { afterEach, describe, expect, test } from 'vitest'
+import { NotFoundError, type CallOptions } from '../../../src/api/index.js'
+import { OBJECTS_DEFERRED } from '../../../src/webhooks/delivery-applier.js'
+import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
+import { tempMirror } from '../../helpers/temp-mirror.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+
+let env: WebhookEnv | undefined
+afterEach(async () => {
+  await env?.close()
+  env = undefined
+})
+
+/** A follow-up upstream whose answers the test releases one by one. */
+function scriptedClient() {
+  const calls: { path: string; priority: string; resolve: (data: unknown) => void; reject: (err: Error) => void }[] = []
+  const client: FollowUpClient = {
+    get: (path: string, _q: undefined, options: CallOptions) =>
+      new Promise((resolve, reject) => calls.push({ path, priority: options.priority, resolve: (data) => resolve({ data }), reject })),
+  }
+  return { client, calls }
+}
+
+const job = (e: WebhookEnv, id: string) => e.rows('SELECT job_status, updated_at, deleted_at, raw FROM jobs WHERE id = ?', id)[0]
+
+describe('applying deliveries', () => {
+  test('snapshots newer-wins in receipt order; an older delivery after a newer one changes nothing', async () => {
+    env = await webhookEnv()
+    await env.deliver('1', 'job.updated', jobPayload(hex(1), T(20), { jobStatus: 'in-progress' }))
+    await env.deliver('2', 'job.updated', jobPayload(hex(1), T(10), { jobStatus: 'scheduled' }))
+    await env.service.processor.drained()
+    expect(job(env, hex(1))).toMatchObject({ job_status: 'in-progress', updated_at: T(20) })
+    expect(env.rows('SELECT count(*) AS n FROM change_log')[0]!.n).toBe(1)
+    expect(env.rows('SELECT delivery_id, processed_at IS NOT NULL AS done, error, attempts FROM webhook_inbox ORDER BY seq')).toEqual([
+      { delivery_id: '1', done: 1, error: null, attempts: 1 },
+      { delivery_id: '2', done: 1, error: null, attempts: 1 },
+    ])
+    expect(env.service.metrics.processor.applied).toBe(2)
+  })
+
+  test.each([
+    ['client', 'client.created', 'clients', { id: hex(5), firstName: 'Ada', updatedAt: T(1) }],
+    ['visit', 'visit.status_changed', 'visits', { id: hex(5), visitStatus: 'completed', updatedAt: T(1) }],
+    ['invoice', 'invoice.paid', 'invoices', { id: hex(5), status: 'paid', updatedAt: T(1) }],
+  ])('%s snapshot lands in its table', async (_n, event, table, payload) => {
+    env = await webhookEnv()
+    await env.deliver('s', event, payload)
+    await env.service.processor.drained()
+    expect(env.rows(`SELECT id, updated_at FROM ${table}`)).toEqual([{ id: hex(5), updated_at: T(1) }])
+  })
+
+  test('*.deleted sets deleted_at; the record is kept', async () => {
+    env = await webhookEnv()
+    await env.deliver('1', 'job.created', jobPayload(hex(1), T(1)))
+    await env.deliver('2', 'job.deleted', { id: hex(1) })
+    await env.deliver('3', 'invoice.deleted', { id: hex(9) })
+    await env.service.processor.drained()
+    expect(job(env, hex(1))!.deleted_at).not.toBeNull()
+    // A deletion of a record never seen leaves a tombstone that an older page cannot revive.
+    expect(env.rows('SELECT id, deleted_at IS NOT NULL AS gone FROM invoices')).toEqual([{ id: hex(9), gone: 1 }])
+  })
+
+  test('a delivery that cannot be applied is kept with its error, counted, and never retried', async () => {
+    env = await webhookEnv()
+    await env.deliver('bad-1', 'job.updated', { id: hex(1) })
+    await env.deliver('bad-2', 'estimate.created', { id: hex(1) })
+    await env.deliver('bad-3', 'job.deleted', { nope: true })
+    await env.deliver('ok', 'job.updated', jobPayload(hex(2), T(2)))
+    await env.service.processor.drained()
+    env.service.processor.wake()
+    await env.service.processor.drained()
+    expect(env.rows('SELECT delivery_id, error, attempts, processed_at IS NULL AS open FROM webhook_inbox ORDER BY seq')).toEqual([
+      { delivery_id: 'bad-1', error: `record ${hex(1)} without a valid updatedAt`, attempts: 1, open: 1 },
+      { delivery_id: 'bad-2', error: 'unknown event "estimate.created": not one of the seventeen the spec lists', attempts: 1, open: 1 },
+      { delivery_id: 'bad-3', error: 'job.deleted without an id', attempts: 1, open: 1 },
+      { delivery_id: 'ok', error: null, attempts: 1, open: 0 },
+    ])
+    expect(env.service.metrics.processor).toMatchObject({ applied: 1, failed: 3 })
+    expect(env.service.inbox.backlog).toBe(0)
+    // The failed row rolled back alone: nothing of it reached the mirror.
+    expect(env.rows('SELECT id FROM jobs')).toEqual([{ id: hex(2) }])
+  })
+})
+
+describe('job.status_changed', () => {
+  const statusChange = (id: string, previousStatus: string, newStatus: string) => ({ job: { id, jobNumber: 'J-1', jobStatus: newStatus }, previousStatus, newStatus })
+
+  test('sets the status when the stored row shows the previous one, keeps updated_at and raw, logs the change', async () => {
+    env = await webhookEnv()
+    await env.deliver('1', 'job.created', jobPayload(hex(1), T(1), { jobStatus: 'scheduled' }))
+    await env.deliver('2', 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
+    await env.service.processor.drained()
+    const row = job(env, hex(1))!
+    expect(row).toMatchObject({ job_status: 'in-progress', updated_at: T(1) })
+    expect(JSON.parse(row.raw as string).jobStatus).toBe('scheduled')
+    expect(env.rows('SELECT op, updated_at FROM change_log ORDER BY seq')).toEqual([
+      { op: 'upsert', updated_at: T(1) },
+      { op: 'upsert', updated_at: T(1) },
+    ])
+  })
+
+  test('leaves a row that has moved on (not at previousStatus) untouched', async () => {
+    env = await webhookEnv()
+    await env.deliver('1', 'job.created', jobPayload(hex(1), T(5), { jobStatus: 'completed' }))
+    await env.deliver('2', 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
+    await env.service.processor.drained()
+    expect(job(env, hex(1))!.job_status).toBe('completed')
+  })
+
+  test('one coalesced follow-up GET at priority webhook, upserted with replaceTies', async () => {
+    const { client, calls } = scriptedClient()
+    env = await webhookEnv({ client })
+    await env.deliver('1', 'job.created', jobPayload(hex(1), T(1), { jobStatus: 'scheduled' }))
+    for (let i = 0; i < 3; i++) await env.deliver(`s${i}`, 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
+    await waitFor(() => calls.length === 1)
+    expect(calls[0]).toMatchObject({ path: `/api/v1/jobs/${hex(1)}`, priority: 'webhook' })
+    calls[0]!.resolve(jobPayload(hex(1), T(7), { jobStatus: 'in-progress' }))
+    // Status changes that arrived while the GET was in flight ask for exactly one more.
+    await waitFor(() => calls.length === 2)
+    calls[1]!.resolve(jobPayload(hex(1), T(7), { jobStatus: 'in-progress', notes: 'same millisecond, newer content' }))
+    await env.service.processor.drained()
+    expect(calls).toHaveLength(2)
+    expect(job(env, hex(1))).toMatchObject({ job_status: 'in-progress', updated_at: T(7) })
+    expect(JSON.parse(job(env, hex(1))!.raw as string).notes).toBe('same millisecond, newer content')
+    expect(env.service.metrics.processor.followUps).toBe(2)
+  })
+
+  test('a follow-up answered 404 marks the job deleted; other failures are counted and left to the sweep', async () => {
+    const { client, calls } = scriptedClient()
+    env = await webhookEnv({ client })
+    await env.deliver('1', 'job.created', jobPayload(hex(1), T(1)))
+    await env.deliver('2', 'job.status_changed', statusChange(hex(1), 'scheduled', 'completed'))
+    await env.deliver('3', 'job.status_changed', statusChange(hex(2), 'scheduled', 'completed'))
+    await waitFor(() => calls.length === 2)
+    calls[0]!.reject(new NotFoundError({ status: 404, apiCode: 'NOT_FOUND', apiMessage: 'Not found', route: 'GET /api/v1/jobs/{id}', target: 'GET', retryable: false }, { cause: null }))
+    calls[1]!.reject(new Error('socket hang up'))
+    await env.service.processor.drained()
+    expect(job(env, hex(1))!.deleted_at).not.toBeNull()
+    expect(env.service.metrics.processor.followUpFailures).toBe(1)
+    expect(env.logs()).toContain('webhook follow-up GET failed')
+  })
+})
+
+describe('custom-object deliveries', () => {
+  test('kept with a clear error while no applier exists, applied once one is given', async () => {
+    const mirror = await tempMirror()
+    try {
+      env = await webhookEnv({ mirror })
+      await env.deliver('o1', 'object.created', { object: 'equipment', id: 'r1', updatedAt: T(1) })
+      await env.service.processor.drained()
+      expect(env.rows('SELECT error FROM webhook_inbox')).toEqual([{ error: OBJECTS_DEFERRED }])
+      expect(env.service.metrics.processor.deferred).toBe(1)
+      await env.close()
+      const applied: unknown[] = []
+      env = await webhookEnv({ mirror, objectSink: { apply: (event, payload) => applied.push([event, payload.object]) } })
+      await env.service.processor.drained()
+      expect(applied).toEqual([['object.created', 'equipment']])
+      expect(env.rows('SELECT error, processed_at IS NOT NULL AS done FROM webhook_inbox')).toEqual([{ error: null, done: 1 }])
+    } finally {
+      await env?.close()
+      env = undefined
+      await mirror.dispose()
+    }
+  })
+})
+
+describe('restart', () => {
+  test('rows stored but not applied by a stopped process are applied at start', async () => {
+    const mirror = await tempMirror()
+    try {
+      env = await webhookEnv({ mirror, process: false })
+      await env.deliver('1', 'job.updated', jobPayload(hex(1), T(1)))
+      await env.close()
+      expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0)
+      env = await webhookEnv({ mirror })
+      await env.service.processor.drained()
+      expect(job(env, hex(1))!.updated_at).toBe(T(1))
+    } finally {
+      await env?.close()
+      env = undefined
+      await mirror.dispose()
+    }
+  })
+})
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5))
+  expect(condition()).toBe(true)
+}
