@@ -1,6 +1,6 @@
 // A stream is data: what to read, how to page, which table, how a payload becomes rows, and how
 // deletions show (style.md, Declarative connectors). Connectors do no I/O.
-import type { RecordRow } from '../src/store/record-writer.js'
+import type { ChildRows, RecordRow, SqlValue } from '../src/store/record-writer.js'
 import type { Payload } from './mapping.js'
 import { canonicalTime, canonicalTimeOrText } from '../src/store/timestamps.js'
 
@@ -21,8 +21,23 @@ export interface RecordStream {
   snapshotEvents: readonly string[]
 }
 
-export function defineStream(stream: RecordStream): RecordStream {
-  return stream
+/** What a connector declares: the stream's data plus how a payload maps to columns and children. */
+export type StreamDefinition = Omit<RecordStream, 'toRow'> & {
+  /** The typed columns (snake_case) of the documented fields; id, timestamps and raw are added. */
+  columns: (payload: Payload) => Record<string, SqlValue>
+  /** Child rows replaced with the parent, one entry per child table (listed even when empty). */
+  children?: (payload: Payload, id: string) => ChildRows[]
+}
+
+export function defineStream(definition: StreamDefinition): RecordStream {
+  const { columns, children, ...stream } = definition
+  return {
+    ...stream,
+    toRow: (payload) => {
+      const { id, updated_at, raw, created_at } = recordBase(payload)
+      return { id, updated_at, raw, columns: { created_at, ...columns(payload) }, ...(children === undefined ? {} : { children: children(payload, id) }) }
+    },
+  }
 }
 
 /** The fields every mirrored record has, from the payload: id, timestamps, raw. */

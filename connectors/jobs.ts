@@ -1,6 +1,6 @@
 // Jobs (spec: Resources, Job; Endpoints, Jobs). Assignees (`assignedToTeams`, user ids despite the
 // name) go to job_assignees.
-import { defineStream, recordBase } from './define-stream.js'
+import { defineStream } from './define-stream.js'
 import { flag, ids, json, phone, real, text, time } from './mapping.js'
 
 export const jobs = defineStream({
@@ -12,38 +12,29 @@ export const jobs = defineStream({
   childTables: [{ table: 'job_assignees', parentColumn: 'job_id' }],
   snapshotEvents: ['job.created', 'job.updated'],
   deletions: { events: ['job.deleted'], reconcile: true },
-  toRow: (p) => {
-    const { id, updated_at, raw, created_at } = recordBase(p)
-    return {
-      id,
-      updated_at,
-      raw,
-      columns: {
-        created_at,
-        record_id: text(p.recordId),
-        job_number: text(p.jobNumber),
-        client_id: text(p.clientId),
-        client_name: text(p.clientName),
-        ...phone('job_phone_', p.jobPhone),
-        job_address: json(p.jobAddress),
-        job_type: text(p.jobType ?? p.type),
-        job_status: text(p.jobStatus ?? p.status),
-        start_date_time: time(p.startDateTime),
-        end_date_time: time(p.endDateTime),
-        timezone: text(p.timezone),
-        schedule_later: flag(p.scheduleLater),
-        any_time: flag(p.anyTime),
-        priority: text(p.priority),
-        sub_total: real(p.subTotal),
-        discount: real(p.discount),
-        tax: real(p.tax),
-        total: real(p.total),
-        notes: text(p.notes ?? p.internalNotes),
-        visits: json(p.visits),
-        properties: json(p.properties),
-        created_by: text(p.createdBy),
-      },
-      children: [{ table: 'job_assignees', parentColumn: 'job_id', rows: [...new Set(ids(p.assignedToTeams))].map((user_id) => ({ job_id: id, user_id })) }],
-    }
-  },
+  columns: (p) => ({
+    record_id: text(p.recordId),
+    job_number: text(p.jobNumber),
+    client_id: text(p.clientId),
+    client_name: text(p.clientName),
+    ...phone('job_phone_', p.jobPhone),
+    job_address: json(p.jobAddress),
+    job_type: text(p.jobType ?? p.type),
+    job_status: text(p.jobStatus ?? p.status),
+    start_date_time: time(p.startDateTime),
+    end_date_time: time(p.endDateTime),
+    timezone: text(p.timezone),
+    schedule_later: flag(p.scheduleLater),
+    any_time: flag(p.anyTime),
+    priority: text(p.priority),
+    sub_total: real(p.subTotal),
+    discount: real(p.discount),
+    tax: real(p.tax),
+    total: real(p.total),
+    notes: text(p.notes ?? p.internalNotes),
+    visits: json(p.visits),
+    properties: json(p.properties),
+    created_by: text(p.createdBy),
+  }),
+  children: (p, id) => [{ table: 'job_assignees', parentColumn: 'job_id', rows: [...new Set(ids(p.assignedToTeams))].map((user_id) => ({ job_id: id, user_id })) }],
 })

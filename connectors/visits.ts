@@ -1,6 +1,6 @@
 // Visits (spec: Resources, Visit; Endpoints, Visits). Assignees (`teamId`) go to visit_assignees.
 // Visits have no delete route and no delete event: cancellation is a status.
-import { defineStream, recordBase } from './define-stream.js'
+import { defineStream } from './define-stream.js'
 import { flag, ids, integer, text, time } from './mapping.js'
 
 export const visits = defineStream({
@@ -12,25 +12,16 @@ export const visits = defineStream({
   childTables: [{ table: 'visit_assignees', parentColumn: 'visit_id' }],
   snapshotEvents: ['visit.updated', 'visit.status_changed'],
   deletions: { events: [], reconcile: true },
-  toRow: (p) => {
-    const { id, updated_at, raw, created_at } = recordBase(p)
-    return {
-      id,
-      updated_at,
-      raw,
-      columns: {
-        created_at,
-        job_id: text(p.jobId),
-        visit_start_date_time: time(p.visitStartDateTime),
-        visit_end_date_time: time(p.visitEndDateTime),
-        visit_status: text(p.visitStatus),
-        service_duration: integer(p.serviceDuration),
-        any_time: flag(p.anyTime),
-        notes: text(p.notes),
-        priority: text(p.priority),
-        actual_end_time: time(p.actualEndTime),
-      },
-      children: [{ table: 'visit_assignees', parentColumn: 'visit_id', rows: [...new Set(ids(p.teamId))].map((user_id) => ({ visit_id: id, user_id })) }],
-    }
-  },
+  columns: (p) => ({
+    job_id: text(p.jobId),
+    visit_start_date_time: time(p.visitStartDateTime),
+    visit_end_date_time: time(p.visitEndDateTime),
+    visit_status: text(p.visitStatus),
+    service_duration: integer(p.serviceDuration),
+    any_time: flag(p.anyTime),
+    notes: text(p.notes),
+    priority: text(p.priority),
+    actual_end_time: time(p.actualEndTime),
+  }),
+  children: (p, id) => [{ table: 'visit_assignees', parentColumn: 'visit_id', rows: [...new Set(ids(p.teamId))].map((user_id) => ({ visit_id: id, user_id })) }],
 })
