@@ -34,6 +34,7 @@ export async function discoverObjects(ctx: SyncContext, source: CountingSource):
     const schema = toSchema(typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {})
     if (types.store(item, schema, isoNow(ctx.now())) && ++changed > 0) ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
   }
+  await storeClientFields(ctx, source)
   const found = new Set(items.map((i) => i.slug))
   const disabled: string[] = []
   for (const t of types.all()) {
@@ -111,4 +112,24 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
     },
     source,
   )
+}
+
+/**
+ * The client schema (the one built-in module the schema route accepts) names the field ids behind
+ * clients.properties; they feed the client_properties view. Replaced whole on every discovery.
+ */
+async function storeClientFields(ctx: SyncContext, source: CountingSource): Promise<void> {
+  const res = await source.get(customObjects.schemaRoute('client'), undefined, { priority: 'sweep', signal: ctx.signal })
+  const data = res.data
+  const fields = (typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields) ? (data as { fields: unknown[] }).fields : [])
+    .filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string')
+  const now = isoNow(ctx.now())
+  const insert = ctx.mirror.sqlite.prepare('INSERT INTO client_fields (id, name, label, type, options, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  ctx.mirror.sqlite.transaction(() => {
+    ctx.mirror.sqlite.prepare('DELETE FROM client_fields').run()
+    for (const f of fields) {
+      const str = (v: unknown) => (typeof v === 'string' ? v : null)
+      insert.run(f.id, str(f.name), str(f.label), str(f.type), f.options === undefined || f.options === null ? null : JSON.stringify(f.options), JSON.stringify(f), now)
+    }
+  })()
 }

@@ -1,5 +1,6 @@
 // Custom objects, reference data and account metadata against the emulator (issue 5).
 import { afterEach, describe, expect, test } from 'vitest'
+import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { syncMetadata } from '../../../src/sync/metadata-sync.js'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
@@ -145,5 +146,22 @@ describe('account metadata', () => {
     const everything = JSON.stringify([...env.rows('SELECT * FROM webhook_endpoints'), ...env.rows('SELECT * FROM api_keys'), ...env.rows('SELECT * FROM webhook_deliveries')])
     expect(everything).not.toContain(secret)
     expect(everything).not.toContain(emu.apiKey)
+  })
+})
+
+describe('client custom fields', () => {
+  test('client_properties names each property by the field id and label of the client schema', async () => {
+    emu = await emulatorEnv({ seed: 59, counts: { clients: 60, jobs: 2, invoices: 2, customRecords: 5 } })
+    env = await syncEnv(emu)
+    await env.sync({ streams: RECORD_STREAMS.filter((s) => s.name === 'clients'), objects: 'all' })
+    const schema = (await emu.api('GET', '/api/v1/objects/client/schema')).body.data.fields as { id: string; label: string }[]
+    const labels = new Map(schema.map((f) => [f.id, f.label]))
+    const expected = ((await emu.state('clients')) as { id: string; deleted?: boolean; properties: { id: string; value: string }[] }[])
+      .filter((c) => c.deleted !== true)
+      .flatMap((c) => c.properties.map((p) => ({ client_id: c.id, field_id: p.id, field_label: labels.get(p.id) ?? null, value: p.value })))
+      .sort((a, b) => (a.client_id + a.field_id).localeCompare(b.client_id + b.field_id))
+    expect(expected.length).toBeGreaterThan(0)
+    const rows = env.rows('SELECT client_id, field_id, field_label, value FROM client_properties ORDER BY client_id || field_id')
+    expect(rows).toEqual(expected)
   })
 })
