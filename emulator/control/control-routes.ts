@@ -13,7 +13,7 @@ import { SCOPES } from '../data/account-config.js'
 import { readBody } from '../http/read-body.js'
 import { sendJson } from '../http/respond.js'
 import type { Churn } from './churn.js'
-import { addField, removeField } from './schema-change.js'
+import { addField, addOption, removeField, setEnabled } from './schema-change.js'
 import { mutate, stateOf, type MutateBody } from './mutate.js'
 import { deliveryView, endpointView } from '../webhooks/webhook-store.js'
 import type { Counts } from '../data/state.js'
@@ -139,7 +139,9 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
       return { flushed: true }
     case 'POST objects': {
       const [slug = '', what = '', op = ''] = rest
+      if (what === 'enabled') return setEnabled(ctx, slug, body)
       if (what !== 'fields') break
+      if (op === 'options') return addOption(ctx, slug, body)
       return op === 'remove' ? removeField(ctx, slug, body) : addField(ctx, slug, body)
     }
     default:

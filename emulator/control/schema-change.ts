@@ -35,3 +35,27 @@ export function removeField(ctx: EmulatorContext, slug: string, body: Doc): Doc 
   def.fields.splice(at, 1)
   return { slug, fields: def.fields.map((f) => f.name) }
 }
+
+/** POST /__emulator/objects/{slug}/fields/options {name, value, label?}: a select option added. */
+export function addOption(ctx: EmulatorContext, slug: string, body: Doc): Doc {
+  const def = objectDef(ctx, slug)
+  const field = def.fields.find((f) => f.name === body.name)
+  if (field?.type !== 'select' || field.options === null) throw badRequest(`No select field '${String(body.name)}'`)
+  if (typeof body.value !== 'string' || body.value === '') throw badRequest("'value' must be a non-empty string")
+  if (field.options.some((o) => o.value === body.value)) throw badRequest(`Option '${body.value}' exists`)
+  field.options.push({ value: body.value, label: typeof body.label === 'string' ? body.label : body.value })
+  return { slug, field: field.name, options: field.options.map((o) => o.value) }
+}
+
+/**
+ * POST /__emulator/objects/{slug}/enabled {enabled}: an account disables or re-enables an object.
+ * A disabled object leaves discovery while its records stay readable and writable (spec, Custom
+ * objects: GET /api/v1/objects).
+ */
+export function setEnabled(ctx: EmulatorContext, slug: string, body: Doc): Doc {
+  const def = ctx.state.objectDefs.find((d) => d.slug === slug)
+  if (def === undefined) throw notFound(`No object with slug '${slug}'`)
+  if (typeof body.enabled !== 'boolean') throw badRequest("'enabled' must be a boolean")
+  def.enabled = body.enabled
+  return { slug, enabled: def.enabled }
+}

@@ -28,12 +28,13 @@ export class CustomObjectTypes {
    * rebuilt). A type seen again after being disabled is enabled again.
    */
   store(item: DiscoveryItem, schema: ObjectSchema, now: string): boolean {
-    const fields = JSON.stringify(schema.fields)
+    // The fields as the schema gave them (options, relation, flags): a select option added shows here.
+    const fields = JSON.stringify(Array.isArray(schema.raw.fields) ? schema.raw.fields : schema.fields)
     const pipeline = JSON.stringify(schema.pipeline)
     const current = this.sqlite.prepare('SELECT fields, pipeline, disabled_at FROM custom_object_types WHERE slug = ?').get(item.slug) as
       | { fields: string | null; pipeline: string | null; disabled_at: string | null }
       | undefined
-    const changed = current === undefined || current.fields !== fields
+    const changed = current === undefined || current.fields !== fields || current.pipeline !== pipeline
     const view = viewName(item.slug)
     const raw = item.raw
     this.sqlite.transaction(() => {

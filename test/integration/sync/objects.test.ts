@@ -165,3 +165,40 @@ describe('client custom fields', () => {
     expect(rows).toEqual(expected)
   })
 })
+
+describe('custom object lifecycle', () => {
+  test('an object that leaves discovery is disabled, not deleted, and its records keep syncing', async () => {
+    emu = await emulatorEnv({ seed: 61, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 30 } })
+    env = await syncEnv(emu)
+    await env.sync({ streams: [], objects: 'all' })
+    await emu.control('POST', '/objects/inspections/enabled', { enabled: false })
+    expect(await discovered(emu)).not.toContain('inspections')
+    const rec = ((await emu.state('objects/inspections')) as { id: string; deleted?: boolean }[]).find((r) => r.deleted !== true)!
+    await emu.control('POST', '/mutate', { resource: 'objects/inspections', op: 'update', id: rec.id, fields: {}, emit: false })
+    const results = await env.sync({ streams: [], objects: 'all' })
+    expect(results.every((r) => r.outcome === 'success')).toBe(true)
+    expect(results.map((r) => r.stream)).toContain('objects:inspections')
+    expect(env.rows(`SELECT disabled_at IS NOT NULL AS disabled FROM custom_object_types WHERE slug = 'inspections'`)).toEqual([{ disabled: 1 }])
+    expect(await compareObjects(emu, env, 'inspections')).toEqual([])
+    expect(env.rows(`SELECT count(*) AS n FROM obj_inspections`)[0]!.n).toBeGreaterThan(0)
+    await emu.control('POST', '/objects/inspections/enabled', { enabled: true })
+    await env.sync({ streams: [], objects: 'all' })
+    expect(env.rows(`SELECT disabled_at FROM custom_object_types WHERE slug = 'inspections'`)).toEqual([{ disabled_at: null }])
+  })
+
+  test('a select option added upstream: the stored schema follows and records using it sync', async () => {
+    emu = await emulatorEnv({ seed: 67, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 20 } })
+    env = await syncEnv(emu)
+    await env.sync({ streams: [], objects: ['equipment'] })
+    const fields = (await emu.api('GET', '/api/v1/objects/equipment/schema')).body.data.fields as { name: string; type: string; system?: boolean }[]
+    const select = fields.find((f) => f.type === 'select' && f.system !== true)!
+    await emu.control('POST', `/objects/equipment/fields/options`, { name: select.name, value: 'quarantined' })
+    const rec = ((await emu.state('objects/equipment')) as { id: string; deleted?: boolean }[]).find((r) => r.deleted !== true)!
+    const patched = await emu.api('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { [select.name]: 'quarantined' } })
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+    await env.sync({ streams: [], objects: ['equipment'] })
+    const stored = JSON.parse(env.rows(`SELECT fields FROM custom_object_types WHERE slug = 'equipment'`)[0]!.fields as string) as { name: string; options: { value: string }[] | null }[]
+    expect(stored.find((f) => f.name === select.name)!.options!.map((o) => o.value)).toContain('quarantined')
+    expect(env.rows(`SELECT "${select.name}" AS v FROM obj_equipment WHERE id = ?`, rec.id)).toEqual([{ v: 'quarantined' }])
+  })
+})
