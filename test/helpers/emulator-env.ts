@@ -1,6 +1,7 @@
 // An emulator on a free loopback port plus helpers to drive it: the v1 API with its key (writes
 // that emit webhooks), and the control API (/__emulator/...) for state, clock and faults.
 import { request } from 'undici'
+import { onTestFinished } from 'vitest'
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from '../../emulator/index.js'
 
 export interface EmulatorEnv extends EmulatorHandle {
@@ -10,8 +11,24 @@ export interface EmulatorEnv extends EmulatorHandle {
   state(resource: string): Promise<any[]>
 }
 
+/**
+ * Inside a test, `close` runs when the test finishes, pass or fail; in beforeAll/afterAll (where
+ * vitest has no current test) the caller closes it.
+ */
+export function closeWhenTestFinishes(close: () => Promise<void>): void {
+  try {
+    onTestFinished(close)
+  } catch {
+    // Not inside a test.
+  }
+}
+
+/** An emulator for one test (closed with it) or for a whole file (closed by the caller). */
 export async function emulatorEnv(options: EmulatorOptions = {}): Promise<EmulatorEnv> {
-  const handle = await startEmulator({ rateLimit: false, ...options })
+  const started = await startEmulator({ rateLimit: false, ...options })
+  let closed: Promise<void> | undefined
+  const handle = { ...started, close: () => (closed ??= started.close()) }
+  closeWhenTestFinishes(handle.close)
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string>) => {
     const res = await request(`${handle.url}${path}`, {
       method: method as 'GET',

@@ -9,7 +9,7 @@ import type { ReferenceStream } from '../../connectors/reference.js'
 import { runReconciliations, runSweeps, type Selection } from '../../src/sync/sync-engine.js'
 import type { RunResult } from '../../src/sync/sync-context.js'
 import { tempDir } from './temp-mirror.js'
-import type { EmulatorEnv } from './emulator-env.js'
+import { closeWhenTestFinishes, type EmulatorEnv } from './emulator-env.js'
 
 export interface SyncEnv {
   rt: Runtime
@@ -24,12 +24,16 @@ export interface SyncEnv {
 const quietLogger = () =>
   createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
+/** A runtime against the emulator; inside a test it is closed with the test (a second close is a no-op). */
 export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}, dir = tempDir()): Promise<SyncEnv> {
   const db = path.join(dir, 'mirror.db')
   const config = loadConfig({
     env: { FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000', FSM_LOG_LEVEL: 'warn', ...env },
   })
   const rt = await createRuntime(config, quietLogger())
+  let closed: Promise<void> | undefined
+  const close = () => (closed ??= rt.close())
+  closeWhenTestFinishes(close)
   return {
     rt,
     dir,
@@ -37,7 +41,7 @@ export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}
     sync: (o = {}) => runSweeps(rt.syncContext(), { records: [...(o.streams ?? RECORD_STREAMS)], reference: [...(o.reference ?? [])], metadata: [], objects: o.objects, notBuilt: [] }, { full: o.full ?? false }),
     reconcile: (streams = RECORD_STREAMS, objects) => runReconciliations(rt.syncContext(), { records: [...streams], reference: [], metadata: [], objects, notBuilt: [] }),
     rows: (sql, ...params) => rt.mirror.sqlite.prepare(sql).all(...params) as Record<string, unknown>[],
-    close: () => rt.close(),
+    close,
   }
 }
 

@@ -1,18 +1,11 @@
 // Custom objects, reference data and account metadata against the emulator (issue 5).
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { syncMetadata } from '../../../src/sync/metadata-sync.js'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
 import { syncEnv, type SyncEnv } from '../../helpers/sync-env.js'
 
-let emu: EmulatorEnv | undefined
-let env: SyncEnv | undefined
-afterEach(async () => {
-  await env?.close()
-  await emu?.close()
-  env = emu = undefined
-})
 
 async function discovered(e: EmulatorEnv): Promise<string[]> {
   const r = await e.api('GET', '/api/v1/objects')
@@ -35,8 +28,8 @@ async function compareObjects(e: EmulatorEnv, s: SyncEnv, slug: string): Promise
 
 describe('custom objects', () => {
   test('discovery, schemas, records and one view per object with a column per field', async () => {
-    emu = await emulatorEnv({ seed: 31, counts: { clients: 30, jobs: 10, invoices: 5, customRecords: 250 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 31, counts: { clients: 30, jobs: 10, invoices: 5, customRecords: 250 } })
+    const env = await syncEnv(emu)
     const results = await env.sync({ streams: [], objects: 'all' })
     expect(results.every((r) => r.outcome === 'success')).toBe(true)
     const slugs = await discovered(emu)
@@ -53,8 +46,8 @@ describe('custom objects', () => {
   })
 
   test('a schema change between syncs: a field added, a field removed; the view follows, no data lost', async () => {
-    emu = await emulatorEnv({ seed: 37, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 40 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 37, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 40 } })
+    const env = await syncEnv(emu)
     const [slug] = await discovered(emu)
     await env.sync({ streams: [], objects: [slug!] })
     const before = (await emu.api('GET', `/api/v1/objects/${slug!}/schema`)).body.data.fields as { name: string; system?: boolean; required?: boolean }[]
@@ -77,8 +70,8 @@ describe('custom objects', () => {
   })
 
   test('records updated during a walk are caught by the next incremental sync', async () => {
-    emu = await emulatorEnv({ seed: 41, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 600 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 41, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 600 } })
+    const env = await syncEnv(emu)
     const [slug] = await discovered(emu)
     await emu.control('POST', '/faults', { route: `GET /api/v1/objects/${slug!}`, latencyMs: 60 })
     const walk = env.sync({ streams: [], objects: [slug!] })
@@ -95,8 +88,8 @@ describe('custom objects', () => {
   })
 
   test('reconcile marks custom records deleted in the app, and only those', async () => {
-    emu = await emulatorEnv({ seed: 43, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 100 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 43, counts: { clients: 10, jobs: 5, invoices: 5, customRecords: 100 } })
+    const env = await syncEnv(emu)
     const [slug] = await discovered(emu)
     await env.sync({ streams: [], objects: [slug!] })
     const ids = ((await emu.state(`objects/${slug!}`)) as { id: string; deleted?: boolean }[]).filter((r) => r.deleted !== true).map((r) => r.id)
@@ -110,8 +103,8 @@ describe('custom objects', () => {
 
 describe('reference data through the legacy routes', () => {
   test('full snapshots with the ids normalised; a removed row gets deleted_at', async () => {
-    emu = await emulatorEnv({ seed: 47, counts: { clients: 5, jobs: 2, invoices: 2, items: 30, taxes: 6, teamMembers: 8, jobForms: 4 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 47, counts: { clients: 5, jobs: 2, invoices: 2, items: 30, taxes: 6, teamMembers: 8, jobForms: 4 } })
+    const env = await syncEnv(emu)
     const results = await env.sync({ streams: [], reference: REFERENCE_STREAMS })
     expect(results.map((r) => [r.stream, r.outcome])).toEqual(REFERENCE_STREAMS.map((s) => [s.name, 'success']))
     for (const [resource, table] of [['items', 'items'], ['taxes', 'taxes'], ['team', 'team_members'], ['job_forms', 'job_forms']] as const) {
@@ -130,8 +123,8 @@ describe('reference data through the legacy routes', () => {
 
 describe('account metadata', () => {
   test('webhook endpoints, deliveries and API keys are mirrored without any secret', async () => {
-    emu = await emulatorEnv({ seed: 53, counts: { clients: 5, jobs: 2, invoices: 2 }, allowHttpWebhooks: true })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 53, counts: { clients: 5, jobs: 2, invoices: 2 }, allowHttpWebhooks: true })
+    const env = await syncEnv(emu)
     const created = await emu.api('POST', '/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['client.created', 'client.updated'] })
     expect(created.status, JSON.stringify(created.body)).toBeLessThan(300)
     const secret = created.body.data.secret as string
@@ -151,8 +144,8 @@ describe('account metadata', () => {
 
 describe('client custom fields', () => {
   test('client_properties names each property by the field id and label of the client schema', async () => {
-    emu = await emulatorEnv({ seed: 59, counts: { clients: 60, jobs: 2, invoices: 2, customRecords: 5 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 59, counts: { clients: 60, jobs: 2, invoices: 2, customRecords: 5 } })
+    const env = await syncEnv(emu)
     await env.sync({ streams: RECORD_STREAMS.filter((s) => s.name === 'clients'), objects: 'all' })
     const schema = (await emu.api('GET', '/api/v1/objects/client/schema')).body.data.fields as { id: string; label: string }[]
     const labels = new Map(schema.map((f) => [f.id, f.label]))
@@ -168,8 +161,8 @@ describe('client custom fields', () => {
 
 describe('custom object lifecycle', () => {
   test('an object that leaves discovery is disabled, not deleted, and its records keep syncing', async () => {
-    emu = await emulatorEnv({ seed: 61, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 30 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 61, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 30 } })
+    const env = await syncEnv(emu)
     await env.sync({ streams: [], objects: 'all' })
     await emu.control('POST', '/objects/inspections/enabled', { enabled: false })
     expect(await discovered(emu)).not.toContain('inspections')
@@ -187,8 +180,8 @@ describe('custom object lifecycle', () => {
   })
 
   test('a select option added upstream: the stored schema follows and records using it sync', async () => {
-    emu = await emulatorEnv({ seed: 67, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 20 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 67, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 20 } })
+    const env = await syncEnv(emu)
     await env.sync({ streams: [], objects: ['equipment'] })
     const fields = (await emu.api('GET', '/api/v1/objects/equipment/schema')).body.data.fields as { name: string; type: string; system?: boolean }[]
     const select = fields.find((f) => f.type === 'select' && f.system !== true)!

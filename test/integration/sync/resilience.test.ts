@@ -1,24 +1,17 @@
 // Faults, kills and reconciliation against the emulator (issue 4).
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { invoices, RECORD_STREAMS } from '../../../connectors/index.js'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
+import { emulatorEnv } from '../../helpers/emulator-env.js'
 import { cleanEnv, runCli, spawnCli } from '../../helpers/run-cli.js'
-import { compareWithEmulator, syncEnv, type SyncEnv } from '../../helpers/sync-env.js'
+import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
 import { tempDir } from '../../helpers/temp-mirror.js'
 import path from 'node:path'
 
-let emu: EmulatorEnv | undefined
-let env: SyncEnv | undefined
-afterEach(async () => {
-  await env?.close()
-  await emu?.close()
-  env = emu = undefined
-})
 
 describe('sync under upstream faults', () => {
   test('injected 5xx and connection resets: the run completes and is exact', async () => {
-    emu = await emulatorEnv({ seed: 13, counts: { clients: 600, jobs: 600, invoices: 600 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 13, counts: { clients: 600, jobs: 600, invoices: 600 } })
+    const env = await syncEnv(emu)
     await emu.control('POST', '/faults', { route: 'GET /api/v1/*', status5xxShare: 0.1, resetShare: 0.05 })
     const results = await env.sync()
     expect(results.map((r) => r.outcome)).toEqual(['success', 'success', 'success', 'success'])
@@ -29,8 +22,8 @@ describe('sync under upstream faults', () => {
   }, 120_000)
 
   test('a forced 429 with Retry-After: the governor waits as told, then the run completes', async () => {
-    emu = await emulatorEnv({ seed: 13, counts: { clients: 20, jobs: 5, invoices: 50 }, rateLimit: 100_000 })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 13, counts: { clients: 20, jobs: 5, invoices: 50 }, rateLimit: 100_000 })
+    const env = await syncEnv(emu)
     await emu.control('POST', '/faults', { route: 'GET /api/v1/invoices', force429: { count: 1, retryAfterSeconds: 2 } })
     const [run] = await env.sync({ streams: [invoices] })
     expect(run!.outcome).toBe('success')
@@ -42,8 +35,8 @@ describe('sync under upstream faults', () => {
   })
 
   test('a 4xx is not retried and the run reports the route, status and code', async () => {
-    emu = await emulatorEnv({ seed: 1, counts: { clients: 20, jobs: 5, invoices: 5 } })
-    env = await syncEnv(emu, { FSM_API_KEY: 'svc_live_not_a_real_key_000000000000' })
+    const emu = await emulatorEnv({ seed: 1, counts: { clients: 20, jobs: 5, invoices: 5 } })
+    const env = await syncEnv(emu, { FSM_API_KEY: 'svc_live_not_a_real_key_000000000000' })
     const [run] = await env.sync({ streams: [invoices] })
     expect(run!.outcome).toBe('error')
     expect(run!.requests).toBe(1)
@@ -56,7 +49,7 @@ describe('sync under upstream faults', () => {
 
 describe('sync killed mid-backfill', () => {
   test('SIGKILL, then run again: exact, and it did not start over', async () => {
-    emu = await emulatorEnv({ seed: 17, counts: { clients: 3000, jobs: 10, invoices: 10 } })
+    const emu = await emulatorEnv({ seed: 17, counts: { clients: 3000, jobs: 10, invoices: 10 } })
     const dir = tempDir()
     const db = path.join(dir, 'mirror.db')
     // 600 requests/min: a page every 100 ms, so the 30-page backfill takes ~3 s and the kill lands in it.
@@ -79,7 +72,7 @@ describe('sync killed mid-backfill', () => {
     await new Promise((r) => child.once('close', r))
     const second = await runCli(['sync', '--stream', 'clients'], { ...vars, FSM_RATE_LIMIT: '100000' })
     expect(second.code, second.stderr).toBe(0)
-    env = await syncEnv(emu, {}, dir)
+    const env = await syncEnv(emu, {}, dir)
     const runs = env.rows(`SELECT outcome, rows, requests FROM sync_runs WHERE stream = 'clients' ORDER BY id`)
     expect(runs[0]!.outcome).toBe('interrupted')
     expect(runs[1]!.outcome).toBe('success')
@@ -91,8 +84,8 @@ describe('sync killed mid-backfill', () => {
 
 describe('reconcile', () => {
   test('marks exactly the records deleted upstream, including ones deleted in the web app', async () => {
-    emu = await emulatorEnv({ seed: 19, counts: { clients: 400, jobs: 400, invoices: 400 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 19, counts: { clients: 400, jobs: 400, invoices: 400 } })
+    const env = await syncEnv(emu)
     await env.sync()
     const live = (await emu.state('invoices')).filter((i) => !i.deleted).map((i) => i.id as string)
     const viaApi = live.slice(0, 10)
@@ -109,8 +102,8 @@ describe('reconcile', () => {
   })
 
   test('the guard refuses to mark more than 10 % of a table, and says so', async () => {
-    emu = await emulatorEnv({ seed: 23, counts: { clients: 200, jobs: 10, invoices: 10 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 23, counts: { clients: 200, jobs: 10, invoices: 10 } })
+    const env = await syncEnv(emu)
     await env.sync()
     const live = (await emu.state('clients')).filter((c) => !c.deleted).map((c) => c.id as string)
     for (const id of live.slice(0, 40)) expect((await emu.api('DELETE', `/api/v1/clients/${id}`)).status).toBe(200)

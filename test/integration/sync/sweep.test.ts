@@ -1,16 +1,9 @@
 // The incremental sweep against the emulator over real HTTP into a real SQLite file (issue 4).
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { compareWithEmulator, syncEnv, type SyncEnv } from '../../helpers/sync-env.js'
+import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
 
-let emu: EmulatorEnv | undefined
-let env: SyncEnv | undefined
-afterEach(async () => {
-  await env?.close()
-  await emu?.close()
-  env = emu = undefined
-})
 
 const UPDATE: Record<string, { method: 'PUT' | 'PATCH'; body: (n: number) => Record<string, unknown> }> = {
   clients: { method: 'PUT', body: (n) => ({ notes: `note ${n}` }) },
@@ -31,8 +24,8 @@ async function liveIds(e: EmulatorEnv, resource: string): Promise<string[]> {
 
 describe('sync: backfill and incremental sweeps', () => {
   test('a backfill of a few thousand records per resource is exact, field by field', async () => {
-    emu = await emulatorEnv({ seed: 7, counts: { clients: 2000, jobs: 2000, visitsPerJob: 2, invoices: 2000 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 7, counts: { clients: 2000, jobs: 2000, visitsPerJob: 2, invoices: 2000 } })
+    const env = await syncEnv(emu)
     const results = await env.sync()
     expect(results.map((r) => r.outcome)).toEqual(['success', 'success', 'success', 'success'])
     for (const stream of ['clients', 'jobs', 'invoices']) {
@@ -48,8 +41,8 @@ describe('sync: backfill and incremental sweeps', () => {
   })
 
   test('an incremental run with nothing changed spends one request per stream and changes nothing', async () => {
-    emu = await emulatorEnv({ seed: 3, counts: { clients: 300, jobs: 300, invoices: 300 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 3, counts: { clients: 300, jobs: 300, invoices: 300 } })
+    const env = await syncEnv(emu)
     await env.sync()
     const logBefore = env.rows('SELECT count(*) AS n FROM change_log')[0]!.n
     const again = await env.sync()
@@ -58,8 +51,8 @@ describe('sync: backfill and incremental sweeps', () => {
   })
 
   test('a tie of 160 records sharing one updatedAt, larger than a page, is read whole', async () => {
-    emu = await emulatorEnv({ seed: 5, counts: { clients: 400, jobs: 10, invoices: 10 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 5, counts: { clients: 400, jobs: 10, invoices: 10 } })
+    const env = await syncEnv(emu)
     await env.sync({ streams: [clients] })
     const ids = (await liveIds(emu, 'clients')).slice(0, 160)
     await emu.control('POST', '/clock', { freezeAt: '2030-01-01T00:00:00.000Z' })
@@ -74,8 +67,8 @@ describe('sync: backfill and incremental sweeps', () => {
   })
 
   test('churn during a sweep (updates behind and ahead, creates, deletes): one more sync is exact', async () => {
-    emu = await emulatorEnv({ seed: 11, counts: { clients: 1500, jobs: 1500, visitsPerJob: 2, invoices: 1500 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 11, counts: { clients: 1500, jobs: 1500, visitsPerJob: 2, invoices: 1500 } })
+    const env = await syncEnv(emu)
     // Slow the list route down so that the churn lands while the sweep is walking.
     await emu.control('POST', '/faults', { route: 'GET /api/v1/*', latencyMs: 40 })
     const sweep = env.sync()
@@ -105,8 +98,8 @@ describe('sync: backfill and incremental sweeps', () => {
   })
 
   test('--full ignores the cursor, rewrites nothing that did not change', async () => {
-    emu = await emulatorEnv({ seed: 2, counts: { clients: 250, jobs: 10, invoices: 10 } })
-    env = await syncEnv(emu)
+    const emu = await emulatorEnv({ seed: 2, counts: { clients: 250, jobs: 10, invoices: 10 } })
+    const env = await syncEnv(emu)
     await env.sync({ streams: [clients, jobs] })
     const [run] = await env.sync({ streams: [clients], full: true })
     expect(run!.requests).toBeGreaterThanOrEqual(3)
