@@ -1,6 +1,6 @@
 // Builds the object graph once per process (style.md: dependencies are passed in, never looked up):
 // the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
-import { ApiClient } from '../api/api-client.js'
+import { ApiClient, type ResponseEvent } from '../api/api-client.js'
 import { RequestGovernor } from '../api/request-governor.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
@@ -31,7 +31,12 @@ export function requireApiSettings(config: Config): { baseUrl: string; apiKey: s
   return { baseUrl: config.baseUrl, apiKey: config.apiKey }
 }
 
-export async function createRuntime(config: Config, logger: Logger): Promise<Runtime> {
+export interface RuntimeOptions {
+  /** Called after every upstream attempt (the daemon's request metrics). */
+  onResponse?: (event: ResponseEvent) => void
+}
+
+export async function createRuntime(config: Config, logger: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db)
   const state = new SyncStateStore(mirror.sqlite)
@@ -51,6 +56,7 @@ export async function createRuntime(config: Config, logger: Logger): Promise<Run
     governor,
     logger,
     timeouts: { connectMs: config.http.connectTimeoutMs, headersMs: config.http.headersTimeoutMs, bodyMs: config.http.bodyTimeoutMs },
+    ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
   })
   const now = () => Date.now()
   return {

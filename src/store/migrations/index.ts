@@ -6,6 +6,7 @@ import { customObjects } from './0002-custom-objects.js'
 import { webhooks } from './0003-webhooks.js'
 import { reference } from './0004-reference.js'
 import { accountMetadata } from './0005-account-metadata.js'
+import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
@@ -14,6 +15,7 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0003-webhooks': webhooks,
   '0004-reference': reference,
   '0005-account-metadata': accountMetadata,
+  '0006-integrations': integrations,
   // 0006 is the integrations' state (issue 7).
   '0007-client-properties': clientProperties,
 }

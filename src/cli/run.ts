@@ -1,0 +1,41 @@
+// `fsm-sync run`: the daemon. Stops cleanly on SIGTERM/SIGINT (exit 0); a second signal, or a
+// stop that overruns its budget, ends the process at once with exit 1.
+import { startDaemon } from '../daemon/daemon.js'
+import type { Command } from './command.js'
+
+/** contract.md: exit within 10 s of SIGTERM; leave a margin for the process to end. */
+const STOP_BUDGET_MS = 9000
+
+export const runCommand: Command = {
+  command: 'run',
+  describe: 'The daemon: scheduled sweeps, reconciliation and triggers, webhook intake, health and metrics',
+  run: async (_args, ctx) => {
+    const logger = ctx.logger()
+    const daemon = await startDaemon(ctx.config(), logger)
+    ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.rt.config.webhooks.path})\n`)
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once('SIGTERM', resolve)
+      process.once('SIGINT', resolve)
+    })
+    logger.warn({ signal }, 'stop requested')
+    const force = () => {
+      logger.error('stop did not finish in time: exiting now (committed work is safe; the next start resumes)')
+      logger.flush()
+      process.exit(1)
+    }
+    const timer = setTimeout(force, STOP_BUDGET_MS)
+    timer.unref()
+    process.once('SIGTERM', force)
+    process.once('SIGINT', force)
+    try {
+      await daemon.stop()
+    } finally {
+      clearTimeout(timer)
+      process.off('SIGTERM', force)
+      process.off('SIGINT', force)
+    }
+    // Everything is closed; should a stray handle keep the loop alive, end anyway.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref()
+    return 0
+  },
+}

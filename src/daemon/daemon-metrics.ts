@@ -1,0 +1,92 @@
+// The daemon's /metrics, in Prometheus text through prom-client (one registry per daemon, no
+// global default registry). Counters that live elsewhere (the governor's window, the webhook
+// path's plain-number counters) are read when scraped; the rest is observed as it happens.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { ResponseEvent } from '../api/api-client.js'
+import type { GovernorState } from '../api/request-governor.js'
+import type { StreamState } from '../store/sync-state.js'
+import type { RunResult } from '../sync/sync-context.js'
+
+export interface MetricSources {
+  governor: () => GovernorState
+  webhookCounters?: () => Record<string, number>
+  webhookBacklog?: () => number
+}
+
+export class DaemonMetrics {
+  readonly registry = new Registry()
+  readonly #requests
+  readonly #rateLimited
+  readonly #retries
+  readonly #rows
+  readonly #runs
+  readonly #durations
+  readonly #lastSuccess
+  readonly #notConnected
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry]
+    this.#requests = new Counter({ name: 'fsm_api_requests_total', help: 'Upstream answers by route and HTTP status (0: failed below HTTP), every attempt counted', labelNames: ['route', 'status'], registers })
+    this.#rateLimited = new Counter({ name: 'fsm_api_rate_limited_total', help: 'Upstream 429 answers', labelNames: ['route'], registers })
+    this.#retries = new Counter({ name: 'fsm_api_retries_total', help: 'Upstream attempts after the first of a request', labelNames: ['route'], registers })
+    this.#rows = new Counter({ name: 'fsm_rows_written_total', help: 'Rows a run changed in the mirror, by stream and kind', labelNames: ['stream', 'kind'], registers })
+    this.#runs = new Counter({ name: 'fsm_runs_total', help: 'Finished runs by stream, kind and outcome', labelNames: ['stream', 'kind', 'outcome'], registers })
+    this.#durations = new Histogram({
+      name: 'fsm_run_duration_seconds',
+      help: 'Duration of sweeps, reconciliations and triggers',
+      labelNames: ['stream', 'kind'],
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+      registers,
+    })
+    this.#lastSuccess = new Gauge({ name: 'fsm_last_success_timestamp_seconds', help: 'Unix time of the last successful run per stream (alert on staleness)', labelNames: ['stream'], registers })
+    this.#notConnected = new Counter({ name: 'fsm_integration_not_connected_total', help: 'Triggers refused with INTEGRATION_NOT_CONNECTED', labelNames: ['integration'], registers })
+    const budget = (name: string, help: string, pick: (s: GovernorState) => number) =>
+      new Gauge({ name, help, registers, collect() { this.set(pick(sources.governor())) } })
+    budget('fsm_request_budget_limit', 'Configured requests per sliding minute (FSM_RATE_LIMIT)', (s) => s.limit)
+    budget('fsm_request_budget_effective_limit', 'Requests per minute the governor allows now (adapted to the rate-limit headers)', (s) => s.effectiveLimit)
+    budget('fsm_request_budget_used', 'Requests started in the last 60 seconds', (s) => s.sentLastMinute)
+    budget('fsm_requests_in_flight', 'Upstream requests in flight', (s) => s.inFlight)
+    budget('fsm_request_budget_paused', '1 while a 429 pauses every request', (s) => (s.pausedUntil === null ? 0 : 1))
+    const webhookCounters = sources.webhookCounters
+    if (webhookCounters !== undefined) {
+      for (const key of Object.keys(webhookCounters())) {
+        // The webhook path keeps plain numbers; mirror each into a counter when scraped.
+        new Counter({ name: `fsm_${key}`, help: `Webhook path counter ${key}`, registers, collect() { this.reset(); this.inc(webhookCounters()[key] ?? 0) } })
+      }
+    }
+    const backlog = sources.webhookBacklog
+    if (backlog !== undefined) new Gauge({ name: 'fsm_webhook_inbox_backlog', help: 'Stored deliveries not applied yet', registers, collect() { this.set(backlog()) } })
+  }
+
+  /** For ApiClient's `onResponse`. */
+  readonly onResponse = (e: ResponseEvent): void => {
+    this.#requests.inc({ route: e.route, status: String(e.status) })
+    if (e.status === 429) this.#rateLimited.inc({ route: e.route })
+    if (e.attempt > 1) this.#retries.inc({ route: e.route })
+  }
+
+  /** Seeds the staleness gauge from what earlier processes recorded. */
+  seedLastSuccess(states: readonly StreamState[]): void {
+    for (const s of states) if (s.lastSuccessAt !== null) this.#lastSuccess.set({ stream: s.stream }, Date.parse(s.lastSuccessAt) / 1000)
+  }
+
+  observeRun(r: RunResult, kind: string = r.kind, at: number = Date.now()): void {
+    const labels = { stream: r.stream, kind }
+    this.#rows.inc(labels, r.rows)
+    this.#runs.inc({ ...labels, outcome: r.outcome })
+    this.#durations.observe(labels, r.durationMs / 1000)
+    if (r.outcome === 'success') this.#lastSuccess.set({ stream: r.stream }, at / 1000)
+  }
+
+  integrationNotConnected(integration: string): void {
+    this.#notConnected.inc({ integration })
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics()
+  }
+
+  get contentType(): string {
+    return this.registry.contentType
+  }
+}

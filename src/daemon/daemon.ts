@@ -1,0 +1,81 @@
+// `fsm-sync run` assembled: runtime (migrations), webhook service, metrics, the HTTP listener and
+// the schedules; `stop()` undoes it in order within the shutdown budget (contract.md: exit 0
+// within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
+// page being written commits and the run ends; the next start resumes from that checkpoint.
+import type { Server } from 'node:http'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
+import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
+import { RECORD_STREAMS } from '../../connectors/index.js'
+import { DaemonMetrics } from './daemon-metrics.js'
+import { closeServer, createDaemonServer, listen } from './http-server.js'
+import { probeMirror } from './mirror-probe.js'
+import { createRuntime, type Runtime } from './runtime.js'
+import { Scheduler } from './scheduler.js'
+import { syncJobs } from './sync-jobs.js'
+
+export interface Daemon {
+  rt: Runtime
+  url: string
+  scheduler: Scheduler
+  webhooks: WebhookService
+  metrics: DaemonMetrics
+  stop(): Promise<void>
+}
+
+export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
+  // The client is built before the metrics (which read its governor): forward through a holder.
+  const hook: { metrics?: DaemonMetrics } = {}
+  const rt = await createRuntime(config, logger, { onResponse: (e) => hook.metrics?.onResponse(e) })
+  const webhooks = createWebhookService({ sqlite: rt.mirror.sqlite, config, logger, client: rt.client, streams: RECORD_STREAMS })
+  const m = new DaemonMetrics({
+    governor: () => rt.governor.state(),
+    webhookCounters: () => webhooks.metrics.snapshot(),
+    webhookBacklog: () => webhooks.inbox.backlog,
+  })
+  hook.metrics = m
+  m.seedLastSuccess(rt.state.all())
+  const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger })
+  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps }), logger)
+  let stopping = false
+  const server: Server = createDaemonServer({
+    webhookPath: config.webhooks.path,
+    webhookHandler: webhooks.handler,
+    logger,
+    metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
+    ready: () => {
+      if (stopping) return { ready: false, reason: 'stopping' }
+      const probe = probeMirror(rt.mirror.sqlite)
+      if (!probe.ok) return { ready: false, reason: probe.reason }
+      if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
+      return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns() }
+    },
+  })
+  let address
+  try {
+    address = await listen(server, config.httpPort, config.httpHost)
+  } catch (err) {
+    await rt.close()
+    throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, { cause: err })
+  }
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  const url = `http://${host}:${address.port}`
+  webhooks.start()
+  scheduler.start()
+  logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
+  // One sweep at start, so a fresh deployment does not wait for the first tick.
+  void scheduler.runNow('sweep')
+
+  let stopped: Promise<void> | undefined
+  const stop = () =>
+    (stopped ??= (async () => {
+      stopping = true
+      logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
+      await Promise.all([scheduler.stop(), webhooks.stop()])
+      await closeServer(server)
+      await rt.close()
+      logger.info('stopped cleanly')
+    })())
+  return { rt, url, scheduler, webhooks, metrics: m, stop }
+}

@@ -1,0 +1,99 @@
+// The checks of `fsm-sync doctor`, one result each, with the fix for what fails. Each API check
+// is one GET that changes nothing upstream; the client retries nothing here, so an unreachable
+// address answers at once. Messages never contain the key (errors.ts guarantees it).
+import { ApiClient } from '../api/api-client.js'
+import { ApiError, ForbiddenError, NetworkError, UnauthorizedError } from '../api/errors.js'
+import { RequestGovernor } from '../api/request-governor.js'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import { openMirror } from '../store/mirror-database.js'
+import { selectStreams } from '../sync/sync-engine.js'
+import { SecretStore } from '../webhooks/secret-store.js'
+import { customObjects } from '../../connectors/custom-objects.js'
+import { webhookEndpoints } from '../../connectors/account-metadata.js'
+import { probeMirror } from './mirror-probe.js'
+
+export interface Check {
+  ok: boolean
+  label: string
+  /** What was found, or what to do when it failed. */
+  detail: string
+}
+
+/** One GET per enabled stream (and the integrations the daemon triggers), with the scope it needs. */
+export function scopeProbes(config: Config): { label: string; path: string; query?: Record<string, string> }[] {
+  const sel = selectStreams(config.streams)
+  const probes: { label: string; path: string; query?: Record<string, string> }[] = sel.records.map((s) => ({ label: `${s.scope} (${s.name})`, path: s.route, query: { limit: '1' } }))
+  if (sel.objects !== undefined) probes.push({ label: `${customObjects.scope} (objects)`, path: customObjects.discoveryRoute })
+  if (sel.metadata.includes('webhooks')) probes.push({ label: `${webhookEndpoints.scope ?? ''} (webhooks)`, path: webhookEndpoints.route })
+  for (const r of sel.reference) probes.push({ label: `legacy route ${r.route} (${r.name})`, path: r.route })
+  probes.push({ label: 'integrations:write (scheduled triggers)', path: '/api/v1/integrations/calendar-a/status' })
+  return probes
+}
+
+export async function apiChecks(config: Config & { baseUrl: string; apiKey: string }, logger: Logger): Promise<Check[]> {
+  const governor = new RequestGovernor({ limitPerMinute: config.rateLimit, maxInFlight: 1 })
+  const client = new ApiClient({
+    baseUrl: config.baseUrl,
+    apiKey: config.apiKey,
+    governor,
+    logger,
+    retryPolicy: { maxRetries: 0, delaysMs: [], maxDelayMs: 0 },
+    timeouts: { connectMs: Math.min(config.http.connectTimeoutMs, 5000), headersMs: Math.min(config.http.headersTimeoutMs, 10_000), bodyMs: config.http.bodyTimeoutMs },
+  })
+  const checks: Check[] = []
+  try {
+    // The key routes check no scope (spec: API keys), so they test the key alone.
+    try {
+      await client.get('/api/v1/api-keys', undefined, { priority: 'sweep' })
+      checks.push({ ok: true, label: 'FSM_BASE_URL reachable', detail: config.baseUrl })
+      checks.push({ ok: true, label: 'FSM_API_KEY valid', detail: 'accepted' })
+    } catch (err) {
+      if (err instanceof NetworkError) {
+        checks.push({ ok: false, label: 'FSM_BASE_URL reachable', detail: `${err.message}. Check the address (${config.baseUrl}), DNS, proxies and firewalls` })
+        return checks
+      }
+      checks.push({ ok: true, label: 'FSM_BASE_URL reachable', detail: config.baseUrl })
+      if (err instanceof UnauthorizedError) checks.push({ ok: false, label: 'FSM_API_KEY valid', detail: 'rejected (401): the key is invalid, revoked or expired; create a new one in the account settings' })
+      else checks.push({ ok: false, label: 'FSM_API_KEY valid', detail: (err as Error).message })
+      return checks
+    }
+    for (const probe of scopeProbes(config)) {
+      try {
+        await client.get(probe.path, probe.query, { priority: 'sweep' })
+        checks.push({ ok: true, label: probe.label, detail: 'granted' })
+      } catch (err) {
+        if (err instanceof ApiError && err.apiCode === 'INTEGRATION_NOT_CONNECTED') checks.push({ ok: true, label: probe.label, detail: 'granted (calendar-a is not connected: its trigger will report that)' })
+        else if (err instanceof ForbiddenError) checks.push({ ok: false, label: probe.label, detail: `missing scope ${err.missingScope ?? '(not named)'}: add it to the key or create a key that has it` })
+        else checks.push({ ok: false, label: probe.label, detail: (err as Error).message })
+      }
+    }
+    return checks
+  } finally {
+    await client.close()
+  }
+}
+
+export async function mirrorChecks(config: Config): Promise<Check[]> {
+  let mirror
+  try {
+    mirror = await openMirror(config.db)
+  } catch (err) {
+    return [{ ok: false, label: 'mirror writable, migrations applied', detail: `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
+  }
+  try {
+    const probe = probeMirror(mirror.sqlite)
+    const checks: Check[] = [
+      probe.ok
+        ? { ok: true, label: 'mirror writable, migrations applied', detail: `${config.db} (${probe.migrations} migrations)` }
+        : { ok: false, label: 'mirror writable, migrations applied', detail: `${config.db}: ${probe.reason}` },
+    ]
+    const stored = new SecretStore(mirror.sqlite).current()
+    if (config.webhookSecrets.length > 0) checks.push({ ok: true, label: 'webhook secret', detail: `${config.webhookSecrets.length} in FSM_WEBHOOK_SECRETS` })
+    else if (stored !== undefined) checks.push({ ok: true, label: 'webhook secret', detail: `stored for endpoint ${stored.endpointId} (${stored.url})` })
+    else checks.push({ ok: false, label: 'webhook secret', detail: 'none: run `fsm-sync webhooks register --url https://<this host>/webhooks`, or set FSM_WEBHOOK_SECRETS' })
+    return checks
+  } finally {
+    await mirror.close()
+  }
+}

@@ -1,0 +1,73 @@
+// The daemon's one listener (node:http): webhook intake at `webhooks.path`, `/healthz` (the
+// process answers), `/readyz` (the mirror is open and writable, migrations done, schedules
+// running) and `/metrics` (Prometheus text).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Logger } from '../log/logger.js'
+
+export interface ReadyAnswer {
+  ready: boolean
+  reason?: string
+  [key: string]: unknown
+}
+
+export interface DaemonHttpOptions {
+  webhookPath: string
+  webhookHandler: (req: IncomingMessage, res: ServerResponse) => void
+  ready: () => ReadyAnswer
+  metrics: () => Promise<{ contentType: string; body: string }>
+  logger: Logger
+}
+
+export function createDaemonServer(o: DaemonHttpOptions): Server {
+  return createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/'
+    if (path === o.webhookPath) {
+      o.webhookHandler(req, res)
+      return
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' })
+    if (path === '/healthz') return json(res, 200, { status: 'alive' })
+    if (path === '/readyz') {
+      const answer = o.ready()
+      return json(res, answer.ready ? 200 : 503, { status: answer.ready ? 'ready' : 'not ready', ...answer })
+    }
+    if (path === '/metrics') {
+      o.metrics().then(
+        ({ contentType, body }) => {
+          res.writeHead(200, { 'content-type': contentType }).end(body)
+        },
+        (err: unknown) => {
+          o.logger.error({ err }, 'metrics could not be collected')
+          json(res, 500, { error: 'metrics could not be collected' })
+        },
+      )
+      return
+    }
+    json(res, 404, { error: `no route ${path}; try /healthz, /readyz, /metrics or ${o.webhookPath}` })
+  })
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body))
+}
+
+export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve(server.address() as AddressInfo)
+    })
+  })
+}
+
+/** Stops accepting, lets answers in progress finish, then drops idle keep-alive sockets. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve())
+    server.closeIdleConnections()
+    // A client that holds a request open past the drain does not hold the shutdown.
+    setTimeout(() => server.closeAllConnections(), 2000).unref()
+  })
+}

@@ -1,0 +1,85 @@
+// What each schedule does. Jobs that write record streams (sweep, reconcile, the delivery-gap
+// sweep) take one lane in turn, so a stream is never walked by two runs at once; reference data
+// and triggers touch other tables and the upstream only, and run beside them. Everything shares
+// the runtime's one governor.
+import type { Config } from '../config/index.js'
+import type { RunResult } from '../sync/sync-context.js'
+import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
+import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
+import type { DaemonMetrics } from './daemon-metrics.js'
+import { pollCalendarStatus } from './integration-status.js'
+import { runTrigger, type IntegrationName } from './integration-triggers.js'
+import type { Runtime } from './runtime.js'
+import type { JobDefinition } from './scheduler.js'
+
+/** A one-at-a-time lane: callers wait their turn in order. */
+export class Lane {
+  #tail: Promise<unknown> = Promise.resolve()
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#tail.then(work)
+    this.#tail = next.catch(() => undefined)
+    return next
+  }
+}
+
+export interface SyncJobDeps {
+  rt: Runtime
+  metrics: DaemonMetrics
+  gaps: DeliveryGapCheck
+}
+
+export function syncJobs({ rt, metrics, gaps }: SyncJobDeps): JobDefinition[] {
+  const selection = selectStreams(rt.config.streams)
+  const records = { ...selection, reference: [], metadata: [] }
+  const lane = new Lane()
+  const observe = (results: readonly RunResult[], kind?: string) => {
+    for (const r of results) metrics.observeRun(r, kind ?? r.kind)
+    return results
+  }
+  const trigger = (name: IntegrationName, cron: string): JobDefinition => ({
+    name,
+    cron,
+    run: async (signal) => {
+      const r = await runTrigger(rt.syncContext({ signal }), rt.client, name)
+      metrics.observeRun(r, 'trigger')
+      if (r.notConnected) metrics.integrationNotConnected(name)
+      if (name === 'calendar-a' && !signal.aborted) await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
+    },
+  })
+  const s: Config['schedules'] = rt.config.schedules
+  return [
+    { name: 'sweep', cron: s.sweep, run: (signal) => lane.run(async () => void observe(await runSweeps(rt.syncContext({ signal }), records))) },
+    {
+      name: 'reference',
+      cron: s.reference,
+      run: async (signal) => void observe(await runSweeps(rt.syncContext({ signal }), { ...selection, records: [], objects: undefined }), 'reference'),
+    },
+    { name: 'reconcile', cron: s.reconcile, run: (signal) => lane.run(async () => void observe(await runReconciliations(rt.syncContext({ signal }), records))) },
+    trigger('calendar-a', s.calendarA),
+    trigger('calendar-b', s.calendarB),
+    trigger('accounting', s.accounting),
+    {
+      name: 'deliveries',
+      cron: s.deliveries,
+      run: async (signal) => {
+        const plan = await gaps.check(signal)
+        if (plan.streams.length === 0) return plan.commit()
+        await lane.run(async () => {
+          const results = observe(await runSweeps(rt.syncContext({ signal }), selectStreams(plan.streams)))
+          // A failed or stopped sweep leaves the gap cursor where it was: the next check sweeps again.
+          if (!signal.aborted && results.every((r) => r.outcome === 'success')) plan.commit()
+        })
+      },
+    },
+    {
+      // design.md, The mirror: a reader holding a transaction stops automatic checkpoints.
+      name: 'checkpoint',
+      cron: '*/5 * * * *',
+      run: () => {
+        rt.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
+        return Promise.resolve()
+      },
+    },
+  ]
+}

@@ -1,0 +1,68 @@
+// `fsm-sync doctor` on a good setup and on each kind of bad one: one line per check, exit 1 on
+// any failure, and the key is never printed.
+import path from 'node:path'
+import { expect, test } from 'vitest'
+import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
+import { cleanEnv, runCli } from '../../helpers/run-cli.js'
+import { tempDir } from '../../helpers/temp-mirror.js'
+import { freePort } from './daemon-env.js'
+
+/** A fresh emulator (closed when the test ends) and a setup that passes every check. */
+async function setup(): Promise<{ emu: EmulatorEnv; good: Record<string, string> }> {
+  const emu = await emulatorEnv({ counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+  const good = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: path.join(tempDir(), 'mirror.db'), FSM_WEBHOOK_SECRETS: 'whsec_test_secret_value', FSM_RATE_LIMIT: '100000' })
+  return { emu, good }
+}
+
+test('a good setup passes every check', async () => {
+  const { emu, good } = await setup()
+  const r = await runCli(['doctor'], good)
+  expect(r.code, r.stdout + r.stderr).toBe(0)
+  expect(r.stdout).not.toContain('✗')
+  for (const line of ['configuration valid', 'FSM_BASE_URL reachable', 'FSM_API_KEY valid', 'clients:read (clients)', 'objects:read (objects)', 'integrations:write', 'mirror writable, migrations applied', 'webhook secret']) {
+    expect(r.stdout).toContain(`✓ ${line}`)
+  }
+  expect(r.stdout + r.stderr).not.toContain(emu.apiKey)
+})
+
+test('a rejected key', async () => {
+  const { good } = await setup()
+  const key = 'svc_live_0000000000000000000000000000dead'
+  const r = await runCli(['doctor'], { ...good, FSM_API_KEY: key })
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^✗ FSM_API_KEY valid: rejected \(401\): the key is invalid, revoked or expired/m)
+  expect(r.stdout + r.stderr).not.toContain(key)
+})
+
+test('a key missing a scope names it', async () => {
+  const { emu, good } = await setup()
+  const minted = await emu.control('POST', '/keys', { name: 'narrow', scopes: ['clients:read', 'visits:read', 'invoices:read', 'objects:read', 'webhooks:manage', 'integrations:write'] })
+  const r = await runCli(['doctor'], { ...good, FSM_API_KEY: minted.key as string })
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^✗ jobs:read \(jobs\): missing scope jobs:read: add it to the key/m)
+  expect(r.stdout).toMatch(/^✓ clients:read \(clients\)/m)
+  expect(r.stdout + r.stderr).not.toContain(minted.key as string)
+})
+
+test('an unreachable base URL', async () => {
+  const { good } = await setup()
+  const r = await runCli(['doctor'], { ...good, FSM_BASE_URL: `http://127.0.0.1:${await freePort()}` })
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^✗ FSM_BASE_URL reachable: Network error \(ECONNREFUSED\)/m)
+})
+
+test('an invalid configuration is listed, not exit 2', async () => {
+  const { good } = await setup()
+  const r = await runCli(['doctor'], { ...good, FSM_RATE_LIMIT: 'many', FSM_HTTP_PORT: '99999' })
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^✗ configuration FSM_RATE_LIMIT: /m)
+  expect(r.stdout).toMatch(/^✗ configuration FSM_HTTP_PORT: /m)
+})
+
+test('no webhook secret', async () => {
+  const { good } = await setup()
+  const { FSM_WEBHOOK_SECRETS: _omit, ...rest } = good
+  const r = await runCli(['doctor'], rest)
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^✗ webhook secret: none: run `fsm-sync webhooks register/m)
+})

@@ -1,0 +1,61 @@
+// `fsm-sync run` end to end in a child process: schedules with churn and webhooks, /readyz,
+// /metrics, SIGTERM, and a mirror equal to the emulator afterwards.
+import { describe, expect, test } from 'vitest'
+import { RECORD_STREAMS } from '../../../connectors/index.js'
+import { emulatorEnv } from '../../helpers/emulator-env.js'
+import { runCli } from '../../helpers/run-cli.js'
+import { compareWithEmulator, type SyncEnv } from '../../helpers/sync-env.js'
+import { tempDir } from '../../helpers/temp-mirror.js'
+import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+
+const successesAfter = (db: string, kind: string, mark: number) =>
+  new Set(query(db, `SELECT stream FROM sync_runs WHERE kind = ? AND outcome = 'success' AND id > ?`, kind, mark).map((r) => r.stream as string))
+
+describe('fsm-sync run', () => {
+  test('keeps the mirror equal to a churning account, serves health and metrics, stops cleanly on SIGTERM', async () => {
+    const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 12, jobs: 12, visitsPerJob: 1, invoices: 6, customRecords: 0 } })
+    const dir = tempDir()
+    const port = await freePort()
+    const env = daemonEnv(emu, dir, port, {
+      schedules: { sweep: '*/2 * * * * *', reconcile: '*/3 * * * * *', reference: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+    })
+    const db = env.FSM_DB!
+    // The daemon's endpoint receives the account's webhooks (deletions included).
+    const reg = await runCli(['webhooks', 'register', '--url', `http://127.0.0.1:${port}/webhooks`], env)
+    expect(reg.code, reg.stderr).toBe(0)
+
+    const run = startRun(env)
+    const base = `http://127.0.0.1:${port}`
+    await until('/readyz 200', async () => (await get(`${base}/readyz`)).status === 200)
+    expect((await get(`${base}/healthz`)).status).toBe(200)
+    await emu.control('POST', '/churn', { ratePerSecond: 8 })
+    await until('two sweeps during churn', () => query(db, `SELECT count(*) AS n FROM sync_runs WHERE kind = 'sweep' AND stream = 'clients' AND outcome = 'success'`)[0]?.n as number >= 2)
+    await emu.control('POST', '/churn', { stop: true })
+    await emu.control('POST', '/deliveries/flush')
+    const mark = (query(db, 'SELECT max(id) AS id FROM sync_runs')[0]?.id as number | null) ?? 0
+    // One sweep and one reconciliation of every stream after the churn stopped.
+    await until('a sweep and a reconciliation after the churn', () => {
+      const swept = successesAfter(db, 'sweep', mark)
+      const reconciled = successesAfter(db, 'reconcile', mark)
+      return RECORD_STREAMS.every((s) => swept.has(s.name) && reconciled.has(s.name))
+    })
+
+    const metrics = await get(`${base}/metrics`)
+    expect(metrics.status).toBe(200)
+    for (const line of metrics.text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
+      expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/)
+    }
+    expect(metrics.text).toMatch(/^fsm_api_requests_total\{route="GET \/api\/v1\/clients",status="200"\} \d+$/m)
+    expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="clients"\} \d+/m)
+    expect(metrics.text).toMatch(/^fsm_webhook_intake_stored_total \d+$/m)
+    expect(metrics.text).toMatch(/^fsm_run_duration_seconds_bucket\{le="1",stream="clients",kind="sweep"\} \d+$/m)
+
+    run.child.kill('SIGTERM')
+    const exit = await run.exited
+    expect(exit, run.output()).toEqual({ code: 0, signal: null })
+    expect(run.output()).not.toContain(emu.apiKey)
+
+    const mirror = { rows: (sql: string, ...p: unknown[]) => query(db, sql, ...p) } as unknown as SyncEnv
+    expect(await compareWithEmulator(emu, mirror)).toEqual([])
+  }, 60_000)
+})

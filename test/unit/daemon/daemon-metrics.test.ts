@@ -1,0 +1,54 @@
+// The metrics text: request counters from the client hook, run observations, scrape-time gauges.
+import { expect, test } from 'vitest'
+import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
+import { formatTrigger, triggerDetails } from '../../../src/daemon/integration-triggers.js'
+import { probeMirror } from '../../../src/daemon/mirror-probe.js'
+import { tempMirror } from '../../helpers/temp-mirror.js'
+
+const governor = () => ({ limit: 60, effectiveLimit: 54, sentLastMinute: 12, inFlight: 2, queued: { webhook: 0, sweep: 0, trigger: 0, reconcile: 0 }, pausedUntil: null })
+
+test('requests, 429s, retries, runs, staleness, budget and webhook counters', async () => {
+  const m = new DaemonMetrics({ governor, webhookCounters: () => ({ webhook_intake_stored_total: 7 }), webhookBacklog: () => 3 })
+  m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
+  m.onResponse({ route: 'GET /api/v1/jobs', status: 429, attempt: 1, durationMs: 5 })
+  m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 2, durationMs: 5 })
+  m.seedLastSuccess([{ stream: 'clients', cursor: undefined, lastSuccessAt: '2026-01-01T00:00:00.000Z', lastError: null, lastErrorAt: null, lastRunId: 1 }])
+  m.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 4, requests: 2, durationMs: 1500 }, 'sweep', 1_800_000_000_000)
+  const text = await m.text()
+  expect(text).toContain('fsm_api_requests_total{route="GET /api/v1/jobs",status="200"} 2')
+  expect(text).toContain('fsm_api_rate_limited_total{route="GET /api/v1/jobs"} 1')
+  expect(text).toContain('fsm_api_retries_total{route="GET /api/v1/jobs"} 1')
+  expect(text).toContain('fsm_rows_written_total{stream="jobs",kind="sweep"} 4')
+  expect(text).toContain('fsm_run_duration_seconds_bucket{le="5",stream="jobs",kind="sweep"} 1')
+  expect(text).toContain('fsm_last_success_timestamp_seconds{stream="jobs"} 1800000000')
+  expect(text).toContain(`fsm_last_success_timestamp_seconds{stream="clients"} ${Date.parse('2026-01-01T00:00:00.000Z') / 1000}`)
+  expect(text).toContain('fsm_request_budget_used 12')
+  expect(text).toContain('fsm_request_budget_effective_limit 54')
+  expect(text).toContain('fsm_webhook_intake_stored_total 7')
+  expect(text).toContain('fsm_webhook_inbox_backlog 3')
+  // Scraping twice does not double the mirrored counters.
+  expect(await m.text()).toContain('fsm_webhook_intake_stored_total 7')
+})
+
+test.each([
+  [{ created: 1, updated: 2, deleted: 0, errors: 0, extra: 'x' }, { created: 1, updated: 2, deleted: 0, errors: 0 }],
+  [{ message: 'Accounting sync queued', status: 'queued' }, { message: 'Accounting sync queued', status: 'queued' }],
+  [null, {}],
+])('trigger details of %j', (data, expected) => {
+  expect(triggerDetails(data)).toEqual(expected)
+})
+
+test('trigger lines', () => {
+  const base = { kind: 'sweep' as const, rows: 0, requests: 1, durationMs: 1, notConnected: false }
+  expect(formatTrigger({ ...base, stream: 'calendar-a', outcome: 'success', details: { created: 1, updated: 2, deleted: 3, errors: 0 } })).toBe('calendar-a: created 1, updated 2, deleted 3, errors 0\n')
+  expect(formatTrigger({ ...base, stream: 'accounting', outcome: 'success', details: { status: 'queued' } })).toBe('accounting: queued\n')
+  expect(formatTrigger({ ...base, stream: 'calendar-b', outcome: 'error', error: 'not connected' })).toBe('calendar-b: failed: not connected\n')
+})
+
+test('the mirror probe: ready when migrated and writable, not once closed', async () => {
+  const mirror = await tempMirror()
+  const probe = probeMirror(mirror.sqlite)
+  expect(probe.ok).toBe(true)
+  await mirror.dispose()
+  expect(probeMirror(mirror.sqlite)).toEqual({ ok: false, reason: 'the mirror is closed' })
+})
