@@ -26,18 +26,3 @@ export interface Command {
   builder?: (y: Argv) => Argv
   run: (args: Args, ctx: CommandContext) => Promise<number>
 }
-
-/** A command whose issue has not landed yet: it says so plainly and exits 1 (issue 2). */
-export function notBuiltYet(command: string, describe: string, issue: number, builder?: (y: Argv) => Argv): Command {
-  return {
-    command,
-    describe,
-    ...(builder ? { builder } : {}),
-    run: (_args, ctx) => {
-      // Validate the configuration anyway, so a bad setting is reported the same way as later.
-      ctx.config()
-      ctx.io.stderr.write(`fsm-sync ${command.split(' ')[0] ?? command}: not built yet (tracked in issue ${issue}); see README.md for what works today.\n`)
-      return Promise.resolve(1)
-    },
-  }
-}

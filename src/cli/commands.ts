@@ -1,4 +1,4 @@
-// Every command of contract.md. Commands whose issue has not landed say so (exit 1).
+// Every command of contract.md, one file each.
 import type { Command } from './command.js'
 import { demoCommand } from './demo.js'
 import { doctorCommand } from './doctor.js'
