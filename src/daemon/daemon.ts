@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
+import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { RECORD_STREAMS } from '../../connectors/index.js'
 import { DaemonMetrics } from './daemon-metrics.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
@@ -28,7 +29,14 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // The client is built before the metrics (which read its governor): forward through a holder.
   const hook: { metrics?: DaemonMetrics } = {}
   const rt = await createRuntime(config, logger, { onResponse: (e) => hook.metrics?.onResponse(e) })
-  const webhooks = createWebhookService({ sqlite: rt.mirror.sqlite, config, logger, client: rt.client, streams: RECORD_STREAMS })
+  const webhooks = createWebhookService({
+    sqlite: rt.mirror.sqlite,
+    config,
+    logger,
+    client: rt.client,
+    streams: RECORD_STREAMS,
+    objectSink: customObjectSink(rt.mirror.sqlite),
+  })
   const m = new DaemonMetrics({
     governor: () => rt.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
