@@ -7,7 +7,7 @@ import { request } from 'undici'
 import { ApiClient } from '../src/api/api-client.js'
 import { RequestGovernor } from '../src/api/request-governor.js'
 import { createLogger } from '../src/log/logger.js'
-import { atLeast, atMost, type BenchResult } from './lib.js'
+import { atLeast, atMost, maxInWindow, type BenchResult } from './lib.js'
 
 const REQUESTS = 2_000
 const BUDGET = 3_000
@@ -40,17 +40,6 @@ async function run(limit: number, windowMs: number, marginMs: number): Promise<n
   const arrivals = (await res.body.json()) as number[]
   child.kill()
   return arrivals
-}
-
-function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b)
-  let best = 0
-  let lo = 0
-  for (let hi = 0; hi < sorted.length; hi++) {
-    while ((sorted[hi] ?? 0) - (sorted[lo] ?? 0) >= windowMs) lo++
-    best = Math.max(best, hi - lo + 1)
-  }
-  return best
 }
 
 export default async function (): Promise<BenchResult> {

@@ -42,3 +42,15 @@ export function atLeast(value: number, goal: number): { goal: string; met: boole
 export function atMost(value: number, goal: number): { goal: string; met: boolean } {
   return { goal: `<= ${goal}`, met: value <= goal }
 }
+
+/** Most starts in any half-open window [t, t + windowMs): the figure the rate limit is judged by. */
+export function maxInWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b)
+  let best = 0
+  let lo = 0
+  for (let hi = 0; hi < sorted.length; hi++) {
+    while ((sorted[hi] ?? 0) - (sorted[lo] ?? 0) >= windowMs) lo++
+    best = Math.max(best, hi - lo + 1)
+  }
+  return best
+}

@@ -130,16 +130,5 @@ export function simulate(
   return { starts, tickets, aborted, pauses: pauseLog, endAt: now, minEffective }
 }
 
-/** Most starts in any half-open window [t, t + windowMs). */
-export function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b)
-  let best = 0
-  let lo = 0
-  for (let hi = 0; hi < sorted.length; hi++) {
-    while ((sorted[hi] ?? 0) - (sorted[lo] ?? 0) >= windowMs) lo++
-    best = Math.max(best, hi - lo + 1)
-  }
-  return best
-}
-
+export { maxInWindow } from '../../../bench/lib.js'
 export { PRIORITIES }
