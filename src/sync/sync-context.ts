@@ -27,7 +27,8 @@ export interface SyncContext {
 export interface RunResult {
   stream: string
   kind: 'sweep' | 'reconcile'
-  outcome: 'success' | 'error' | 'guarded'
+  /** `interrupted`: stopped by the caller's signal (SIGTERM); it resumes from its checkpoint. */
+  outcome: 'success' | 'error' | 'guarded' | 'interrupted'
   /** Rows the run changed in the mirror (inserted, updated or marked deleted). */
   rows: number
   requests: number

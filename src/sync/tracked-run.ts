@@ -39,8 +39,14 @@ export async function trackedRun(
     const r = await work({ source, runId })
     result = { ...r, outcome: r.outcome ?? 'success' }
   } catch (err) {
-    ctx.logger.error({ err, stream, kind }, `${kind} failed`)
-    result = { outcome: 'error', rows: 0, error: describeError(err) }
+    if (ctx.signal?.aborted === true) {
+      // Stopped on purpose (SIGTERM, Ctrl-C): not a failure; the next run resumes from the checkpoint.
+      ctx.logger.info({ stream, kind, reason: describeError(err) }, `${kind} interrupted; it resumes from its checkpoint`)
+      result = { outcome: 'interrupted', rows: 0, error: describeError(err) }
+    } else {
+      ctx.logger.error({ err, stream, kind }, `${kind} failed`)
+      result = { outcome: 'error', rows: 0, error: describeError(err) }
+    }
   }
   const end = ctx.now()
   const requests = source.requests - before
