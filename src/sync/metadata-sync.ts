@@ -6,6 +6,7 @@ import { extractRows } from '../api/page-rows.js'
 import { pageWalk } from '../api/page-walk.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
 import { isoNow } from '../store/timestamps.js'
+import { applySnapshot } from './apply-snapshot.js'
 import { trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 
@@ -33,14 +34,7 @@ export function syncMetadata(ctx: SyncContext, name: 'webhooks' | 'api_keys'): P
 }
 
 function snapshot(ctx: SyncContext, stream: MetadataStream, payloads: readonly Record<string, unknown>[], observedAt: string): number {
-  const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
   const rows = payloads.map((p) => metadataRow(stream, p)).filter((r): r is RecordRow => r !== undefined)
-  return ctx.mirror.sqlite.transaction(() => {
-    const now = isoNow(ctx.now())
-    let n = writer.upsert(rows, { now, observedAt, replaceTies: true }).changed.length
-    const seen = new Set(rows.map((r) => r.id))
-    const gone = (ctx.mirror.sqlite.prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL`).pluck().all() as string[]).filter((id) => !seen.has(id))
-    n += writer.markDeleted(gone, now).changed.length
-    return n
-  })()
+  // An account may really have no endpoint left, so an empty listing is taken as it is.
+  return applySnapshot(ctx, stream.table, rows, { observedAt, refuseEmpty: false, stream: stream.name })
 }

@@ -2,7 +2,8 @@
 // Rows missing from a complete snapshot get deleted_at; an empty snapshot over a non-empty table is
 // taken for a broken answer and marks nothing.
 import { legacyRows, referenceRow, type ReferenceStream } from '../../connectors/reference.js'
-import { RecordWriter, type RecordRow } from '../store/record-writer.js'
+import type { RecordRow } from '../store/record-writer.js'
+import { applySnapshot } from './apply-snapshot.js'
 import { isoNow } from '../store/timestamps.js'
 import { trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
@@ -11,7 +12,6 @@ const shapesLogged = new WeakMap<SyncContext['logger'], Set<string>>()
 
 export function syncReference(ctx: SyncContext, stream: ReferenceStream): Promise<RunResult> {
   return trackedRun(ctx, 'reference', stream.name, async ({ source }) => {
-    const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
     const res = await source.get(stream.route, undefined, { priority: 'sweep', signal: ctx.signal })
     const { rows: payloads, shape } = legacyRows(res.data, stream)
     logShapeOnce(ctx, stream, shape)
@@ -20,19 +20,7 @@ export function syncReference(ctx: SyncContext, stream: ReferenceStream): Promis
       .filter((r): r is RecordRow => r !== undefined)
     const skipped = payloads.length - rows.length
     if (skipped > 0) ctx.logger.warn({ stream: stream.name, skipped }, 'reference rows without any id (id, _id, recordId) were skipped')
-    const observedAt = isoNow(source.lastStartedAt)
-    const changed = ctx.mirror.sqlite.transaction(() => {
-      const now = isoNow(ctx.now())
-      let n = writer.upsert(rows, { now, observedAt, replaceTies: true }).changed.length
-      const seen = new Set(rows.map((r) => r.id))
-      const live = ctx.mirror.sqlite.prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL`).pluck().all() as string[]
-      if (rows.length === 0 && live.length > 0) {
-        ctx.logger.warn({ stream: stream.name, live: live.length }, 'empty reference snapshot over a non-empty table: nothing marked deleted')
-      } else {
-        n += writer.markDeleted(live.filter((id) => !seen.has(id)), now).changed.length
-      }
-      return n
-    })()
+    const changed = applySnapshot(ctx, stream.table, rows, { observedAt: isoNow(source.lastStartedAt), refuseEmpty: true, stream: stream.name })
     return { rows: changed }
   })
 }
