@@ -5,6 +5,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { request } from 'undici'
+import { systemClock } from '../api/clock.js'
 import { loadConfig } from '../config/index.js'
 import { createRuntime } from '../daemon/runtime.js'
 import { createLogger } from '../log/logger.js'
@@ -63,7 +64,8 @@ export const demoCommand: Command = {
       const until = typeof args.duration === 'number' ? Date.now() + args.duration * 1000 : Number.POSITIVE_INFINITY
       let cycle = 0
       while (!stop.signal.aborted && Date.now() < until) {
-        await sleep(Math.min(Number(args.interval) * 1000, until - Date.now()), stop.signal)
+        // Ctrl-C ends the wait early; the loop condition then ends the demo.
+        await systemClock.sleep(Math.max(0, Math.min(Number(args.interval) * 1000, until - Date.now())), stop.signal).catch(() => undefined)
         if (stop.signal.aborted || Date.now() >= until) break
         cycle++
         const results: RunResult[] = await runSweeps(rt.syncContext({ signal: stop.signal }), { ...selection, reference: [], metadata: [] })
@@ -82,16 +84,4 @@ export const demoCommand: Command = {
       await emulator.close()
     }
   },
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, Math.max(0, ms))
-    function done() {
-      clearTimeout(t)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
 }
