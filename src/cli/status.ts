@@ -1,17 +1,18 @@
 // `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
+import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 
 export const statusCommand: Command = {
   command: 'status',
-  describe: 'Per stream: cursor, last success, last error, rows, lag; inbox backlog; request budget',
+  describe: 'Per stream: table, rows, cursor, last success, last error, lag; inbox backlog; request budget; schedules off',
   builder: (y) => y.option('json', { type: 'boolean', default: false, describe: 'print JSON for scripts' }),
   run: async (args, ctx) => {
     const config = ctx.config()
     const mirror = await openMirror(config.db, { readonly: true })
     try {
-      const report = statusReport(mirror.sqlite, Date.now())
+      const report: StatusReport = { ...statusReport(mirror.sqlite, Date.now()), schedulesOff: schedulesOff(config.schedules) }
       if (args.json === true) ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit }, null, 2) + '\n')
       else ctx.io.stdout.write(render(report, config.rateLimit))
       return 0
@@ -22,9 +23,10 @@ export const statusCommand: Command = {
 }
 
 function render(report: StatusReport, budget: number): string {
-  const head = ['stream', 'rows', 'deleted', 'last success', 'lag', 'cursor', 'last error']
+  const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'lag', 'cursor', 'last error']
   const rows = report.streams.map((s) => [
     s.stream,
+    s.table ?? '',
     s.rows === null ? '' : String(s.rows),
     s.deleted === null ? '' : String(s.deleted),
     s.lastSuccessAt ?? 'never',
@@ -36,6 +38,7 @@ function render(report: StatusReport, budget: number): string {
   const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
   const out = [line(head), ...rows.map(line), '', `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`]
   if (report.webhookInbox !== null) out.push(`webhook inbox: ${report.webhookInbox.backlog} waiting, ${report.webhookInbox.failed} failed`)
+  if (report.schedulesOff !== undefined && report.schedulesOff.length > 0) out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
   return out.join('\n') + '\n'
 }
 

@@ -1,4 +1,5 @@
 // `fsm-sync trigger calendar-a|calendar-b|accounting`: one trigger, recorded in sync_runs.
+import { syncCalendarFeed } from '../daemon/calendar-feed.js'
 import { pollCalendarStatus } from '../daemon/integration-status.js'
 import { formatTrigger, INTEGRATIONS, isIntegrationName, runTrigger } from '../daemon/integration-triggers.js'
 import type { Command } from './command.js'
@@ -17,6 +18,12 @@ export const triggerCommand: Command = {
       if (name === 'calendar-a' && !result.notConnected) {
         const status = await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
         if (status !== undefined) ctx.io.stdout.write(`calendar-a status: ${status.connected === true ? 'connected' : 'not connected'}, last sync ${status.lastSyncAt ?? 'never'}\n`)
+        // The change feed lists what the trigger pushed: read only after a trigger that ran.
+        if (result.outcome === 'success') {
+          const feed = await syncCalendarFeed(rt.syncContext({ signal }), rt.client)
+          if (feed.outcome === 'success') ctx.io.stdout.write(`calendar-a change feed: ${feed.rows} new change records stored in calendar_changes\n`)
+          else ctx.io.stderr.write(`calendar-a change feed: ${feed.outcome}: ${feed.error ?? ''}\n`)
+        }
       }
       return result.outcome === 'success' ? 0 : 1
     }),

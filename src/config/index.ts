@@ -1,3 +1,3 @@
-export { ConfigSchema, STREAM_NAMES, StreamName, type Config, type ConfigInput, type CoreStreamName } from './schema.js'
-export { loadConfig, ENV_KEYS, FLAG_KEYS, type ConfigSources } from './load-config.js'
+export { ConfigSchema, SCHEDULE_OFF, STREAM_NAMES, StreamName, schedulesOff, type Config, type ConfigInput, type CoreStreamName, type ScheduleName } from './schema.js'
+export { loadConfig, ENV_KEYS, FLAG_KEYS, SCHEDULE_ENV_KEYS, type ConfigSources } from './load-config.js'
 export { ConfigError, type ConfigIssue } from './config-error.js'

@@ -17,6 +17,17 @@ export const ENV_KEYS = {
   FSM_LOG_LEVEL: 'logLevel',
 } as const satisfies Record<string, keyof Config>
 
+/** Environment variable → key under `schedules` (a cron expression, or "off"). */
+export const SCHEDULE_ENV_KEYS = {
+  FSM_SCHEDULE_SWEEP: 'sweep',
+  FSM_SCHEDULE_REFERENCE: 'reference',
+  FSM_SCHEDULE_RECONCILE: 'reconcile',
+  FSM_SCHEDULE_CALENDAR_A: 'calendarA',
+  FSM_SCHEDULE_CALENDAR_B: 'calendarB',
+  FSM_SCHEDULE_ACCOUNTING: 'accounting',
+  FSM_SCHEDULE_DELIVERIES: 'deliveries',
+} as const satisfies Record<string, keyof Config['schedules']>
+
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
 export const FLAG_KEYS = {
   'base-url': 'baseUrl',
@@ -32,9 +43,14 @@ export interface ConfigSources {
   env?: Readonly<Record<string, string | undefined>>
   /** Path of the JSON config file; falls back to FSM_CONFIG. */
   file?: string | undefined
+  /**
+   * Settings a command supplies itself (`demo`'s fast schedules), as a config-file object: above
+   * the file, below environment and flags. Nested objects merge one level deep.
+   */
+  overrides?: Readonly<Record<string, unknown>>
 }
 
-type Origin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string }
+type Origin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string } | { kind: 'override' }
 
 export function loadConfig(sources: ConfigSources = {}): Config {
   const env = sources.env ?? {}
@@ -48,6 +64,18 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     for (const [k, v] of Object.entries(fromFile)) {
       merged[k] = v
       origins.set(k, { kind: 'file', path: filePath })
+    }
+  }
+  for (const [k, v] of Object.entries(sources.overrides ?? {})) {
+    merged[k] = isPlainObject(v) && isPlainObject(merged[k]) ? { ...merged[k], ...v } : v
+    origins.set(k, { kind: 'override' })
+  }
+  for (const [name, key] of Object.entries(SCHEDULE_ENV_KEYS)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') {
+      // Only this one schedule comes from the environment; the others keep the file's values.
+      merged.schedules = { ...(isPlainObject(merged.schedules) ? merged.schedules : {}), [key]: v }
+      origins.set(`schedules.${key}`, { kind: 'env', name })
     }
   }
   for (const [name, key] of Object.entries(ENV_KEYS)) {
@@ -94,6 +122,10 @@ function readConfigFile(path: string, issues: ConfigIssue[]): Record<string, unk
   return value as Record<string, unknown>
 }
 
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
 function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Origin>): ConfigIssue[] {
   const path = issue.path.map(String)
   if (issue.code === 'unrecognized_keys') {
@@ -108,7 +140,8 @@ function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Ori
 /** The name the user wrote: `--rate-limit`, `FSM_RATE_LIMIT`, or `sync.lookbackSeconds (in FILE)`. */
 function nameOf(path: readonly string[], origins: ReadonlyMap<string, Origin>): string {
   const top = path[0] ?? ''
-  const origin = origins.get(top)
+  // A nested key from its own variable (FSM_SCHEDULE_SWEEP) is named by that variable.
+  const origin = origins.get(path.slice(0, 2).join('.')) ?? origins.get(top)
   const dotted = path.join('.')
   if (origin === undefined) return dotted
   switch (origin.kind) {
@@ -118,5 +151,7 @@ function nameOf(path: readonly string[], origins: ReadonlyMap<string, Origin>): 
       return origin.name
     case 'file':
       return `${dotted} (in ${origin.path})`
+    case 'override':
+      return dotted
   }
 }

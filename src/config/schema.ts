@@ -22,9 +22,17 @@ const commaList = z.preprocess(
   z.array(z.string().min(1)),
 )
 
-const Cron = z.string().min(1).refine((s) => s.trim().split(/\s+/).length >= 5 && s.trim().split(/\s+/).length <= 7, {
-  message: 'must be a cron expression of 5 to 7 fields, e.g. "*/5 * * * *"',
-})
+/** The schedule value that switches a schedule off (config file or FSM_SCHEDULE_*). */
+export const SCHEDULE_OFF = 'off'
+
+const cronFields = (s: string) => s.trim().split(/\s+/).length
+const Cron = z
+  .string()
+  .min(1)
+  .transform((s) => (s.trim().toLowerCase() === SCHEDULE_OFF ? SCHEDULE_OFF : s))
+  .refine((s) => s === SCHEDULE_OFF || (cronFields(s) >= 5 && cronFields(s) <= 7), {
+    message: 'must be a cron expression of 5 to 7 fields, e.g. "*/5 * * * *", or "off" to switch the schedule off',
+  })
 
 export const ConfigSchema = z.strictObject({
   baseUrl: z
@@ -89,3 +97,9 @@ export const ConfigSchema = z.strictObject({
 
 export type Config = z.infer<typeof ConfigSchema>
 export type ConfigInput = z.input<typeof ConfigSchema>
+export type ScheduleName = keyof Config['schedules']
+
+/** Names of the schedules set to "off", in config order. */
+export function schedulesOff(schedules: Config['schedules']): ScheduleName[] {
+  return (Object.keys(schedules) as ScheduleName[]).filter((k) => schedules[k] === SCHEDULE_OFF)
+}

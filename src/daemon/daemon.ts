@@ -22,6 +22,8 @@ export interface Daemon {
   scheduler: Scheduler
   webhooks: WebhookService
   metrics: DaemonMetrics
+  /** The record sweep run at start (none when `schedules.sweep` is "off"): resolves when it ends. */
+  firstSweep: Promise<void>
   stop(): Promise<void>
 }
 
@@ -57,7 +59,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       const probe = probeMirror(rt.mirror.sqlite)
       if (!probe.ok) return { ready: false, reason: probe.reason }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
-      return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns() }
+      return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns(), off: scheduler.off() }
     },
   })
   let address
@@ -72,8 +74,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   webhooks.start()
   scheduler.start()
   logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
-  // One sweep at start, so a fresh deployment does not wait for the first tick.
-  void scheduler.runNow('sweep')
+  const off = scheduler.off()
+  if (off.length > 0) logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
+  // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
+  const firstSweep = off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined)
 
   let stopped: Promise<void> | undefined
   const stop = () =>
@@ -85,5 +89,5 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       await rt.close()
       logger.info('stopped cleanly')
     })())
-  return { rt, url, scheduler, webhooks, metrics: m, stop }
+  return { rt, url, scheduler, webhooks, metrics: m, firstSweep, stop }
 }

@@ -3,11 +3,12 @@
 // once, a tick that comes while it runs is noted and dropped (never queued), and a failed job is
 // logged and waits for its next tick (no retry storm; the client already retries what may succeed).
 import { Cron } from 'croner'
+import { SCHEDULE_OFF } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 
 export interface JobDefinition {
   name: string
-  /** Cron expression (5 to 7 fields; 6 and 7 carry seconds and years). */
+  /** Cron expression (5 to 7 fields; 6 and 7 carry seconds and years), or "off": never scheduled. */
   cron: string
   run: (signal: AbortSignal) => Promise<void>
 }
@@ -44,10 +45,16 @@ export class Scheduler {
     if (this.#state !== 'idle') return
     this.#state = 'running'
     for (const slot of this.#jobs.values()) {
+      if (slot.def.cron === SCHEDULE_OFF) continue
       slot.cron = new Cron(slot.def.cron, { name: `fsm-sync:${slot.def.name}` }, () => {
         void this.runNow(slot.def.name)
       })
     }
+  }
+
+  /** Names of the jobs whose schedule is switched off ("off"): they never run on their own. */
+  off(): string[] {
+    return [...this.#jobs.values()].filter((s) => s.def.cron === SCHEDULE_OFF).map((s) => s.def.name)
   }
 
   /** Runs a job now unless it is already running. Resolves true when it ran, false when skipped. */
@@ -79,8 +86,9 @@ export class Scheduler {
     return [...this.#jobs.values()].filter((s) => s.running !== undefined).map((s) => s.def.name)
   }
 
+  /** Next run per job; "off" for a schedule switched off. */
   nextRuns(): Record<string, string | null> {
-    return Object.fromEntries([...this.#jobs.values()].map((s) => [s.def.name, s.cron?.nextRun()?.toISOString() ?? null]))
+    return Object.fromEntries([...this.#jobs.values()].map((s) => [s.def.name, s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.cron?.nextRun()?.toISOString() ?? null)]))
   }
 
   /** Stops every schedule, aborts the running jobs' signal and waits for them to end. */

@@ -7,6 +7,7 @@ import type { RunResult } from '../sync/sync-context.js'
 import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
+import { syncCalendarFeed } from './calendar-feed.js'
 import { pollCalendarStatus } from './integration-status.js'
 import { runTrigger, type IntegrationName } from './integration-triggers.js'
 import type { Runtime } from './runtime.js'
@@ -44,7 +45,10 @@ export function syncJobs({ rt, metrics, gaps }: SyncJobDeps): JobDefinition[] {
       const r = await runTrigger(rt.syncContext({ signal }), rt.client, name)
       metrics.observeRun(r, 'trigger')
       if (r.notConnected) metrics.integrationNotConnected(name)
-      if (name === 'calendar-a' && !signal.aborted) await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
+      if (name !== 'calendar-a' || signal.aborted) return
+      await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
+      // The change feed is read after a trigger that ran (a disconnected calendar has none).
+      if (r.outcome === 'success' && !signal.aborted) metrics.observeRun(await syncCalendarFeed(rt.syncContext({ signal }), rt.client), 'sweep')
     },
   })
   const s: Config['schedules'] = rt.config.schedules

@@ -3,6 +3,8 @@ import type { Sqlite } from './mirror-database.js'
 
 export interface StreamStatus {
   stream: string
+  /** The table its rows are counted in (custom objects: `custom_records` of that slug). */
+  table: string | null
   cursor: string | null
   lastSuccessAt: string | null
   lastError: string | null
@@ -15,12 +17,34 @@ export interface StreamStatus {
 
 export interface StatusReport {
   streams: StreamStatus[]
+  /** Schedules switched off ("off") in the configuration the report was made with. */
+  schedulesOff?: string[]
   /** Requests runs recorded as spent in the last 60 seconds (runs still going count at the end). */
   requestsLastMinute: number
   webhookInbox: { backlog: number; failed: number } | null
 }
 
-const TABLE_OF: Record<string, string> = { clients: 'clients', jobs: 'jobs', visits: 'visits', invoices: 'invoices' }
+/** Stream → the mirrored table its rows land in. Every table here has `deleted_at`. */
+const TABLE_OF: Record<string, string> = {
+  clients: 'clients',
+  jobs: 'jobs',
+  visits: 'visits',
+  invoices: 'invoices',
+  items: 'items',
+  taxes: 'taxes',
+  team: 'team_members',
+  job_forms: 'job_forms',
+  company: 'company',
+  webhooks: 'webhook_endpoints',
+  api_keys: 'api_keys',
+}
+/** The four record streams are listed even before their first run. */
+const ALWAYS = ['clients', 'jobs', 'visits', 'invoices']
+
+interface Counts {
+  live: number
+  deleted: number
+}
 
 export function statusReport(sqlite: Sqlite, now: number): StatusReport {
   const states = sqlite.prepare('SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream').all() as {
@@ -30,20 +54,40 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     last_error: string | null
     last_error_at: string | null
   }[]
-  const names = new Set([...Object.keys(TABLE_OF), ...states.map((s) => s.stream)])
+  const tables = new Set(sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[])
+  const split = `count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted`
+  // Custom-object records per slug in one pass, rather than a count per object.
+  const objectCounts = new Map<string, Counts>()
+  if (tables.has('custom_records')) {
+    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[]) objectCounts.set(r.slug, r)
+  }
+  const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
+    if (stream.startsWith('objects:')) {
+      const slug = stream.slice('objects:'.length)
+      return { table: 'custom_records', counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
+    }
+    if (stream === 'calendar_changes' && tables.has('calendar_changes')) {
+      // A feed: rows are never deleted.
+      return { table: 'calendar_changes', counts: { live: sqlite.prepare(`SELECT count(*) FROM calendar_changes`).pluck().get() as number, deleted: 0 } }
+    }
+    const table = TABLE_OF[stream]
+    if (table === undefined || !tables.has(table)) return undefined
+    return { table, counts: sqlite.prepare(`SELECT ${split} FROM "${table}"`).get() as Counts }
+  }
+  const names = new Set([...ALWAYS, ...states.map((s) => s.stream)])
   const streams = [...names].sort().map((stream): StreamStatus => {
     const s = states.find((x) => x.stream === stream)
-    const table = TABLE_OF[stream]
-    const counts = table === undefined ? undefined : (sqlite.prepare(`SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM "${table}"`).get() as { live: number; deleted: number })
+    const counted = countsOf(stream)
     const success = s?.last_success_at ?? null
     return {
       stream,
+      table: counted?.table ?? null,
       cursor: s?.cursor ?? null,
       lastSuccessAt: success,
       lastError: s?.last_error ?? null,
       lastErrorAt: s?.last_error_at ?? null,
-      rows: counts?.live ?? null,
-      deleted: counts?.deleted ?? null,
+      rows: counted?.counts.live ?? null,
+      deleted: counted?.counts.deleted ?? null,
       lagSeconds: success === null ? null : Math.max(0, Math.round((now - Date.parse(success)) / 1000)),
     }
   })

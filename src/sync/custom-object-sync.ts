@@ -52,7 +52,7 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
     ctx,
     'sweep',
     stream,
-    async () => {
+    async ({ committed }) => {
       const writer = new RecordWriter(ctx.mirror.sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })
       const stored = options.full === true ? {} : ((ctx.state.get(stream)?.cursor as ObjectCursor | undefined) ?? {})
       const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: ObjectCursor, observedAt: string) => {
@@ -61,7 +61,6 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
         ctx.state.setCursor(stream, cursor, now)
         return changed.length
       })
-      let rows = 0
       let bookmark = stored.next !== undefined ? stored.bookmark : undefined
       for await (const page of customObjectCursor(source, slug, {
         updatedSince: stored.updatedSince,
@@ -76,9 +75,9 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
           page.next === null
             ? { updatedSince: bookmark }
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
-        rows += commit(page.rows.map((r) => customRecordToRow(r)), cursor, isoNow(source.lastStartedAt))
+        committed.rows += commit(page.rows.map((r) => customRecordToRow(r)), cursor, isoNow(source.lastStartedAt))
       }
-      return { rows }
+      return { rows: committed.rows }
     },
     source,
   )

@@ -11,7 +11,7 @@ import { trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 
 export function syncMetadata(ctx: SyncContext, name: 'webhooks' | 'api_keys'): Promise<RunResult> {
-  return trackedRun(ctx, 'reference', name, async ({ source }) => {
+  return trackedRun(ctx, 'reference', name, async ({ source, committed }) => {
     const walk = { priority: 'sweep' as const, ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }
     if (name === 'api_keys') {
       const res = await source.get(apiKeys.route, undefined, { priority: 'sweep', signal: ctx.signal })
@@ -19,17 +19,17 @@ export function syncMetadata(ctx: SyncContext, name: 'webhooks' | 'api_keys'): P
     }
     const endpoints: Record<string, unknown>[] = []
     for await (const page of pageWalk(source, webhookEndpoints.route, walk)) endpoints.push(...page.rows)
-    let rows = snapshot(ctx, webhookEndpoints, endpoints, isoNow(source.lastStartedAt))
+    committed.rows = snapshot(ctx, webhookEndpoints, endpoints, isoNow(source.lastStartedAt))
     const writer = new RecordWriter(ctx.mirror.sqlite, webhookDeliveries.table)
     for (const endpoint of endpoints) {
       if (typeof endpoint.id !== 'string') continue
       const endpointId = endpoint.id
       for await (const page of pageWalk(source, `/api/v1/webhooks/${endpointId}/deliveries`, walk)) {
         const mapped = page.rows.map((r) => metadataRow(webhookDeliveries, r, { endpoint_id: endpointId })).filter((r): r is RecordRow => r !== undefined)
-        rows += ctx.mirror.sqlite.transaction(() => writer.upsert(mapped, { now: isoNow(ctx.now()), replaceTies: true }).changed.length)()
+        committed.rows += ctx.mirror.sqlite.transaction(() => writer.upsert(mapped, { now: isoNow(ctx.now()), replaceTies: true }).changed.length)()
       }
     }
-    return { rows }
+    return { rows: committed.rows }
   })
 }
 

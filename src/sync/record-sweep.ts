@@ -14,7 +14,7 @@ export interface SweepOptions {
 }
 
 export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: SweepOptions = {}): Promise<RunResult> {
-  return trackedRun(ctx, 'sweep', stream.name, async ({ source }) => {
+  return trackedRun(ctx, 'sweep', stream.name, async ({ source, committed }) => {
     const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
     const stored = options.full === true ? undefined : (ctx.state.get(stream.name)?.cursor as KeysetCursor | undefined)
     const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
@@ -23,7 +23,6 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       if (cursor !== undefined) ctx.state.setCursor(stream.name, cursor, now)
       return changed.length
     })
-    let rows = 0
     let total: number | undefined
     for await (const page of updatedAtKeyset(source, stream.route, {
       cursor: stored,
@@ -34,14 +33,14 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
     })) {
       total ??= page.meta.total
-      rows += commit(
+      committed.rows += commit(
         page.rows.map((r) => stream.toRow(r)),
         page.cursor,
         isoNow(source.lastStartedAt),
       )
-      ctx.progress?.update({ stream: stream.name, rows, total, requests: source.requests, done: false })
+      ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: false })
     }
-    ctx.progress?.update({ stream: stream.name, rows, total, requests: source.requests, done: true })
-    return { rows }
+    ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: true })
+    return { rows: committed.rows }
   })
 }

@@ -16,6 +16,11 @@ export interface RunOutcome {
 export interface RunScope {
   source: CountingSource
   runId: number
+  /**
+   * Rows committed so far. Work that commits page by page adds to it after each commit, so a run
+   * that is stopped or fails half-way still records the rows it really wrote.
+   */
+  committed: { rows: number }
 }
 
 /**
@@ -34,18 +39,20 @@ export async function trackedRun(
   const runId = ctx.state.startRun(kind, stream, isoNow(started))
   const source = shared ?? new CountingSource(ctx.upstream, ctx.now)
   const before = source.requests
+  const committed = { rows: 0 }
   let result: Omit<RunOutcome, 'outcome'> & { outcome: RunResult['outcome'] }
   try {
-    const r = await work({ source, runId })
+    const r = await work({ source, runId, committed })
     result = { ...r, outcome: r.outcome ?? 'success' }
   } catch (err) {
     if (ctx.signal?.aborted === true) {
       // Stopped on purpose (SIGTERM, Ctrl-C): not a failure; the next run resumes from the checkpoint.
       ctx.logger.info({ stream, kind, reason: describeError(err) }, `${kind} interrupted; it resumes from its checkpoint`)
-      result = { outcome: 'interrupted', rows: 0, error: describeError(err) }
+      result = { outcome: 'interrupted', rows: committed.rows, error: describeError(err) }
     } else {
       ctx.logger.error({ err, stream, kind }, `${kind} failed`)
-      result = { outcome: 'error', rows: 0, error: describeError(err) }
+      // Pages committed before the failure stay committed: count them.
+      result = { outcome: 'error', rows: committed.rows, error: describeError(err) }
     }
   }
   const end = ctx.now()

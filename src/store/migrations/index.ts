@@ -8,6 +8,7 @@ import { reference } from './0004-reference.js'
 import { accountMetadata } from './0005-account-metadata.js'
 import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
+import { calendarChanges } from './0008-calendar-changes.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -18,4 +19,6 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0006-integrations': integrations,
   // 0006 is the integrations' state (issue 7).
   '0007-client-properties': clientProperties,
+  // 0008 stores calendar-a's change feed (issue 7).
+  '0008-calendar-changes': calendarChanges,
 }

@@ -1,24 +1,65 @@
-// `fsm-sync demo`, the README's first command, driven for a bounded time through the real CLI.
+// `fsm-sync demo`, the README's first command, driven through the real CLI: the real daemon with
+// webhooks flowing from the churning emulated account, bounded by --duration, and stopped by SIGTERM.
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
+import { cleanEnv, runCli, spawnCli } from '../../helpers/run-cli.js'
 import { tempDir } from '../../helpers/temp-mirror.js'
+import { query, until } from '../daemon/daemon-env.js'
+
+/** Webhook event → the mirror table its payload lands in (deletions carry only an id: left out). */
+const TABLE_OF_EVENT: Record<string, string> = { client: 'clients', job: 'jobs', invoice: 'invoices', visit: 'visits' }
 
 describe('fsm-sync demo', () => {
-  test('starts the emulated account, backfills every stream, answers its example queries, keeps sweeping', async () => {
+  test('runs the daemon: backfill, example queries, webhooks received and applied, clean exit at --duration', async () => {
     const dir = tempDir()
-    const r = await runCli(['demo', '--dir', dir, '--duration', '10', '--interval', '3'], cleanEnv())
+    const db = path.join(dir, 'fsm-mirror.db')
+    const r = await runCli(['demo', '--dir', dir, '--duration', '15', '--interval', '5'], cleanEnv())
     expect(r.code, r.stderr).toBe(0)
     const backfill = r.stdout.slice(r.stdout.indexOf('Backfill:'), r.stdout.indexOf('-- Jobs by status'))
     for (const stream of ['clients', 'jobs', 'visits', 'invoices', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys', 'objects:equipment']) {
       expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success`, 'm'))
     }
     expect(r.stdout).toMatch(/-- Jobs by status[\s\S]*\(\d+ rows?\)/)
-    expect(r.stdout).toContain(`FSM_DB=${path.join(dir, 'fsm-mirror.db')}`)
-    expect(r.stdout).toMatch(/sweep 1: /)
+    expect(r.stdout).toMatch(/-- Visits by status[\s\S]*\(\d+ rows?\)/)
+    expect(r.stdout).toContain(`FSM_DB=${db}`)
+    expect(r.stdout).toMatch(/^Webhooks: endpoint \S+ delivers every event to http:\/\/127\.0\.0\.1:\d+\/webhooks\.$/m)
+    // Live lines read from the daemon's own state.
+    expect(r.stdout).toMatch(/^\[\d\d:\d\d:\d\d\] webhooks \+\d+ received, \+\d+ applied/m)
+    const summary = /(\d+) webhooks received, (\d+) applied into the mirror/.exec(r.stdout)
+    expect(summary, r.stdout).not.toBeNull()
+    expect(Number(summary![1])).toBeGreaterThan(0)
+    expect(Number(summary![2])).toBeGreaterThan(0)
     expect(r.stdout).toContain('Stopped.')
-    // The mirror it leaves behind answers queries.
-    const q = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--format', 'csv'], cleanEnv({ FSM_DB: path.join(dir, 'fsm-mirror.db') }))
-    expect(Number(q.stdout.split('\n')[1])).toBeGreaterThanOrEqual(50)
+    expect(r.stdout).not.toContain('svc_live_')
+    expect(r.stderr).not.toContain('svc_live_')
+
+    // The mirror it leaves behind: the daemon's runs, and deliveries applied into the tables.
+    expect(query(db, `SELECT count(*) AS n FROM clients`)[0]!.n as number).toBeGreaterThanOrEqual(50)
+    expect(query(db, `SELECT count(*) AS n FROM sync_runs WHERE outcome = 'running'`)).toEqual([{ n: 0 }])
+    const applied = query(db, `SELECT event, raw FROM webhook_inbox WHERE processed_at IS NOT NULL AND error IS NULL`)
+    expect(applied.length).toBeGreaterThan(0)
+    const landed = applied.flatMap((d) => {
+      const [resource, action] = String(d.event).split('.')
+      const table = TABLE_OF_EVENT[resource ?? '']
+      if (table === undefined || action === 'deleted' || action === 'status_changed') return []
+      const id = (JSON.parse(String(d.raw)) as { id?: unknown }).id
+      return typeof id === 'string' ? [{ table, id }] : []
+    })
+    expect(landed.length, JSON.stringify(applied.map((d) => d.event))).toBeGreaterThan(0)
+    for (const { table, id } of landed) expect(query(db, `SELECT id FROM "${table}" WHERE id = ?`, id), `${table} ${id}`).toEqual([{ id }])
+  }, 120_000)
+
+  test('SIGTERM stops the daemon, then the emulator: exit 0', async () => {
+    const dir = tempDir()
+    const child = spawnCli(['demo', '--dir', dir, '--interval', '10'], cleanEnv())
+    let out = ''
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d))
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d))
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
+    await until('the live phase', () => out.includes('Ctrl-C stops.'), 90_000)
+    child.kill('SIGTERM')
+    expect(await exited, out).toEqual({ code: 0, signal: null })
+    expect(out).toContain('Stopped.')
+    expect(query(path.join(dir, 'fsm-mirror.db'), `SELECT count(*) AS n FROM sync_runs WHERE outcome = 'running'`)).toEqual([{ n: 0 }])
   }, 120_000)
 })

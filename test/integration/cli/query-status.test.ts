@@ -25,11 +25,23 @@ beforeAll(async () => {
   const failed = state.startRun('sweep', 'jobs', now)
   state.finishRun(failed, { outcome: 'error', rows: 0, requests: 1, error: 'GET /api/v1/jobs answered 403 FORBIDDEN' }, now)
   state.recordError('jobs', failed, 'GET /api/v1/jobs answered 403 FORBIDDEN', now)
+  // A custom object (two live records, one deleted) and reference data, each with its own run.
+  const record = m.sqlite.prepare(`INSERT INTO custom_records (slug, id, updated_at, deleted_at, raw, synced_at) VALUES (?, ?, ?, ?, '{}', ?)`)
+  record.run('equipment', 'e1', now, null, now)
+  record.run('equipment', 'e2', now, null, now)
+  record.run('equipment', 'e3', now, now, now)
+  record.run('vehicles', 'v1', now, null, now)
+  m.sqlite.prepare(`INSERT INTO items (id, name, updated_at, raw, synced_at) VALUES ('i1', 'Filter', '', '{}', ?)`).run(now)
+  for (const stream of ['objects:equipment', 'items']) {
+    const r = state.startRun(stream === 'items' ? 'reference' : 'sweep', stream, now)
+    state.finishRun(r, { outcome: 'success', rows: 1, requests: 0 }, now)
+    state.recordSuccess(stream, r, now)
+  }
   await m.close()
 })
 afterAll(() => undefined)
 
-const env = () => cleanEnv({ FSM_DB: db })
+const env = (extra: Record<string, string> = {}) => cleanEnv({ FSM_DB: db, ...extra })
 
 describe('fsm-sync query', () => {
   test('json, csv and table formats', async () => {
@@ -70,13 +82,26 @@ describe('fsm-sync status', () => {
     expect(j.lastError).toMatch(/403/)
     expect(report.budgetPerMinute).toBe(60)
     expect(report.requestsLastMinute).toBe(2)
+    // Custom-object records per object, and the other mirrored tables.
+    expect(report.streams.find((s: { stream: string }) => s.stream === 'objects:equipment')).toMatchObject({ table: 'custom_records', rows: 2, deleted: 1 })
+    expect(report.streams.find((s: { stream: string }) => s.stream === 'items')).toMatchObject({ table: 'items', rows: 1, deleted: 0 })
+    expect(report.schedulesOff).toEqual([])
+  })
+
+  test('schedules switched off are shown', async () => {
+    const r = await runCli(['status'], env({ FSM_SCHEDULE_RECONCILE: 'off', FSM_SCHEDULE_CALENDAR_B: 'off' }))
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain('schedules off: reconcile, calendarB')
+    const json = JSON.parse((await runCli(['status', '--json'], env({ FSM_SCHEDULE_RECONCILE: 'off' }))).stdout)
+    expect(json.schedulesOff).toEqual(['reconcile'])
   })
 
   test('a readable table', async () => {
     const r = await runCli(['status'], env())
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/^stream\s+rows/)
-    expect(r.stdout).toMatch(/clients\s+3/)
+    expect(r.stdout).toMatch(/^stream\s+table\s+rows/)
+    expect(r.stdout).toMatch(/^clients\s+clients\s+3/m)
+    expect(r.stdout).toMatch(/^objects:equipment\s+custom_records\s+2\s+1/m)
     expect(r.stdout).toContain('request budget: 2 of 60')
   })
 })

@@ -21,7 +21,7 @@ test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', as
   first.child.kill('SIGTERM')
   expect(await first.exited, first.output()).toEqual({ code: 0, signal: null })
 
-  const runs = query(db, `SELECT kind, stream, outcome, rows FROM sync_runs WHERE stream = 'clients' ORDER BY id`)
+  const runs = query(db, `SELECT kind, stream, outcome, rows, requests FROM sync_runs WHERE stream = 'clients' ORDER BY id`)
   expect(runs).toHaveLength(1)
   expect(runs[0]).toMatchObject({ kind: 'sweep', stream: 'clients' })
   // Stopped on purpose: recorded as interrupted, not as an error of the stream.
@@ -30,6 +30,9 @@ test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', as
   const kept = query(db, `SELECT count(*) AS n FROM clients`)[0]!.n as number
   expect(kept).toBeGreaterThan(0)
   expect(kept).toBeLessThan(40)
+  // The interrupted run records what it really did: every committed row, and at least a request per page.
+  expect(runs[0]!.rows).toBe(kept)
+  expect(runs[0]!.requests as number).toBeGreaterThanOrEqual(Math.ceil(kept / 5))
 
   await emu.control('POST', '/faults', { clear: true })
   await emu.control('POST', '/requests/clear')

@@ -1,0 +1,98 @@
+// What the daemon did between two moments, read from its own state: webhooks from its counters
+// (stored, applied) and the inbox, runs from sync_runs, changes from change_log. `demo` prints one
+// line of it every few seconds; nothing here runs or schedules work.
+import type { Sqlite } from '../store/mirror-database.js'
+import type { WebhookMetrics } from '../webhooks/metrics.js'
+
+export interface ActivityMark {
+  /** Last sync_runs id already reported. */
+  runId: number
+  /** Last change_log seq already reported. */
+  seq: number
+  received: number
+  applied: number
+  /** Inbox rows whose apply failed (all time). */
+  failed: number
+}
+
+export interface RunLine {
+  stream: string
+  kind: string
+  outcome: string
+  rows: number
+  requests: number
+  error: string | null
+}
+
+export interface Activity {
+  /** Deliveries the intake stored (verified, deduplicated) and the processor applied, since the mark. */
+  received: number
+  applied: number
+  /** Stored deliveries not applied yet (now), and those whose apply failed since the mark. */
+  backlog: number
+  failed: number
+  /** Runs that finished since the mark. */
+  runs: RunLine[]
+  /** Rows the mirror changed since the mark (change_log entries). */
+  changes: number
+  next: ActivityMark
+}
+
+export function activityMark(sqlite: Sqlite, metrics: WebhookMetrics): ActivityMark {
+  return {
+    runId: (sqlite.prepare(`SELECT coalesce(max(id), 0) FROM sync_runs`).pluck().get() as number) ?? 0,
+    seq: (sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get() as number) ?? 0,
+    received: metrics.intake.stored,
+    applied: metrics.processor.applied,
+    failed: inboxCounts(sqlite).failed,
+  }
+}
+
+function inboxCounts(sqlite: Sqlite): { backlog: number; failed: number } {
+  return sqlite
+    .prepare(`SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM webhook_inbox`)
+    .get() as { backlog: number; failed: number }
+}
+
+/** Activity after `since`. Runs still going are left for the next call (they have no end yet). */
+export function activitySince(sqlite: Sqlite, metrics: WebhookMetrics, since: ActivityMark): Activity {
+  const runs = sqlite
+    .prepare(`SELECT id, stream, kind, outcome, rows, requests, error FROM sync_runs WHERE id > ? AND ended_at IS NOT NULL ORDER BY id`)
+    .all(since.runId) as (RunLine & { id: number })[]
+  // Stop before the first run still going, so that it is reported once, when it ends.
+  const running = sqlite.prepare(`SELECT min(id) FROM sync_runs WHERE id > ? AND ended_at IS NULL`).pluck().get(since.runId) as number | null
+  const done = running === null ? runs : runs.filter((r) => r.id < running)
+  const seq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get() as number
+  const inbox = inboxCounts(sqlite)
+  const next: ActivityMark = {
+    runId: done.length > 0 ? done[done.length - 1]!.id : since.runId,
+    seq,
+    received: metrics.intake.stored,
+    applied: metrics.processor.applied,
+    failed: inbox.failed,
+  }
+  return {
+    received: next.received - since.received,
+    applied: next.applied - since.applied,
+    backlog: inbox.backlog,
+    failed: inbox.failed - since.failed,
+    runs: done.map(({ id: _id, ...r }) => r),
+    changes: seq - since.seq,
+    next,
+  }
+}
+
+/** One line: `webhooks +3 received, +3 applied; sweep: clients 2, jobs 1; 4 requests; mirror +6 changes`. Pure. */
+export function formatActivity(a: Activity): string {
+  const parts = [`webhooks +${a.received} received, +${a.applied} applied${a.backlog > 0 ? ` (${a.backlog} waiting)` : ''}${a.failed > 0 ? ` (${a.failed} could not be applied: see webhook_inbox.error)` : ''}`]
+  const byKind = new Map<string, RunLine[]>()
+  for (const r of a.runs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r])
+  for (const [kind, runs] of byKind) {
+    const changed = runs.filter((r) => r.rows > 0).map((r) => `${r.stream} ${r.rows}`)
+    const failed = runs.filter((r) => r.outcome !== 'success').map((r) => `${r.stream} ${r.outcome}${r.error === null ? '' : ` (${r.error.slice(0, 80)})`}`)
+    const what = [...changed, ...failed]
+    parts.push(`${kind} of ${runs.length} stream${runs.length === 1 ? '' : 's'}: ${what.length === 0 ? 'no changes' : what.join(', ')}; ${runs.reduce((n, r) => n + r.requests, 0)} requests`)
+  }
+  parts.push(`mirror +${a.changes} changes`)
+  return parts.join('; ')
+}

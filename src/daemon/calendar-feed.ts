@@ -1,0 +1,122 @@
+// calendar-a's change feed (spec: Integrations): `GET /api/v1/integrations/calendar-a/sync` lists
+// change records (an `action`, the visit id where applicable, the external event id) and pages by
+// `next_cursor`. It is read after each calendar-a trigger, into `calendar_changes`, as a tracked
+// `sweep` of the stream `calendar_changes`: each page commits with the resume point (`since`) in
+// sync_state, so a stop loses at most the page in flight. The key names of a record are "not
+// shown" in the spec, so several spellings are read and `raw` keeps the record whole.
+import { createHash } from 'node:crypto'
+import type { ApiClient } from '../api/api-client.js'
+import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
+import type { RunResult, SyncContext } from '../sync/sync-context.js'
+import { trackedRun } from '../sync/tracked-run.js'
+
+export const CALENDAR_FEED_STREAM = 'calendar_changes'
+const ROUTE = '/api/v1/integrations/calendar-a/sync'
+/** A feed that never ends its cursor chain is cut here (100 pages of up to 100 records). */
+const MAX_PAGES = 100
+
+export interface CalendarChangeRow {
+  change_key: string
+  action: string | null
+  visit_id: string | null
+  external_event_id: string | null
+  changed_at: string | null
+  raw: string
+}
+
+interface FeedCursor {
+  /** The `since` of the next read: the latest change time seen (re-read inclusively, deduplicated). */
+  since: string
+}
+
+const pick = (d: Record<string, unknown>, keys: readonly string[]): unknown => {
+  for (const k of keys) if (d[k] !== undefined && d[k] !== null) return d[k]
+  return undefined
+}
+const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null)
+
+/** One change record as a row; undefined for something that is not an object. Pure. */
+export function calendarChangeRow(record: unknown): CalendarChangeRow | undefined {
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) return undefined
+  const d = record as Record<string, unknown>
+  const visit = typeof d.visit === 'object' && d.visit !== null ? (d.visit as Record<string, unknown>) : {}
+  const raw = JSON.stringify(record)
+  const externalEventId = text(pick(d, ['externalEventId', 'external_event_id', 'eventId', 'event_id', 'externalId', 'external_id']))
+  const changedAt = canonicalTimeOrText(pick(d, ['changedAt', 'changed_at', 'updatedAt', 'updated_at', 'timestamp', 'syncedAt', 'createdAt']))
+  return {
+    // A re-read of the same change (the boundary of `since`, a repeated page) keeps one row.
+    change_key: externalEventId !== null && changedAt !== null ? `${externalEventId}@${changedAt}` : `sha256:${createHash('sha256').update(raw).digest('hex')}`,
+    action: text(pick(d, ['action', 'type', 'op', 'operation', 'change'])),
+    visit_id: text(pick(d, ['visitId', 'visit_id']) ?? visit.id),
+    external_event_id: externalEventId,
+    changed_at: changedAt,
+    raw,
+  }
+}
+
+/** The records of a feed page, and its next cursor (top level `next_cursor`, or in `meta`). Pure. */
+export function feedPage(body: unknown, data: unknown, meta: Record<string, unknown> | undefined): { records: unknown[]; next: string | null } {
+  const b = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
+  const d = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : {}
+  const records = Array.isArray(data) ? data : Array.isArray(d.changes) ? d.changes : Array.isArray(d.items) ? d.items : []
+  const next = text(pick(b, ['next_cursor', 'nextCursor']) ?? pick(meta ?? {}, ['next_cursor', 'nextCursor']) ?? pick(d, ['next_cursor', 'nextCursor']))
+  return { records, next }
+}
+
+/** Reads the feed from the stored `since` to its end; returns the run recorded in sync_runs. */
+export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'>): Promise<RunResult> {
+  return trackedRun(ctx, 'sweep', CALENDAR_FEED_STREAM, async ({ source, committed }) => {
+    const stored = ctx.state.get(CALENDAR_FEED_STREAM)?.cursor as FeedCursor | undefined
+    // Without a stored point the service's own default applies: changes since its last sync.
+    const since = stored?.since
+    const walkStarted = ctx.now()
+    const insert = ctx.mirror.sqlite.prepare(
+      `INSERT INTO calendar_changes (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
+       VALUES ('calendar-a', @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
+       ON CONFLICT (integration, change_key) DO NOTHING`,
+    )
+    const commit = ctx.mirror.sqlite.transaction((rows: CalendarChangeRow[], point: string | undefined) => {
+      const now = isoNow(ctx.now())
+      let n = 0
+      for (const r of rows) n += insert.run({ ...r, fetched_at: now }).changes
+      if (point !== undefined) ctx.state.setCursor(CALENDAR_FEED_STREAM, { since: point } satisfies FeedCursor, now)
+      return n
+    })
+    let latest = since
+    let cursor: string | null = null
+    let pages = 0
+    let records = 0
+    do {
+      const query: Record<string, string> = {}
+      if (since !== undefined) query.since = since
+      if (cursor !== null) query.cursor = cursor
+      const res = await client.get(ROUTE, query, { priority: 'trigger', signal: ctx.signal })
+      source.requests += res.attempts
+      const page = feedPage(res.body, res.data, res.meta)
+      const rows = page.records.map(calendarChangeRow).filter((r): r is CalendarChangeRow => r !== undefined)
+      records += rows.length
+      for (const r of rows) if (r.changed_at !== null && /^\d{4}-/.test(r.changed_at) && (latest === undefined || r.changed_at > latest)) latest = r.changed_at
+      // Mid-walk the point stays where the walk began: a stop re-reads this walk, never skips it.
+      const last = page.next === null
+      committed.rows += commit(rows, last ? resumePoint(latest, walkStarted, ctx.options.lookbackMs, since) : undefined)
+      cursor = page.next
+      pages++
+      if (pages >= MAX_PAGES && cursor !== null) {
+        ctx.logger.warn({ pages }, 'calendar-a change feed still had pages after the limit; the next read goes on from the latest change seen')
+        commit([], latest)
+        break
+      }
+    } while (cursor !== null && ctx.signal?.aborted !== true)
+    return { rows: committed.rows, details: { records, pages, ...(since === undefined ? {} : { since }) } }
+  })
+}
+
+/**
+ * The next `since`: the latest change time seen; when the feed said nothing newer, the time this
+ * walk began less the look-back (clock skew, commit lag), never earlier than the previous point.
+ */
+function resumePoint(latest: string | undefined, walkStarted: number, lookbackMs: number, previous: string | undefined): string {
+  const fallback = isoNow(walkStarted - lookbackMs)
+  if (latest !== undefined && latest !== previous) return latest
+  return previous !== undefined && previous > fallback ? previous : fallback
+}
