@@ -9,6 +9,7 @@ import type { RequestLog } from './control/request-log.js'
 import type { EventName } from './data/account-config.js'
 import type { State } from './data/state.js'
 import type { IntegrationStore } from './api/integration-store.js'
+import type { OverdueSweep } from './api/invoice-overdue.js'
 import type { Dispatcher } from './webhooks/dispatcher.js'
 import type { WebhookStore } from './webhooks/webhook-store.js'
 
@@ -23,7 +24,10 @@ export interface EmulatorContext {
   faults: FaultTable
   log: RequestLog
   counters: Counters
-  options: { rateLimit: number | false; allowHttpWebhooks: boolean }
+  /** Time-driven invoice moves, run before every request (see api/invoice-overdue.ts). */
+  overdue: OverdueSweep
+  /** `jobAggregation`: client list rows carry jobCount/jobTotalAmount (api/job-aggregation.ts). */
+  options: { rateLimit: number | false; allowHttpWebhooks: boolean; jobAggregation: boolean }
   baseUrl: string
 }
 

@@ -10,6 +10,7 @@ import { clientRoutes } from './api/clients.js'
 import { IntegrationStore } from './api/integration-store.js'
 import { integrationRoutes } from './api/integration-routes.js'
 import { invoiceRoutes } from './api/invoices.js'
+import { OverdueSweep } from './api/invoice-overdue.js'
 import { jobRoutes } from './api/jobs.js'
 import { legacyRoutes } from './api/legacy-routes.js'
 import { visitRoutes } from './api/visits.js'
@@ -36,6 +37,8 @@ export interface EmulatorOptions {
   counts?: Partial<{ clients: number; jobs: number; visitsPerJob: number; invoices: number; customRecords: number; items: number; taxes: number; teamMembers: number; jobForms: number }>
   rateLimit?: number | false
   allowHttpWebhooks?: boolean
+  /** Client list rows carry `jobCount` and `jobTotalAmount` (spec: Client, "when job aggregation is enabled"). */
+  jobAggregation?: boolean
   now?: () => number
 }
 
@@ -59,7 +62,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     faults: new FaultTable(new Prng(seed ^ 0x5eed)),
     log: new RequestLog(),
     counters: new Counters(),
-    options: { rateLimit: options.rateLimit ?? 60, allowHttpWebhooks: options.allowHttpWebhooks ?? false },
+    overdue: new OverdueSweep(),
+    options: { rateLimit: options.rateLimit ?? 60, allowHttpWebhooks: options.allowHttpWebhooks ?? false, jobAggregation: options.jobAggregation ?? false },
     baseUrl: '',
   }
   const { key: apiKey } = ctx.keys.create({ name: 'emulator default key', scopes: ['*'] }, clock.now(), state.ownerUserId)

@@ -9,6 +9,7 @@ import { shape } from '../data/docs.js'
 import { listResponse, parseListQuery } from '../http/list-query.js'
 import type { RouteDef } from '../http/router.js'
 import { mergeProperties, parseClientInput, type ClientInput } from './client-input.js'
+import { aggregatedClientRow } from './job-aggregation.js'
 
 const SORTABLE = ['createdAt', 'updatedAt', 'firstName', 'lastName', 'companyName', 'stage'] as const
 
@@ -64,7 +65,7 @@ export function clientRoutes(ctx: EmulatorContext): RouteDef[] {
         const search = (req.query.get('search') ?? '').trim().toLowerCase()
         const stage = req.query.get('stage') ?? ''
         const filter = search === '' && stage === '' ? null : (r: StoredRecord<null>) => (search === '' || matchesSearch(r.doc, search)) && (stage === '' || r.doc.stage === stage)
-        return listResponse(state.clients, lq, filter)
+        return listResponse(state.clients, lq, filter, ctx.options.jobAggregation ? aggregatedClientRow(state) : undefined)
       },
     },
     {

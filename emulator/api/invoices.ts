@@ -56,6 +56,13 @@ function liveInvoice(ctx: EmulatorContext, id: string | undefined): InvoiceRecor
 export function invoiceRoutes(ctx: EmulatorContext): RouteDef[] {
   const { state } = ctx
   const one = (rec: InvoiceRecord) => ({ body: `{"success":true,"data":${Collection.json(rec)}}` })
+  // GET /api/v1/invoices/{id} only: the list shape plus `signatures` (spec: Invoice, "the
+  // single-invoice response includes totals and captured signature blocks"; totals are subTotal
+  // and total, already in every row).
+  const single = (rec: InvoiceRecord) => {
+    const blocks = (rec.internal.signatures ?? []).map((s) => ({ ...s, imageUrl: `${ctx.baseUrl}/hosted/signatures/${rec.id}/${s.role}.png` }))
+    return { body: `{"success":true,"data":${Collection.json(rec).slice(0, -1)},"signatures":${JSON.stringify(blocks)}}}` }
+  }
   return [
     {
       method: 'GET', path: '/api/v1/invoices', family: 'v1', scope: 'invoices:read',
@@ -81,7 +88,7 @@ export function invoiceRoutes(ctx: EmulatorContext): RouteDef[] {
         return { body: { success: true, data: rec.internal.paymentLink } }
       },
     },
-    { method: 'GET', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:read', handler: (req) => one(liveInvoice(ctx, req.params.id)) },
+    { method: 'GET', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:read', handler: (req) => single(liveInvoice(ctx, req.params.id)) },
     {
       method: 'PUT', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:write',
       handler: (req) => {

@@ -23,6 +23,22 @@ function underscored(doc: Doc): Doc {
   return { _id: id, ...rest }
 }
 
+/**
+ * Team paging (spec: Legacy routes, `/api/teams`; Limits, "Team listing page size: -1 for all,
+ * maximum 500; page 1–10000"). The parameter names are not shown in the spec: the emulator reads
+ * `page` and `limit`. No `limit` (or -1) lists everyone; above 500 is clamped; a page outside
+ * 1–10000 or another limit gives 400.
+ */
+function teamPage(q: URLSearchParams, members: string[]): string[] {
+  const page = q.get('page') === null || q.get('page') === '' ? 1 : Number(q.get('page'))
+  if (!Number.isInteger(page) || page < 1 || page > 10_000) throw badRequest("'page' must be an integer from 1 to 10000")
+  const limit = q.get('limit') === null || q.get('limit') === '' ? -1 : Number(q.get('limit'))
+  if (!Number.isInteger(limit) || (limit < 1 && limit !== -1)) throw badRequest("'limit' must be -1 (all) or a positive integer (at most 500)")
+  if (limit === -1) return page === 1 ? members : []
+  const size = Math.min(limit, 500)
+  return members.slice((page - 1) * size, page * size)
+}
+
 export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
   const { state } = ctx
   const company = (q: URLSearchParams): Doc => ({ ...state.company, ...(q.get('withCurrencyData') === 'true' ? { currencies: CURRENCIES } : {}) })
@@ -46,7 +62,13 @@ export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
         return { body: { success: true, data: { id: _id, ...rest } } }
       },
     },
-    { method: 'GET', path: '/api/teams', family: 'legacy', handler: () => ({ body: `{"success":true,"data":{"team":${rows(state.team)},"total":${live(state.team).length}}}` }) },
+    {
+      method: 'GET', path: '/api/teams', family: 'legacy',
+      handler: (req) => {
+        const members = live(state.team).map((r) => Collection.json(r))
+        return { body: `{"success":true,"data":{"team":[${teamPage(req.query, members).join(',')}],"total":${members.length}}}` }
+      },
+    },
     { method: 'GET', path: '/api/team', family: 'legacy', handler: () => ({ body: `{"success":true,"data":${rows(state.team)}}` }) },
     { method: 'GET', path: '/api/taxes', family: 'legacy', handler: () => ({ body: `{"success":true,"data":{"taxes":${rows(state.taxes)}}}` }) },
     { method: 'GET', path: '/api/job-forms', family: 'legacy', handler: () => ({ body: `{"success":true,"data":${rows(state.jobForms)}}` }) },

@@ -60,6 +60,7 @@ export class Churn {
     const now = performance.now()
     this.owed += ((now - this.last) / 1000) * this.ratePerSecond
     this.last = now
+    this.ctx.overdue.run(this.ctx)
     while (this.owed >= 1) {
       this.owed--
       try {

@@ -7,13 +7,14 @@ import { badRequest, HttpError, notFound } from '../core/http-error.js'
 import { parseInstant } from '../core/iso-time.js'
 import { asObject } from '../core/validate.js'
 import { isIntegrationName } from '../api/integration-store.js'
+import { postPayment } from '../api/invoice-payments.js'
 import { expiryValue, rateLimitValue } from '../auth/api-key-routes.js'
 import { keyView } from '../auth/key-store.js'
 import { SCOPES } from '../data/account-config.js'
 import { readBody } from '../http/read-body.js'
 import { sendJson } from '../http/respond.js'
 import type { Churn } from './churn.js'
-import { addField, addOption, removeField, setEnabled } from './schema-change.js'
+import { addField, addOption, addStage, flushSchemaCache, removeField, setEnabled } from './schema-change.js'
 import { mutate, stateOf, type MutateBody } from './mutate.js'
 import { deliveryView, endpointView } from '../webhooks/webhook-store.js'
 import type { Counts } from '../data/state.js'
@@ -137,13 +138,29 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
       if (rest[0] !== 'flush') break
       await ctx.dispatcher.flush()
       return { flushed: true }
+    case 'POST account':
+      // Account settings the spec leaves to the account: job aggregation on client lists.
+      if (typeof body.jobAggregation !== 'boolean') throw badRequest("'jobAggregation' must be a boolean")
+      ctx.options.jobAggregation = body.jobAggregation
+      return { jobAggregation: ctx.options.jobAggregation }
+    case 'POST invoices':
+      // A payment through the connected processor (api/invoice-payments.ts).
+      if (rest[1] !== 'payments' || rest.length !== 2) break
+      return postPayment(ctx, rest[0], body)
     case 'POST objects': {
       const [slug = '', what = '', op = ''] = rest
       if (what === 'enabled') return setEnabled(ctx, slug, body)
+      if (what === 'schema-cache' && op === 'flush') return flushSchemaCache(ctx, slug)
+      if (what === 'stages' && op === '') return addStage(ctx, slug, body)
       if (what !== 'fields') break
       if (op === 'options') return addOption(ctx, slug, body)
       return op === 'remove' ? removeField(ctx, slug, body) : addField(ctx, slug, body)
     }
+    case 'GET schema-cache':
+      return ctx.state.schemaCache.describe(ctx.clock.now())
+    case 'POST schema-cache':
+      if (rest[0] !== 'flush') break
+      return flushSchemaCache(ctx, undefined)
     default:
       break
   }

@@ -1,10 +1,16 @@
-// The request log of GET /__emulator/requests: time, key id (never the key), method, path, status.
+// The request log of GET /__emulator/requests: times, key id (never the key), user agent, method,
+// path, status.
 // Bounded so a long churn or bench run does not grow memory without end.
 
 export interface LoggedRequest {
   seq: number
+  /** When the answer was logged (after any injected latency). */
   time: string
+  /** When the request arrived: what a sliding rate-limit window counts. */
+  startedAt: string
   keyId: string | null
+  /** Tells apart clients sharing one key (the soak's "other client"). */
+  userAgent: string | null
   method: string
   path: string
   query: string

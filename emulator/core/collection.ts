@@ -41,6 +41,11 @@ export class Collection<I = unknown> {
   private version = 0
   private readonly sortCache = new Map<string, { version: number; rows: StoredRecord<I>[] }>()
 
+  /** Changes with every insert and write (lets derived state know it is stale). */
+  get revision(): number {
+    return this.version
+  }
+
   get size(): number {
     return this.records.size
   }

@@ -3,7 +3,18 @@
 // is wall-clock time in that IANA zone.
 import { badRequest } from './http-error.js'
 
-export const iso = (ms: number): string => new Date(ms).toISOString()
+// A request formats the same instant several times (lastUsedAt, the log's times, updatedAt): the
+// last answer is kept, which spares a Date allocation and a format on the list path.
+let lastMs = Number.NaN
+let lastIso = ''
+
+export function iso(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastIso
+}
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|z|[+-]\d{2}:?\d{2})?$/
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/

@@ -143,7 +143,10 @@ export function seedInvoices(r: Refs, clients: StoredRecord<null>[], n: number):
       date: iso(createdMs).slice(0, 10), dueDate: iso(dueMs).slice(0, 10), status, paymentStatus: status === 'paid' ? 'paid' : status === 'partial' ? 'partially_paid' : 'unpaid',
       paidAmount, actionStatus: prng.pick(['sent', 'viewed', 'draft']), comments: 'Thank you for your business.', privateNotes: '', discount: 0, discountType: 2, markup: 0, markupType: 1,
       items: lines, taxes: [], subTotal, total, createdAt: iso(createdMs), updatedAt: iso(updatedMs),
-    }), createdMs, updatedMs, {})
+    }), createdMs, updatedMs, {
+      // A client who paid (all or part) signed on the job: derived, no PRNG draw, so seeds keep their data.
+      signatures: status === 'paid' || status === 'partial' ? [{ role: 'client', name: clientDisplayName(client.doc), signedAt: iso(createdMs) }] : [],
+    })
   }
   return invoices
 }

@@ -1,6 +1,7 @@
 // Builds a whole account from a seed (issue 3): same seed and anchor day, same data.
 import { ObjectIdFactory, Prng } from '../core/prng.js'
 import { clientSchema, objectDefinitions } from '../objects/object-definitions.js'
+import { SchemaCache } from '../objects/schema-cache.js'
 import { seedObjects } from './seed-objects.js'
 import { seedClients, seedInvoices, seedJobs } from './seed-records.js'
 import { seedReference } from './seed-reference.js'
@@ -29,7 +30,7 @@ export function seedState(seed: number, counts: Partial<Counts>, nowMs: number):
   const invoices = seedInvoices(refs, live, resolved.invoices)
   const state: State = {
     seed, counts: resolved, prng, ids, ownerUserId, clients, jobs: work.jobs, visits: work.visits, visitsByJob: work.visitsByJob, invoices,
-    objectDefs: objectDefinitions(), clientSchema: clientSchema(), objects: new Map(),
+    objectDefs: objectDefinitions(), clientSchema: clientSchema(), schemaCache: new SchemaCache(), objects: new Map(),
     items: ref.items, taxes: ref.taxes, team: ref.team, jobForms: ref.jobForms, company: ref.company,
     next: { jobNumber: work.nextJobNumber, documentNumber: 2000 + resolved.invoices, customId: new Map() },
   }

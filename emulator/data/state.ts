@@ -3,15 +3,25 @@
 import type { Collection, Doc } from '../core/collection.js'
 import type { ObjectIdFactory, Prng } from '../core/prng.js'
 import type { ObjectDef } from '../objects/object-definitions.js'
+import type { SchemaCache } from '../objects/schema-cache.js'
 
 export interface JobInternal {
   targetObjectSlug?: string
   targetRecordId?: string
 }
 
+/** A signature captured on an invoice in the app (an emulator assumption, see emulator/README.md). */
+export interface SignatureBlock {
+  role: 'client' | 'technician'
+  name: string
+  signedAt: string
+}
+
 export interface InvoiceInternal {
   /** Minted once, returned identically afterwards (spec: Invoices, payment-link). */
   paymentLink?: Doc
+  /** Only the single-invoice response carries them (spec: Invoice, "captured signature blocks"). */
+  signatures?: SignatureBlock[]
 }
 
 export interface ObjectRecordInternal {
@@ -46,6 +56,8 @@ export interface State {
   invoices: Collection<InvoiceInternal>
   objectDefs: ObjectDef[]
   clientSchema: ObjectDef
+  /** What the v1 routes see of `objectDefs`/`clientSchema` fields (the five-minute cache). */
+  schemaCache: SchemaCache
   objects: Map<string, Collection<ObjectRecordInternal>>
   items: Collection<null>
   taxes: Collection<null>

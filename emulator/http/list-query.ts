@@ -44,14 +44,51 @@ export function parseListQuery(q: URLSearchParams, sortable: readonly string[], 
   return { page, limit, field, dir, sinceMs, timezone }
 }
 
-/** Applies sort, `since` and a resource filter, then pages; the body's rows are cached JSON texts. */
-export function listResponse<I>(coll: Collection<I>, lq: ListQuery, filter: ((r: StoredRecord<I>) => boolean) | null): ApiResponse {
+/**
+ * Finished bodies of unfiltered pages, per sorted-rows array. `Collection.sorted` hands out the same
+ * array until the next insert or write, so a page built from it stays right until then; a write
+ * makes a new array and the pages of the old one go with it (a WeakMap, no invalidation code).
+ * Sync walks and the bench ask for the same pages again and again: a hit skips the filter, the
+ * slice and the concatenation of a ~100 KB body (the largest cost of a list answer in a profile).
+ * Filtered lists (search, status, clientId...) are built each time.
+ */
+const pageCache = new WeakMap<readonly StoredRecord[], Map<string, Buffer>>()
+const PAGES_PER_ORDER = 64
+
+/**
+ * Applies sort, `since` and a resource filter, then pages; the body's rows are cached JSON texts,
+ * unless `row` serialises them (rows computed at answer time, e.g. client job aggregates: never
+ * kept, since they change without a write to this collection).
+ */
+export function listResponse<I>(
+  coll: Collection<I>, lq: ListQuery, filter: ((r: StoredRecord<I>) => boolean) | null, row?: (r: StoredRecord<I>) => Buffer,
+): ApiResponse {
   const sorted = coll.sorted(lq.field, lq.dir)
+  if (filter !== null || row !== undefined) return { body: buildPage(sorted, lq, filter, row) }
+  let pages = pageCache.get(sorted)
+  if (pages === undefined) {
+    pages = new Map()
+    pageCache.set(sorted, pages)
+  }
+  const key = `${lq.sinceMs ?? ''}|${lq.page}|${lq.limit}`
+  let body = pages.get(key)
+  if (body === undefined) {
+    body = buildPage(sorted, lq, null)
+    // Bounded: a since-driven sync asks for a new key on every walk; drop the oldest.
+    if (pages.size >= PAGES_PER_ORDER) pages.delete(pages.keys().next().value as string)
+    pages.set(key, body)
+  }
+  return { body }
+}
+
+function buildPage<I>(
+  sorted: StoredRecord<I>[], lq: ListQuery, filter: ((r: StoredRecord<I>) => boolean) | null, row: (r: StoredRecord<I>) => Buffer = (r) => Collection.bytes(r),
+): Buffer {
   const since = lq.sinceMs
   const rows = since === null && filter === null ? sorted : sorted.filter((r) => (since === null || r.updatedMs >= since) && (filter === null || filter(r)))
   const start = (lq.page - 1) * lq.limit
-  const page = rows.slice(start, start + lq.limit).map((r) => Collection.bytes(r))
-  return { body: listJson(page, { page: lq.page, limit: lq.limit, total: rows.length }) }
+  const page = rows.slice(start, start + lq.limit).map(row)
+  return listJson(page, { page: lq.page, limit: lq.limit, total: rows.length })
 }
 
 /** Case-insensitive whole-value match of a string field (spec: jobs `status`, invoices `status`). */

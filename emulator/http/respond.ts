@@ -7,9 +7,22 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, now
   sendText(res, status, payload, nowMs, { 'content-type': 'application/json; charset=utf-8', ...headers })
 }
 
+// The `Date` header has one-second resolution: formatted once per second, not once per answer.
+let dateSecond = Number.NaN
+let dateText = ''
+
+function httpDate(nowMs: number): string {
+  const second = Math.floor(nowMs / 1000)
+  if (second !== dateSecond) {
+    dateText = new Date(second * 1000).toUTCString()
+    dateSecond = second
+  }
+  return dateText
+}
+
 export function sendText(res: ServerResponse, status: number, text: string | Buffer, nowMs: number, headers: Record<string, string>): void {
   if (res.headersSent || res.destroyed) return
-  res.writeHead(status, { date: new Date(nowMs).toUTCString(), 'content-length': String(Buffer.byteLength(text)), ...headers })
+  res.writeHead(status, { date: httpDate(nowMs), 'content-length': String(Buffer.byteLength(text)), ...headers })
   res.end(text)
 }
 

@@ -19,9 +19,13 @@ const GATEWAY_PAGE = (status: number): string => `<html><head><title>${status}</
 export function requestHandler(ctx: EmulatorContext, router: Router, control: ControlHandler) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://emulator.local')
+    // Background moves the service would have made by now (invoices turning overdue).
+    ctx.overdue.run(ctx)
     if (url.pathname.startsWith('/__emulator/')) return control(req, res, url)
     const method = req.method ?? 'GET'
     const path = url.pathname
+    // Arrival time: a rate limit is judged on request starts, and injected latency delays the end.
+    const startedAt = ctx.clock.now()
     let keyId: string | null = null
     let status = 0
     try {
@@ -74,7 +78,7 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
     } finally {
       ctx.counters.bump('requests.total')
       ctx.counters.bump(`requests.status.${status}`)
-      ctx.log.add({ time: iso(ctx.clock.now()), keyId, method, path, query: url.search, status })
+      ctx.log.add({ time: iso(ctx.clock.now()), startedAt: iso(startedAt), keyId, userAgent: req.headers['user-agent'] ?? null, method, path, query: url.search, status })
     }
   }
 }

@@ -25,7 +25,8 @@ function resolve(ctx: EmulatorContext, slug: string | undefined): { def: ObjectD
   const def = ctx.state.objectDefs.find((d) => d.slug === s)
   const coll = ctx.state.objects.get(s)
   if (def === undefined || coll === undefined) throw new HttpError(404, `No object with slug '${s}' on this account.`, 'NOT_FOUND')
-  return { def, coll }
+  // The v1 routes see the cached field definitions (up to five minutes old) and the live pipeline.
+  return { def: ctx.state.schemaCache.view(def, ctx.clock.now()), coll }
 }
 
 export function schemaView(def: ObjectDef): Doc {
@@ -89,7 +90,9 @@ export function objectRoutes(ctx: EmulatorContext): RouteDef[] {
     {
       method: 'GET', path: '/api/v1/objects/:slug/schema', family: 'v1', scope: 'objects:read',
       // `client` is accepted here: the way to learn client custom-field ids.
-      handler: (req) => ({ body: { success: true, data: schemaView(req.params.slug === 'client' ? ctx.state.clientSchema : resolve(ctx, req.params.slug).def) } }),
+      handler: (req) => ({
+        body: { success: true, data: schemaView(req.params.slug === 'client' ? ctx.state.schemaCache.view(ctx.state.clientSchema, ctx.clock.now()) : resolve(ctx, req.params.slug).def) },
+      }),
     },
     { method: 'GET', path: '/api/v1/objects/:slug', family: 'v1', scope: 'objects:read', handler: (req) => ({ body: listRecords(ctx, req.params.slug, req.query) }) },
     {

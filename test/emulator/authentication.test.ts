@@ -41,6 +41,33 @@ describe('Authentication', () => {
     expect(r.body).toEqual({ success: false, code: 'FORBIDDEN', message: 'Missing required scope: clients:write' })
   })
 
+  // The scope table: every v1 family checks its own scope; a key holding every other scope is refused.
+  const ID = 'aaaaaaaaaaaaaaaaaaaaaaaa'
+  // The spec's scope table (not the emulator's own list, so a scope missing there shows here).
+  const SCOPES = [
+    'clients:read', 'clients:write', 'jobs:read', 'jobs:write', 'visits:read', 'visits:write', 'invoices:read', 'invoices:write',
+    'integrations:write', 'webhooks:manage', 'objects:read', 'objects:write', 'items:write',
+  ]
+  const scoped: [string, string, string][] = [
+    ['GET', '/api/v1/clients', 'clients:read'], ['GET', `/api/v1/clients/${ID}`, 'clients:read'], ['POST', '/api/v1/clients', 'clients:write'],
+    ['PUT', `/api/v1/clients/${ID}`, 'clients:write'], ['DELETE', `/api/v1/clients/${ID}`, 'clients:write'],
+    ['GET', '/api/v1/jobs', 'jobs:read'], ['POST', '/api/v1/jobs', 'jobs:write'], ['PUT', `/api/v1/jobs/${ID}`, 'jobs:write'], ['DELETE', `/api/v1/jobs/${ID}`, 'jobs:write'],
+    ['GET', '/api/v1/visits', 'visits:read'], ['GET', `/api/v1/visits/${ID}`, 'visits:read'], ['PATCH', `/api/v1/visits/${ID}`, 'visits:write'],
+    ['GET', '/api/v1/invoices', 'invoices:read'], ['GET', `/api/v1/invoices/${ID}/payment-link`, 'invoices:read'], ['POST', '/api/v1/invoices', 'invoices:write'],
+    ['PUT', `/api/v1/invoices/${ID}`, 'invoices:write'], ['DELETE', `/api/v1/invoices/${ID}`, 'invoices:write'],
+    ['POST', '/api/v1/integrations/calendar-a/sync', 'integrations:write'], ['GET', '/api/v1/integrations/calendar-a/status', 'integrations:write'],
+    ['POST', '/api/v1/integrations/accounting/sync', 'integrations:write'],
+    ['GET', '/api/v1/webhooks', 'webhooks:manage'], ['POST', '/api/v1/webhooks', 'webhooks:manage'], ['GET', `/api/v1/webhooks/${ID}/deliveries`, 'webhooks:manage'],
+    ['GET', '/api/v1/objects', 'objects:read'], ['GET', '/api/v1/objects/equipment/schema', 'objects:read'], ['GET', '/api/v1/objects/equipment', 'objects:read'],
+    ['POST', '/api/v1/objects/equipment', 'objects:write'], ['PATCH', `/api/v1/objects/equipment/${ID}`, 'objects:write'], ['PUT', '/api/v1/objects/equipment/by/name/x', 'objects:write'],
+  ]
+  test.each(scoped)('Authentication 5: %s %s needs %s (every other scope is not enough)', async (method, path, scope) => {
+    const { key } = await emu.key({ scopes: SCOPES.filter((s) => s !== scope) })
+    const r = await emu.call(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, { key })
+    expect(r.status).toBe(403)
+    expect(r.body).toEqual({ success: false, code: 'FORBIDDEN', message: `Missing required scope: ${scope}` })
+  })
+
   test('Authentication 3: a key expires when the clock passes expiresAt', async () => {
     const soon = new Date(Date.now() + 3_600_000).toISOString()
     const { key } = await emu.key({ expiresAt: soon })

@@ -106,6 +106,11 @@ describe('Custom objects: list', () => {
 })
 
 describe('Custom objects: records', () => {
+  test('Custom objects: POST needs data (400 without it)', async () => {
+    const r = await emu.call('POST', '/api/v1/objects/equipment', { status: 'active' })
+    expect(r.status).toBe(400)
+    expect(r.body.message).toContain('data')
+  })
   test('Custom objects: create answers 201; starts in the first stage by order; stage mirrored into data.status; auto display id; relation name mirror', async () => {
     const owner = await businessClient()
     const r = await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'Boiler', ownerId: owner.id } })

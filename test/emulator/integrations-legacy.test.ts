@@ -65,6 +65,22 @@ describe('Legacy routes', () => {
     expect(r.body.data.team.length).toBeGreaterThan(0)
     expect(r.body.data.team[0]).toMatchObject({ id: expect.any(String), isActive: expect.any(Boolean) })
   })
+  test('Limits: the team listing pages (-1 for all, at most 500 per page, page 1-10000); names page and limit are the emulator\'s', async () => {
+    const all = (await emu.get('/api/teams?limit=-1', bearer())).body.data
+    expect(all.team.length).toBe(all.total)
+    const p2 = (await emu.get('/api/teams?page=2&limit=3', bearer())).body.data
+    expect(p2.team.map((m: any) => m.id)).toEqual(all.team.slice(3, 6).map((m: any) => m.id))
+    const big = await boot({ counts: { teamMembers: 520 } })
+    try {
+      const r = await big.get('/api/teams?limit=600', { key: null, bearer: big.apiKey })
+      expect([r.body.data.team.length, r.body.data.total]).toEqual([500, 520])
+    } finally {
+      await big.close()
+    }
+    expect((await emu.get('/api/teams?page=10001', bearer())).status).toBe(400)
+    expect((await emu.get('/api/teams?page=0', bearer())).status).toBe(400)
+    expect((await emu.get('/api/teams?limit=0', bearer())).status).toBe(400)
+  })
   test('Legacy routes: /api/taxes answers data.taxes with id, name and a decimal rate', async () => {
     expect((await emu.get('/api/taxes', bearer())).body.data.taxes[0]).toMatchObject({ id: expect.any(String), name: expect.any(String), rate: expect.any(Number) })
   })

@@ -155,6 +155,19 @@ describe('Endpoints: list filters', () => {
     expect((await emu.get('/api/v1/visits?startDate=soon')).status).toBe(400)
     expect((await emu.get('/api/v1/visits?endDate=2024-02-31')).status).toBe(400)
   })
+  test('Visits: timezone interprets zone-less startDate/endDate as wall-clock time there (UTC without it)', async () => {
+    const all = (await emu.get('/api/v1/visits?limit=100&sort=visitStartDateTime:asc')).body.data.filter((x: any) => x.visitStartDateTime !== null)
+    const at = all[20].visitStartDateTime as string
+    // The same instant as Chicago wall-clock time (UTC-6 in winter, UTC-5 in summer), without a zone.
+    const offsetH = new Date(at).toLocaleString('en-US', { timeZone: 'America/Chicago', timeZoneName: 'short' }).endsWith('CDT') ? 5 : 6
+    const wall = new Date(Date.parse(at) - offsetH * 3_600_000).toISOString().slice(0, 23)
+    const zoned = (await emu.get(`/api/v1/visits?limit=100&timezone=America/Chicago&startDate=${wall}&endDate=${wall}`)).body.data
+    expect(zoned.map((x: any) => x.visitStartDateTime)).toContain(at)
+    expect(zoned.every((x: any) => x.visitStartDateTime === at)).toBe(true)
+    // Read as UTC without timezone: a different instant, so this visit is not in the window.
+    const utc = (await emu.get(`/api/v1/visits?limit=100&startDate=${wall}&endDate=${wall}`)).body.data
+    expect(utc.map((x: any) => x.id)).not.toContain(all[20].id)
+  })
   test('Invoices: status (case-insensitive, whole value) and clientId filters', async () => {
     const res = await emu.get('/api/v1/invoices?limit=100&status=PAID')
     expect(res.body.data.length).toBeGreaterThan(0)
