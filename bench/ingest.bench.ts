@@ -55,21 +55,22 @@ async function withMirror<T>(fn: (m: Awaited<ReturnType<typeof openMirror>>) => 
   }
 }
 
-function pages(): Record<string, unknown>[][] {
+function pages(from: number, count: number): Record<string, unknown>[][] {
   const out: Record<string, unknown>[][] = []
-  for (let i = 0; i < N; i += PAGE) out.push(Array.from({ length: PAGE }, (_, k) => payload(i + k)))
+  for (let i = from; i < from + count; i += PAGE) out.push(Array.from({ length: PAGE }, (_, k) => payload(i + k)))
   return out
 }
 
-export default async function ingest(): Promise<BenchResult> {
-  const parsed = pages()
-  // Ours: map each page, newer-wins upsert with children and change_log, cursor in the same transaction.
-  const ours = await withMirror((m) => {
+const NOW = '2026-06-01T00:00:00.000Z'
+
+/** Ours: map each page, newer-wins upsert with children and change_log, cursor in the same transaction. */
+function ourLoad(parsed: Record<string, unknown>[][]): Promise<number> {
+  return withMirror((m) => {
     const writer = new RecordWriter(m.sqlite, 'jobs')
     const state = new SyncStateStore(m.sqlite)
     const commit = m.sqlite.transaction((rows: RecordRow[], cursor: unknown) => {
-      writer.upsert(rows, { now: '2026-06-01T00:00:00.000Z', observedAt: '2026-06-01T00:00:00.000Z', replaceTies: true })
-      state.setCursor('jobs', cursor, '2026-06-01T00:00:00.000Z')
+      writer.upsert(rows, { now: NOW, observedAt: NOW, replaceTies: true })
+      state.setCursor('jobs', cursor, NOW)
     })
     const t0 = performance.now()
     for (const page of parsed) {
@@ -77,21 +78,41 @@ export default async function ingest(): Promise<BenchResult> {
       const last = rows[rows.length - 1]!
       commit(rows, { since: last.updated_at, seenIdsAtCursor: [last.id] })
     }
-    return N / ((performance.now() - t0) / 1000)
+    return (parsed.length * PAGE) / ((performance.now() - t0) / 1000)
   })
-  // Baseline: the same rows (same mapping) through one plain prepared INSERT per row, one
-  // transaction per page, no newer-wins, no children, no change_log.
-  const plain = await withMirror((m) => {
+}
+
+/**
+ * Baseline: the same rows (same mapping, so the same columns, raw text and child rows) through
+ * plain prepared single-row INSERTs, one transaction per page: no newer-wins, no change_log, no
+ * cursor, no deletion of old child rows.
+ */
+function plainLoad(parsed: Record<string, unknown>[][]): Promise<number> {
+  return withMirror((m) => {
     const sample = jobs.toRow(payload(0))
     const cols = ['id', 'updated_at', 'raw', 'synced_at', ...Object.keys(sample.columns)]
     const stmt = m.sqlite.prepare(`INSERT INTO jobs (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`)
+    const child = m.sqlite.prepare('INSERT INTO job_assignees (job_id, user_id) VALUES (?, ?)')
     const commit = m.sqlite.transaction((rows: RecordRow[]) => {
-      for (const r of rows) stmt.run(r.id, r.updated_at, r.raw, '2026-06-01T00:00:00.000Z', ...Object.values(r.columns))
+      for (const r of rows) {
+        stmt.run(r.id, r.updated_at, r.raw, NOW, ...Object.values(r.columns))
+        for (const c of r.children ?? []) for (const a of c.rows) child.run(a.job_id, a.user_id)
+      }
     })
     const t0 = performance.now()
     for (const page of parsed) commit(page.map((p) => jobs.toRow(p)))
-    return N / ((performance.now() - t0) / 1000)
+    return (parsed.length * PAGE) / ((performance.now() - t0) / 1000)
   })
+}
+
+export default async function ingest(): Promise<BenchResult> {
+  // A short untimed pass of each side first, so that neither is timed with cold JIT code.
+  const warm = pages(N, 5_000)
+  await ourLoad(warm)
+  await plainLoad(warm)
+  const parsed = pages(0, N)
+  const ours = await ourLoad(parsed)
+  const plain = await plainLoad(parsed)
   const ratio = ours / plain
   return {
     name: 'ingest',
@@ -101,7 +122,10 @@ export default async function ingest(): Promise<BenchResult> {
       { metric: 'ingest rate / plain prepared loop', value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.6) },
     ],
     notes: [
-      'Both sides map payloads with the same connector; ours adds newer-wins, job_assignees, change_log and the cursor per page.',
+      'Both sides start from parsed payloads and map them with the same connector (jobs.toRow: typed columns, raw = JSON.stringify of the payload, job_assignees rows), one transaction per page of 100.',
+      'Ours: RecordWriter.upsert (one newer-wins upsert per row, change detected from its change count; change_log and child rows of changed parents in multi-row statements, old child rows deleted first) and the sync_state cursor, as a sweep commits a page.',
+      'Plain loop: one prepared INSERT per job row and per job_assignees row; no newer-wins, no change_log, no child deletion, no cursor.',
+      'Each side runs once untimed on 5,000 other rows first (JIT warm-up), then on the 100,000 rows in a fresh mirror.',
     ],
   }
 }

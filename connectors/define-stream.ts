@@ -23,7 +23,10 @@ export interface RecordStream {
 
 /** What a connector declares: the stream's data plus how a payload maps to columns and children. */
 export type StreamDefinition = Omit<RecordStream, 'toRow'> & {
-  /** The typed columns (snake_case) of the documented fields; id, timestamps and raw are added. */
+  /**
+   * The typed columns (snake_case) of the documented fields; id, timestamps and raw are added.
+   * Returns a fresh object on every call: toRow adds created_at to it.
+   */
   columns: (payload: Payload) => Record<string, SqlValue>
   /** Child rows replaced with the parent, one entry per child table (listed even when empty). */
   children?: (payload: Payload, id: string) => ChildRows[]
@@ -33,9 +36,15 @@ export function defineStream(definition: StreamDefinition): RecordStream {
   const { columns, children, ...stream } = definition
   return {
     ...stream,
+    // The hot path of every sweep page: the connector's fresh columns object gets created_at added
+    // in place rather than copied, and the row is built without spreads.
     toRow: (payload) => {
       const { id, updated_at, raw, created_at } = recordBase(payload)
-      return { id, updated_at, raw, columns: { created_at, ...columns(payload) }, ...(children === undefined ? {} : { children: children(payload, id) }) }
+      const cols = columns(payload)
+      cols.created_at = created_at
+      const row: RecordRow = { id, updated_at, raw, columns: cols }
+      if (children !== undefined) row.children = children(payload, id)
+      return row
     },
   }
 }

