@@ -1,6 +1,6 @@
 // Child process of webhook-intake.bench.ts: serves either the real intake (durable inbox, processor
 // applying) or a bare node:http handler that reads the body and answers 200. Prints `{"url"}` when
-// listening; on SIGTERM prints its counters and exits.
+// listening; on SIGTERM prints its counters (CPU time included) and exits.
 import http from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
@@ -13,6 +13,13 @@ import { createWebhookService } from '../src/webhooks/webhook-service.js'
 
 const [mode = 'intake', secret = 'whsec_bench'] = process.argv.slice(2)
 
+/** CPU this server used since it listened (all threads, user + system): other load on the machine barely moves it. */
+let cpuStart: NodeJS.CpuUsage | undefined
+const cpuMicros = (): number => {
+  const u = process.cpuUsage(cpuStart)
+  return u.user + u.system
+}
+
 if (mode === 'bare') {
   let served = 0
   const server = http.createServer((req, res) => {
@@ -24,13 +31,20 @@ if (mode === 'bare') {
     })
   })
   server.keepAliveTimeout = 65_000
-  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks` }) + '\n'))
+  server.listen(0, '127.0.0.1', () => {
+    cpuStart = process.cpuUsage()
+    process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks` }) + '\n')
+  })
   process.once('SIGTERM', () => {
-    process.stdout.write(JSON.stringify({ served }) + '\n', () => process.exit(0))
+    process.stdout.write(JSON.stringify({ served, cpuMicros: cpuMicros() }) + '\n', () => process.exit(0))
   })
 } else {
   const dir = mkdtempSync(path.join(tmpdir(), 'fsm-bench-intake-'))
   const mirror = await openMirror(path.join(dir, 'mirror.db'))
+  // WEBHOOK_BENCH_AUTOCHECKPOINT=0 (diagnosis): no automatic checkpoints on the writer connection,
+  // to see what they cost the event loop (each copies the log into the file and syncs both).
+  const autocheckpoint = process.env.WEBHOOK_BENCH_AUTOCHECKPOINT
+  if (autocheckpoint !== undefined) mirror.sqlite.pragma(`wal_autocheckpoint = ${Number(autocheckpoint)}`)
   const service = createWebhookService({
     sqlite: mirror.sqlite,
     logger: createLogger({ level: 'error' }),
@@ -39,6 +53,7 @@ if (mode === 'bare') {
   })
   service.start()
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
+  cpuStart = process.cpuUsage()
   process.stdout.write(JSON.stringify({ url: server.url }) + '\n')
   process.once('SIGTERM', () => {
     void (async () => {
@@ -48,7 +63,9 @@ if (mode === 'bare') {
       const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
       await mirror.close()
       rmSync(dir, { recursive: true, force: true })
-      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox }) + '\n', () => process.exit(0))
+      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
+        process.exit(0),
+      )
     })()
   })
 }

@@ -11,11 +11,13 @@ export class WebhookMetrics {
     tooLarge: 0,
     unavailable: 0,
     methodNotAllowed: 0,
-    /** Durable (synchronous=FULL) commits, and the deliveries they carried: the group size. */
+    /** Durable group commits (commit, then the log synced), and the deliveries they carried: the group size. */
     groupCommits: 0,
     groupedDeliveries: 0,
-    /** Time the event loop spent in those commits (fsync included), in microseconds. */
+    /** Time the event loop spent committing groups (the sync runs off the loop), in microseconds. */
     commitMicros: 0,
+    /** Time from each group's commit until its log sync returned (off the event loop), in microseconds. */
+    walSyncMicros: 0,
   }
   /** Work of the processor. `failed` rows stay in the inbox with their error; `deferred` wait for an applier. */
   readonly processor = { applied: 0, failed: 0, deferred: 0, followUps: 0, followUpFailures: 0 }

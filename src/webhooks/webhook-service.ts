@@ -35,7 +35,7 @@ export interface WebhookService {
   metrics: WebhookMetrics
   /** Applies what a previous process left unapplied, then each new delivery after its ack. */
   start(): void
-  /** Stops taking deliveries (503), commits those waiting, lets the batch in hand finish. */
+  /** Stops taking deliveries (503), commits and syncs those waiting, lets the batch in hand finish. */
   stop(): Promise<void>
 }
 
@@ -79,7 +79,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       if (options.process !== false) p.start()
     },
     stop: async () => {
-      inbox.close()
+      await inbox.close()
       await p.stop()
     },
   }

@@ -176,16 +176,17 @@ describe('503 when the delivery cannot be kept', () => {
   })
 
   test('an inbox that is closed (daemon stopping): 503', async () => {
-    env.service.inbox.close()
+    await env.service.inbox.close()
     expect((await env.deliver('a', 'job.updated', jobPayload(hex(1), T(1)))).status).toBe(503)
     expect(env.inboxCount()).toBe(0)
   })
 })
 
 describe('commits are durable', () => {
-  test('synchronous is FULL only around the inbox commit and restored afterwards', async () => {
+  test("an ack follows a group commit whose log was synced; the connection's synchronous setting is left as it was", async () => {
     const before = env.mirror.sqlite.pragma('synchronous', { simple: true })
     expect((await env.deliver('a', 'job.updated', jobPayload(hex(1), T(1)))).status).toBe(200)
+    expect({ groups: env.service.metrics.intake.groupCommits, deliveries: env.service.metrics.intake.groupedDeliveries }).toEqual({ groups: 1, deliveries: 1 })
     expect(env.mirror.sqlite.pragma('synchronous', { simple: true })).toBe(before)
   })
 })

@@ -2,8 +2,11 @@
 // its coalesced follow-up GET, custom-object deliveries, errors kept (never retried in a loop).
 import { afterEach, describe, expect, test } from 'vitest'
 import { NotFoundError, type CallOptions } from '../../../src/api/index.js'
+import { createLogger } from '../../../src/log/logger.js'
 import { OBJECTS_DEFERRED } from '../../../src/webhooks/delivery-applier.js'
 import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
+import { WebhookInbox } from '../../../src/webhooks/inbox.js'
+import { WebhookProcessor } from '../../../src/webhooks/processor.js'
 import { tempMirror } from '../../helpers/temp-mirror.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
@@ -113,9 +116,11 @@ describe('job.status_changed', () => {
     const { client, calls } = scriptedClient()
     env = await webhookEnv({ client })
     await env.deliver('1', 'job.created', jobPayload(hex(1), T(1), { jobStatus: 'scheduled' }))
-    for (let i = 0; i < 3; i++) await env.deliver(`s${i}`, 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
+    await env.deliver('s0', 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
     await waitFor(() => calls.length === 1)
     expect(calls[0]).toMatchObject({ path: `/api/v1/jobs/${hex(1)}`, priority: 'webhook' })
+    for (let i = 1; i < 3; i++) await env.deliver(`s${i}`, 'job.status_changed', statusChange(hex(1), 'scheduled', 'in-progress'))
+    await waitFor(() => env!.rows('SELECT count(*) AS n FROM webhook_inbox WHERE processed_at IS NOT NULL')[0]!.n === 4)
     calls[0]!.resolve(jobPayload(hex(1), T(7), { jobStatus: 'in-progress' }))
     // Status changes that arrived while the GET was in flight ask for exactly one more.
     await waitFor(() => calls.length === 2)
@@ -177,6 +182,31 @@ describe('restart', () => {
       env = await webhookEnv({ mirror })
       await env.service.processor.drained()
       expect(job(env, hex(1))!.updated_at).toBe(T(1))
+    } finally {
+      await env?.close()
+      env = undefined
+      await mirror.dispose()
+    }
+  })
+})
+
+describe('time slices', () => {
+  test('a slice whose budget is spent before its first row still applies one row (a descheduled thread)', async () => {
+    const mirror = await tempMirror()
+    try {
+      env = await webhookEnv({ mirror, process: false })
+      for (let i = 1; i <= 3; i++) await env.deliver(`${i}`, 'job.updated', jobPayload(hex(i), T(i)))
+      await env.close()
+      env = undefined
+      // A zero budget: every slice finds its time spent at the first check.
+      const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: createLogger({ level: 'silent' }) })
+      const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger: createLogger({ level: 'silent' }), now: Date.now, sliceMs: 0 })
+      processor.start()
+      await processor.drained()
+      await processor.stop()
+      await inbox.close()
+      expect(mirror.sqlite.prepare('SELECT count(*) FROM webhook_inbox WHERE processed_at IS NOT NULL').pluck().get()).toBe(3)
+      expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(3)
     } finally {
       await env?.close()
       env = undefined

@@ -1,0 +1,165 @@
+// The inbox's group commit against a real mirror file: a delivery is answered only after the -wal
+// file holding its commit is synced, deliveries arriving during a sync form the next group, a failed
+// sync answers 503 from then on, and close() drains. The sync itself is the real fs.fdatasync; the
+// tests only hold it (to see what waits meanwhile) or fail it (a disk error cannot be produced here).
+import fs from 'node:fs'
+import { Writable } from 'node:stream'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { createLogger } from '../../../src/log/logger.js'
+import { InboxUnavailableError, WebhookInbox, type Delivery, type EnqueueResult, type SyncFile } from '../../../src/webhooks/inbox.js'
+import { WebhookMetrics } from '../../../src/webhooks/metrics.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+
+interface HeldSync {
+  fd: number
+  release(): void
+  fail(err: Error): void
+}
+
+/** A SyncFile that waits for the test to release (really syncing then) or fail each call. */
+function heldSyncs(): { syncFile: SyncFile; next(): Promise<HeldSync>; calls: () => number } {
+  const waiting: HeldSync[] = []
+  const takers: ((s: HeldSync) => void)[] = []
+  let calls = 0
+  const syncFile: SyncFile = (fd, done) => {
+    calls++
+    const held: HeldSync = { fd, release: () => fs.fdatasync(fd, done), fail: (err) => done(err) }
+    const taker = takers.shift()
+    if (taker) taker(held)
+    else waiting.push(held)
+  }
+  return {
+    syncFile,
+    next: () => {
+      const held = waiting.shift()
+      return held ? Promise.resolve(held) : new Promise((resolve) => takers.push(resolve))
+    },
+    calls: () => calls,
+  }
+}
+
+const delivery = (id: string): Delivery => ({ deliveryId: id, event: 'job.updated', body: Buffer.from(JSON.stringify({ id })), verifiedWith: 'test' })
+
+/** Lets pending immediates and I/O callbacks run (a few event-loop turns). */
+const turns = async (n = 5): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
+}
+
+/** Tracks whether a promise has settled, without awaiting it. */
+function track<T>(p: Promise<T>): { settled: () => boolean; value: Promise<T> } {
+  let settled = false
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  )
+  return { settled: () => settled, value: p }
+}
+
+let mirror: TempMirror
+let lines: string[]
+const logger = () => createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
+const count = () => mirror.sqlite.prepare('SELECT count(*) FROM webhook_inbox').pluck().get() as number
+
+beforeEach(async () => {
+  mirror = await tempMirror()
+  lines = []
+})
+afterEach(async () => {
+  await mirror.dispose()
+})
+
+describe('acknowledged means synced', () => {
+  test('a delivery resolves only once the -wal file holding its commit is synced, and then wakes the processor', async () => {
+    const syncs = heldSyncs()
+    let woken = 0
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, onStored: () => woken++ })
+    const a = track(inbox.enqueue(delivery('a')))
+    const held = await syncs.next()
+    // Committed (visible on the connection) but not acknowledged, and not applied yet.
+    expect(count()).toBe(1)
+    await turns()
+    expect(a.settled()).toBe(false)
+    expect(woken).toBe(0)
+    // The descriptor synced is the mirror's -wal file.
+    expect(fs.fstatSync(held.fd).ino).toBe(fs.statSync(`${mirror.path}-wal`).ino)
+    held.release()
+    await expect(a.value).resolves.toBe('stored' satisfies EnqueueResult)
+    expect(woken).toBe(1)
+    expect(inbox.backlog).toBe(1)
+    await inbox.close()
+  })
+
+  test('deliveries arriving during a sync wait, then go in one commit and one sync', async () => {
+    const syncs = heldSyncs()
+    const metrics = new WebhookMetrics()
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, metrics })
+    const a = track(inbox.enqueue(delivery('a')))
+    const first = await syncs.next()
+    const later = ['b', 'c', 'd'].map((id) => track(inbox.enqueue(delivery(id))))
+    const dup = track(inbox.enqueue(delivery('a')))
+    await turns()
+    // Nothing else is committed or synced while the first sync is in flight.
+    expect(syncs.calls()).toBe(1)
+    expect(count()).toBe(1)
+    first.release()
+    await expect(a.value).resolves.toBe('stored')
+    const second = await syncs.next()
+    expect(count()).toBe(4)
+    expect(later.some((t) => t.settled()) || dup.settled()).toBe(false)
+    second.release()
+    expect(await Promise.all(later.map((t) => t.value))).toEqual(['stored', 'stored', 'stored'])
+    await expect(dup.value).resolves.toBe('duplicate')
+    expect(syncs.calls()).toBe(2)
+    expect({ groups: metrics.intake.groupCommits, deliveries: metrics.intake.groupedDeliveries }).toEqual({ groups: 2, deliveries: 5 })
+    expect(mirror.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()).toEqual(['a', 'b', 'c', 'd'])
+    await inbox.close()
+  })
+
+  test('a failed sync answers 503 to its group, to those waiting and to every later delivery, and says so', async () => {
+    const syncs = heldSyncs()
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile })
+    const a = track(inbox.enqueue(delivery('a')))
+    const held = await syncs.next()
+    const b = track(inbox.enqueue(delivery('b')))
+    held.fail(Object.assign(new Error('EIO: i/o error, fdatasync (simulated)'), { code: 'EIO' }))
+    for (const t of [a, b]) await expect(t.value).rejects.toMatchObject({ name: 'InboxUnavailableError', code: 'INBOX_WRITE_FAILED' })
+    const c = inbox.enqueue(delivery('c'))
+    await expect(c).rejects.toBeInstanceOf(InboxUnavailableError)
+    await expect(c).rejects.toThrow(/restart the daemon/)
+    expect(syncs.calls()).toBe(1)
+    expect(lines.join('')).toMatch(/syncing the webhook inbox log to disk failed: answering 503/)
+    await inbox.close()
+  })
+})
+
+describe('close', () => {
+  test('waits for the sync in flight and commits what waits; later deliveries are refused', async () => {
+    const syncs = heldSyncs()
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile })
+    const a = track(inbox.enqueue(delivery('a')))
+    const first = await syncs.next()
+    const b = track(inbox.enqueue(delivery('b')))
+    const closed = track(inbox.close())
+    await expect(inbox.enqueue(delivery('c'))).rejects.toMatchObject({ code: 'INBOX_CLOSED' })
+    await turns()
+    expect(closed.settled()).toBe(false)
+    first.release()
+    ;(await syncs.next()).release()
+    await closed.value
+    expect([await a.value, await b.value]).toEqual(['stored', 'stored'])
+    expect(mirror.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()).toEqual(['a', 'b'])
+  })
+})
+
+describe('without a -wal file', () => {
+  test('a database not in WAL mode commits with synchronous=FULL and restores the setting', async () => {
+    mirror.sqlite.pragma('journal_mode = DELETE')
+    const syncs = heldSyncs()
+    const before = mirror.sqlite.pragma('synchronous', { simple: true })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile })
+    await expect(inbox.enqueue(delivery('a'))).resolves.toBe('stored')
+    expect(syncs.calls()).toBe(0)
+    expect(mirror.sqlite.pragma('synchronous', { simple: true })).toBe(before)
+    await inbox.close()
+  })
+})
