@@ -30,7 +30,7 @@ export default tseslint.config(
     rules: { 'no-undef': 'off' },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'soak/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',
