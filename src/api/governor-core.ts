@@ -34,6 +34,13 @@ export interface GovernorOptions {
   minLimit?: number
   recoverStep?: number
   recoverEveryMs?: number
+  /**
+   * Start times (oldest first) that another process made with this key within the last window:
+   * counted as if this governor had made them, so a restart does not begin with a fresh minute.
+   */
+  priorStarts?: readonly number[]
+  /** Told of every start, so it can be recorded for the next process (see priorStarts). */
+  onStart?: (at: number) => void
 }
 
 export interface Ticket {
@@ -78,6 +85,7 @@ export class GovernorCore {
   #inFlight = 0
   #tat = Number.NEGATIVE_INFINITY
   #pausedUntil = Number.NEGATIVE_INFINITY
+  readonly #onStart: ((at: number) => void) | undefined
 
   constructor(options: GovernorOptions) {
     const limit = options.limitPerMinute
@@ -95,6 +103,12 @@ export class GovernorCore {
       ...(options.recoverStep === undefined ? {} : { recoverStep: options.recoverStep }),
       ...(options.recoverEveryMs === undefined ? {} : { recoverEveryMs: options.recoverEveryMs }),
     })
+    this.#onStart = options.onStart
+    const spacing = (this.#window.windowMs + this.#marginMs) / limit
+    for (const at of options.priorStarts ?? []) {
+      this.#window.record(at)
+      this.#tat = Math.max(this.#tat, at) + spacing
+    }
   }
 
   get effectiveLimit(): number {
@@ -184,6 +198,7 @@ export class GovernorCore {
     this.#tat = Math.max(this.#tat, now) + spacing
     this.#window.record(now)
     this.#inFlight++
+    this.#onStart?.(now)
   }
 
   // Each queue is FIFO, so its head is both its oldest and its best-aged ticket: compare heads.

@@ -6,6 +6,7 @@ import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { openMirror, type Mirror } from '../store/mirror-database.js'
+import { RequestLedger } from '../store/request-ledger.js'
 import { SyncStateStore } from '../store/sync-state.js'
 import { isoNow } from '../store/timestamps.js'
 import type { SyncContext } from '../sync/sync-context.js'
@@ -42,8 +43,24 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
   const state = new SyncStateStore(mirror.sqlite)
   const interrupted = state.abandonRunning(isoNow(Date.now()))
   if (interrupted > 0) logger.warn({ runs: interrupted }, 'runs left unfinished by a previous process are marked interrupted; going on from their last checkpoint')
+  // The sliding window outlives the process: what an earlier process on this mirror started in the
+  // last minute still counts (a restart after a crash, a cron run right after another).
+  const ledger = new RequestLedger(mirror.sqlite)
+  let ledgerFailed = false
+  const priorStarts = ledger.recent(Date.now())
+  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by an earlier process count against this one\'s budget')
   const governor = new RequestGovernor({
     limitPerMinute: config.rateLimit,
+    priorStarts,
+    onStart: (at) => {
+      try {
+        ledger.record(at)
+      } catch (err) {
+        // The budget still holds for this process; only a restart within the minute would miss it.
+        if (!ledgerFailed) logger.warn({ err }, 'cannot record request starts in the mirror; a restart within a minute may exceed the budget')
+        ledgerFailed = true
+      }
+    },
     maxInFlight: config.http.maxInFlight,
     // However much another client spends the key, keep a tenth of the budget so that the mirror
     // still moves; a 429 then pauses us anyway.

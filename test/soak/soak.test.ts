@@ -29,6 +29,8 @@ describe('soak (short)', () => {
     expect(report.requests.logComplete).toBe(true)
     expect(report.requests.storm.limited, 'the storm met the rate limit').toBeGreaterThan(0)
     expect(report.requests.maxWindowOneProcess, table).toBeLessThanOrEqual(report.budget)
+    // Across SIGKILL restarts too: the mirror's request ledger carries the window over (migration 0009).
+    expect(report.requests.maxWindowAcrossProcesses, table).toBeLessThanOrEqual(report.budget)
 
     expect(report.reader.queries, table).toBeGreaterThan(0)
     expect(report.reader.errors, table).toEqual({})

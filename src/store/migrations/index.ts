@@ -9,6 +9,7 @@ import { accountMetadata } from './0005-account-metadata.js'
 import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
 import { calendarChanges } from './0008-calendar-changes.js'
+import { requestLedger } from './0009-request-ledger.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -21,4 +22,6 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0007-client-properties': clientProperties,
   // 0008 stores calendar-a's change feed (issue 7).
   '0008-calendar-changes': calendarChanges,
+  // 0009 keeps recent request start times, so a restart honours the sliding window (issue 8).
+  '0009-request-ledger': requestLedger,
 }

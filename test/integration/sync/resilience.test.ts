@@ -114,3 +114,21 @@ describe('reconcile', () => {
     expect(env.rows(`SELECT outcome FROM sync_runs WHERE kind = 'reconcile'`)[0]!.outcome).toBe('guarded')
   })
 })
+
+describe('the request budget across processes', () => {
+  // Regression (soak, 2026-11-23): a daemon restarted after SIGKILL began with an empty window and
+  // started 61 requests in one 60 s window against a budget of 60.
+  test('a runtime opened on the same mirror within the minute counts what the previous one started', async () => {
+    const emu = await emulatorEnv({ seed: 3, counts: { clients: 30, jobs: 5, invoices: 5 } })
+    const dir = tempDir()
+    const first = await syncEnv(emu, {}, dir)
+    await first.sync()
+    const spent = first.rt.governor.state().sentLastMinute
+    expect(spent).toBeGreaterThanOrEqual(4)
+    await first.close()
+    const second = await syncEnv(emu, {}, dir)
+    expect(second.rt.governor.state().sentLastMinute).toBe(spent)
+    const upstream: unknown[] = await emu.control('GET', '/requests')
+    expect(upstream).toHaveLength(spent)
+  })
+})

@@ -100,4 +100,20 @@ describe('RequestGovernor', () => {
     expect(g.state().effectiveLimit).toBeLessThanOrEqual(60)
     expect(governor.state().effectiveLimit).toBe(60)
   })
+  // Regression (soak, 2026-11-23): a daemon restarted after SIGKILL began with an empty window and
+  // started 61 requests in one 60 s window against a budget of 60.
+  test('priorStarts from an earlier process count against the window; onStart reports each start', async () => {
+    const clock = new FakeClock()
+    const t0 = clock.now()
+    const recorded: number[] = []
+    const prior = Array.from({ length: 5 }, (_, i) => t0 - 50_000 + i * 1_000)
+    const governor = new RequestGovernor({ limitPerMinute: 5, marginMs: 0, burst: 1, clock, priorStarts: prior, onStart: (at) => recorded.push(at) })
+    expect(governor.state().sentLastMinute).toBe(5)
+    const starts: number[] = []
+    void governor.schedule('sweep', (slot) => Promise.resolve(starts.push(slot.startedAt - t0)))
+    await clock.advance(20_000)
+    // The oldest prior start (t0 - 50 s) leaves the window at t0 + 10 s: not before.
+    expect(starts).toEqual([10_000])
+    expect(recorded).toEqual([t0 + 10_000])
+  })
 })

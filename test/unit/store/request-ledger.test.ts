@@ -1,0 +1,28 @@
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { RequestLedger } from '../../../src/store/request-ledger.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+
+let m: TempMirror
+beforeEach(async () => (m = await tempMirror()))
+afterEach(() => m.dispose())
+
+describe('RequestLedger', () => {
+  test('recent() gives the starts of the last window, oldest first; old rows are pruned as it grows', () => {
+    const ledger = new RequestLedger(m.sqlite, 60_000)
+    const t0 = 1_000_000_000
+    for (let i = 0; i < 200; i++) ledger.record(t0 + i * 1_000)
+    const now = t0 + 199_000
+    const recent = ledger.recent(now)
+    expect(recent).toHaveLength(60)
+    expect(recent[0]).toBe(now - 59_000)
+    expect(recent.at(-1)).toBe(now)
+    const stored = m.sqlite.prepare('SELECT count(*) FROM request_starts').pluck().get() as number
+    expect(stored).toBeLessThan(60 + 64 + 1)
+  })
+
+  test('a second ledger on the same mirror (the next process) sees the first one\'s starts', () => {
+    new RequestLedger(m.sqlite).record(5_000)
+    expect(new RequestLedger(m.sqlite).recent(30_000)).toEqual([5_000])
+    expect(new RequestLedger(m.sqlite).recent(65_000)).toEqual([])
+  })
+})
