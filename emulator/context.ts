@@ -1,6 +1,7 @@
 // Everything a route handler may touch: the account, the clock, keys, limits, webhooks,
 // integrations and the control-side tables. Built once per emulator (no module singletons).
 import type { KeyStore } from './auth/key-store.js'
+import type { LoginUsers } from './auth/login-routes.js'
 import type { RateLimiter } from './auth/rate-limiter.js'
 import type { EmulatorClock } from './core/clock.js'
 import type { Counters } from './control/counters.js'
@@ -17,6 +18,8 @@ export interface EmulatorContext {
   state: State
   clock: EmulatorClock
   keys: KeyStore
+  /** Interactive-login users beside the seeded owner (auth/login-routes.ts); they survive a reset. */
+  logins: LoginUsers
   limiter: RateLimiter
   webhooks: WebhookStore
   dispatcher: Dispatcher
@@ -33,13 +36,14 @@ export interface EmulatorContext {
 
 /**
  * Who a write is made by: the v1 API (emits webhooks), the web application (emits only the
- * `object.*` events, spec: "When events fire"), or a silent control write (emits nothing).
+ * `object.*` events, spec: "When events fire"), a legacy `/api/...` route (not a v1 write: emits
+ * no client/job/visit/invoice event), or a silent control write (emits nothing).
  */
-export type Origin = 'api' | 'app' | 'silent'
+export type Origin = 'api' | 'app' | 'legacy' | 'silent'
 
 export function emit(ctx: EmulatorContext, origin: Origin, event: EventName, payload: unknown): void {
   // Spec: "When events fire": client/job/visit/invoice events come from v1 writes only.
-  if (origin === 'silent' || (origin === 'app' && !event.startsWith('object.'))) return
+  if (origin === 'silent' || (origin !== 'api' && !event.startsWith('object.'))) return
   ctx.counters.bump(`events.${event}`)
   ctx.dispatcher.emit(event, payload)
 }

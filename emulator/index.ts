@@ -5,6 +5,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { apiKeyRoutes } from './auth/api-key-routes.js'
 import { KeyStore } from './auth/key-store.js'
+import { LoginUsers, loginRoutes } from './auth/login-routes.js'
 import { RateLimiter } from './auth/rate-limiter.js'
 import { clientRoutes } from './api/clients.js'
 import { IntegrationStore } from './api/integration-store.js'
@@ -56,6 +57,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const ctx: EmulatorContext = {
     state, clock, webhooks,
     keys: new KeyStore(() => randomBytes(12).toString('hex')),
+    logins: new LoginUsers(),
     limiter: new RateLimiter(),
     dispatcher: new Dispatcher(webhooks, () => clock.now()),
     integrations: new IntegrationStore(clock.now()),
@@ -70,7 +72,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const router = new Router()
   router.add(
     ...clientRoutes(ctx), ...jobRoutes(ctx), ...visitRoutes(ctx), ...invoiceRoutes(ctx), ...objectRoutes(ctx), ...webhookRoutes(ctx),
-    ...apiKeyRoutes(ctx), ...integrationRoutes(ctx), ...legacyRoutes(ctx),
+    ...apiKeyRoutes(ctx), ...integrationRoutes(ctx), ...legacyRoutes(ctx), ...loginRoutes(ctx),
   )
   const churn = new Churn(ctx)
   const control = controlHandler({

@@ -32,7 +32,8 @@ function uniqueJobNumber(ctx: EmulatorContext, wanted: string | undefined): stri
   return `J${n}`
 }
 
-export function createJob(ctx: EmulatorContext, input: JobInput, origin: Origin): JobRecord {
+/** `createdBy`: the user the caller authenticates as (default the account owner, as API keys are). */
+export function createJob(ctx: EmulatorContext, input: JobInput, origin: Origin, createdBy: string = ctx.state.ownerUserId): JobRecord {
   const { state } = ctx
   const client = state.clients.live(input.clientId ?? '')
   if (client === undefined) throw badRequest(`clientId ${String(input.clientId)} does not match a client of this account`)
@@ -53,7 +54,7 @@ export function createJob(ctx: EmulatorContext, input: JobInput, origin: Origin)
     ...f,
     jobStatus: f.jobStatus ?? (f.scheduleLater === true ? 'draft' : 'scheduled'),
     id, recordId: state.prng.uuid(), jobNumber: uniqueJobNumber(ctx, input.jobNumber), clientId: client.id, clientName: clientDisplayName(client.doc),
-    timezone: ACCOUNT_TIMEZONE, visits: [], properties: [], createdBy: state.ownerUserId, createdAt: iso(now), updatedAt: iso(now),
+    timezone: ACCOUNT_TIMEZONE, visits: [], properties: [], createdBy, createdAt: iso(now), updatedAt: iso(now),
   })
   const rec = state.jobs.insert(id, doc, now, now, internal)
   state.visitsByJob.set(id, [])

@@ -7,7 +7,10 @@ import { badRequest } from '../core/http-error.js'
 import { iso } from '../core/iso-time.js'
 import { asObject } from '../core/validate.js'
 import type { EmulatorContext } from '../context.js'
+import type { FormPart } from '../http/multipart.js'
 import type { RouteDef } from '../http/router.js'
+import { createJob } from './jobs.js'
+import { parseJobInput } from './job-input.js'
 
 const CURRENCIES = [
   { code: 'USD', symbol: '$', name: 'US Dollar' }, { code: 'CAD', symbol: '$', name: 'Canadian Dollar' }, { code: 'EUR', symbol: '€', name: 'Euro' },
@@ -37,6 +40,42 @@ function teamPage(q: URLSearchParams, members: string[]): string[] {
   if (limit === -1) return page === 1 ? members : []
   const size = Math.min(limit, 500)
   return members.slice((page - 1) * size, page * size)
+}
+
+const JOB_FORM = 'a jobData part holding the job as JSON, and an optional notes text part'
+
+/**
+ * The legacy job create (spec: Versioning 2, "multipart form data (`jobData` plus notes)"). Emulator
+ * assumptions (README): `jobData` is checked against the v1 job create contract (the spec gives no
+ * other; Job says a builder follows the current list); the notes arrive as one `notes` text part
+ * stored as the job's `notes`; any other part name, a repeated part or a file-upload `notes` is 400.
+ */
+function legacyJobInput(body: unknown) {
+  const parts = body as FormPart[]
+  const byName = new Map<string, FormPart>()
+  for (const p of parts) {
+    if (p.name !== 'jobData' && p.name !== 'notes') throw badRequest(`Unknown form part '${p.name}': this route takes ${JOB_FORM}`)
+    if (byName.has(p.name)) throw badRequest(`The '${p.name}' part is sent more than once`)
+    byName.set(p.name, p)
+  }
+  const jobData = byName.get('jobData')
+  if (jobData === undefined) throw badRequest(`The jobData part is missing: this route takes ${JOB_FORM}`)
+  let job: unknown
+  try {
+    job = JSON.parse(jobData.data.toString('utf8'))
+  } catch {
+    throw badRequest('The jobData part is not valid JSON: it holds the job as a JSON object')
+  }
+  if (typeof job !== 'object' || job === null || Array.isArray(job)) throw badRequest('The jobData part must hold a JSON object (the job)')
+  const input = parseJobInput(job, 'create')
+  const notes = byName.get('notes')
+  if (notes !== undefined) {
+    if (notes.filename !== null) throw badRequest("The notes part is text, not a file upload (file attachments are not emulated)")
+    const text = notes.data.toString('utf8')
+    if (input.fields.notes !== undefined && input.fields.notes !== text) throw badRequest("The notes part and jobData's notes/internalNotes disagree; send one of them")
+    input.fields.notes = text
+  }
+  return input
 }
 
 export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
@@ -77,5 +116,11 @@ export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
     { method: 'GET', path: '/api/v1/company-info', family: 'v1', handler: (req) => ({ body: { success: true, data: { company: company(req.query) } } }) },
     { method: 'GET', path: '/api/clients', family: 'legacy', handler: () => ({ body: { success: true, data: live(state.clients).map((r) => underscored(r.doc)) } }) },
     { method: 'GET', path: '/api/jobs', family: 'legacy', handler: () => ({ body: { success: true, data: live(state.jobs).map((r) => underscored(r.doc)) } }) },
+    {
+      // Not a v1 write: no job.created webhook (spec: "When events fire", v1 routes only). Created
+      // as the caller's user; the job shows in the v1 lists like any other.
+      method: 'POST', path: '/api/jobs', family: 'legacy', form: JOB_FORM,
+      handler: (req) => ({ body: { success: true, data: underscored(createJob(ctx, legacyJobInput(req.body), 'legacy', req.userId ?? state.ownerUserId).doc) } }),
+    },
   ]
 }

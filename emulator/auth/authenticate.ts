@@ -15,8 +15,15 @@ function bearer(headers: IncomingHttpHeaders): string | undefined {
   return m === null ? '' : (m[1] ?? '').trim()
 }
 
-/** The key behind a request, or null for a support JWT; throws 401 otherwise. */
-export function authenticate(headers: IncomingHttpHeaders, family: Family, keys: KeyStore, nowMs: number): ApiKeyRecord | null {
+export interface Caller {
+  /** The key behind the request; null for a JWT. */
+  key: ApiKeyRecord | null
+  /** A login JWT's user; null for keys and support-issued JWTs. */
+  userId: string | null
+}
+
+/** Who is behind a request; throws 401 when nobody acceptable is. */
+export function authenticate(headers: IncomingHttpHeaders, family: Family, keys: KeyStore, nowMs: number): Caller {
   let token: string | undefined
   if (family === 'v1') {
     const x = headers['x-api-key']
@@ -28,7 +35,9 @@ export function authenticate(headers: IncomingHttpHeaders, family: Family, keys:
   if (token === '') throw unauthorized('Malformed credentials')
   if (!token.startsWith(KEY_PREFIX)) {
     if (JWT.test(token)) {
-      if (family !== 'v1' && keys.isSupportToken(token)) return null
+      // Support-issued and login JWTs (spec: Authentication 4 and 7; earlier schema revision).
+      const holder = family === 'v1' ? undefined : keys.tokenHolder(token)
+      if (holder !== undefined) return { key: null, userId: holder.userId }
       throw unauthorized(family === 'v1' ? 'v1 routes accept API keys only, not login tokens' : 'Invalid or expired token')
     }
     throw unauthorized('Malformed API key')
@@ -38,7 +47,7 @@ export function authenticate(headers: IncomingHttpHeaders, family: Family, keys:
   if (key.revoked) throw unauthorized('API key has been revoked')
   if (!key.isActive) throw unauthorized('API key is inactive')
   if (key.expiresMs !== null && key.expiresMs <= nowMs) throw unauthorized('API key has expired')
-  return key
+  return { key, userId: null }
 }
 
 export const hasScope = (key: ApiKeyRecord, scope: string): boolean => key.scopes.includes('*') || key.scopes.includes(scope)

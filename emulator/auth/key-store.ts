@@ -30,13 +30,21 @@ export interface NewKey {
   isActive?: boolean
 }
 
+export interface TokenHolder {
+  kind: 'support' | 'login'
+  userId: string | null
+}
+
 const hashOf = (key: string): string => createHash('sha256').update(key).digest('hex')
 
 export class KeyStore {
   private readonly byId = new Map<string, ApiKeyRecord>()
   private readonly byHash = new Map<string, ApiKeyRecord>()
-  /** Support-issued JWTs: accepted on legacy routes only (spec: Authentication 7). */
-  private readonly supportTokens = new Set<string>()
+  /**
+   * JWTs accepted on legacy routes only (spec: Authentication 4 and 7): support-issued ones (no user:
+   * they act as the account owner) and login tokens (their user). No expiry (lifetime: not shown).
+   */
+  private readonly tokens = new Map<string, TokenHolder>()
 
   constructor(private readonly newId: () => string) {}
 
@@ -66,14 +74,24 @@ export class KeyStore {
   }
 
   mintSupportToken(): string {
-    const part = (o: object): string => Buffer.from(JSON.stringify(o)).toString('base64url')
-    const token = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ sub: 'support', jti: randomBytes(8).toString('hex') })}.${randomBytes(32).toString('base64url')}`
-    this.supportTokens.add(token)
-    return token
+    return this.mintToken({ kind: 'support', userId: null })
   }
 
-  isSupportToken(token: string): boolean {
-    return this.supportTokens.has(token)
+  /** A login JWT for a user (POST /api/auth/login, signup). */
+  mintLoginToken(userId: string, email: string): string {
+    return this.mintToken({ kind: 'login', userId }, { email })
+  }
+
+  tokenHolder(token: string): TokenHolder | undefined {
+    return this.tokens.get(token)
+  }
+
+  private mintToken(holder: TokenHolder, claims: object = {}): string {
+    const part = (o: object): string => Buffer.from(JSON.stringify(o)).toString('base64url')
+    const sub = holder.userId ?? 'support'
+    const token = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ sub, kind: holder.kind, ...claims, jti: randomBytes(8).toString('hex') })}.${randomBytes(32).toString('base64url')}`
+    this.tokens.set(token, holder)
+    return token
   }
 }
 

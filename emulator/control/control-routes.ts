@@ -10,6 +10,7 @@ import { isIntegrationName } from '../api/integration-store.js'
 import { postPayment } from '../api/invoice-payments.js'
 import { expiryValue, rateLimitValue } from '../auth/api-key-routes.js'
 import { keyView } from '../auth/key-store.js'
+import { SEEDED_LOGIN } from '../auth/login-routes.js'
 import { SCOPES } from '../data/account-config.js'
 import { readBody } from '../http/read-body.js'
 import { sendJson } from '../http/respond.js'
@@ -38,7 +39,11 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
   const key = `${method} ${head}`
   switch (key) {
     case 'GET info':
-      return { url: ctx.baseUrl, seed: ctx.state.seed, counts: ctx.state.counts, records: recordCount(ctx.state), clock: ctx.clock.describe(), options: ctx.options }
+      return {
+        url: ctx.baseUrl, seed: ctx.state.seed, counts: ctx.state.counts, records: recordCount(ctx.state), clock: ctx.clock.describe(), options: ctx.options,
+        // The seeded interactive-login user (POST /api/auth/login): the account owner.
+        login: { ...SEEDED_LOGIN, userId: ctx.state.ownerUserId },
+      }
     case 'POST reset':
       d.reset(body.seed === undefined ? undefined : num(body.seed, 'seed'), body.counts as Partial<Counts> | undefined)
       return { seed: ctx.state.seed, counts: ctx.state.counts, records: recordCount(ctx.state) }

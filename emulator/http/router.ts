@@ -16,8 +16,10 @@ export interface ApiRequest {
   query: URLSearchParams
   body: unknown
   headers: IncomingHttpHeaders
-  /** The authenticated key; null for support JWTs and open routes. */
+  /** The authenticated key; null for JWTs (support-issued or login) and open routes. */
   key: ApiKeyRecord | null
+  /** The user the caller authenticates as (a key's creator, a login token's user); null on open routes. */
+  userId: string | null
 }
 
 export interface ApiResponse {
@@ -33,6 +35,8 @@ export interface RouteDef {
   path: string
   family: Family
   scope?: string
+  /** Set on a route that takes multipart/form-data: what the form must hold (named in the 400 for other bodies). */
+  form?: string
   handler: Handler
 }
 

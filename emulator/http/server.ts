@@ -8,7 +8,7 @@ import { rateLimited } from '../auth/rate-limiter.js'
 import type { EmulatorContext } from '../context.js'
 import { forbidden, HttpError, notFound } from '../core/http-error.js'
 import { iso } from '../core/iso-time.js'
-import { readBody } from './read-body.js'
+import { readBody, readForm } from './read-body.js'
 import { sendJson, sendText } from './respond.js'
 import type { Router } from './router.js'
 
@@ -51,9 +51,13 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
       if (match === null) throw notFound(`No route ${method} ${path}`)
       const { route } = match
       let key = null
+      let userId: string | null = null
       if (route.family !== 'open') {
         const now = ctx.clock.now()
-        key = authenticate(req.headers, route.family, ctx.keys, now)
+        const caller = authenticate(req.headers, route.family, ctx.keys, now)
+        key = caller.key
+        // A support-issued JWT acts as the account owner (an emulator assumption, see README).
+        userId = caller.key?.createdBy ?? caller.userId ?? ctx.state.ownerUserId
         if (key !== null) {
           keyId = key.id
           // Spec: Limits, "all keyed requests". A per-key override applies even when the default is off.
@@ -62,8 +66,9 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
           if (route.family === 'v1' && route.scope !== undefined && !hasScope(key, route.scope)) throw forbidden(route.scope)
         }
       }
-      const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readBody(req) : undefined
-      const out = await route.handler({ method, path, params: match.params, query: url.searchParams, body, headers: req.headers, key })
+      const writes = method === 'POST' || method === 'PUT' || method === 'PATCH'
+      const body = !writes ? undefined : route.form === undefined ? await readBody(req) : await readForm(req, route.form)
+      const out = await route.handler({ method, path, params: match.params, query: url.searchParams, body, headers: req.headers, key, userId })
       status = out.status ?? 200
       sendJson(res, status, out.body, ctx.clock.now(), out.headers)
     } catch (err) {
