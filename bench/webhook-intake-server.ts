@@ -52,6 +52,10 @@ if (mode === 'bare') {
     process: mode !== 'intake-no-apply',
   })
   service.start()
+  // Informational: the largest backlog of stored but unapplied deliveries (how far applying lags
+  // the acks), sampled every 10 ms.
+  let peakBacklog = 0
+  setInterval(() => (peakBacklog = Math.max(peakBacklog, service.inbox.backlog)), 10).unref()
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
   cpuStart = process.cpuUsage()
   process.stdout.write(JSON.stringify({ url: server.url }) + '\n')
@@ -63,7 +67,7 @@ if (mode === 'bare') {
       const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
       await mirror.close()
       rmSync(dir, { recursive: true, force: true })
-      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
+      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
         process.exit(0),
       )
     })()
