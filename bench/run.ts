@@ -58,6 +58,9 @@ async function writeReport(): Promise<void> {
   for (const r of stored) {
     if (r.notes && r.notes.length > 0) lines.push('', `**${r.name}**: ${r.notes.join(' ')}`)
   }
+  // The why of each missed goal is written by hand beside the benches and kept with the table.
+  const misses = await readFile(path.join(here, 'goals-not-met.md'), 'utf8').catch(() => '')
+  if (misses !== '') lines.push('', misses.trimEnd())
   await writeFile(path.join(resultsDir, 'README.md'), lines.join('\n') + '\n')
 }
 
