@@ -39,6 +39,8 @@ export interface GovernorOptions {
    * counted as if this governor had made them, so a restart does not begin with a fresh minute.
    */
   priorStarts?: readonly number[]
+  /** Prior starts after this time are ignored (the current time of the governor's clock). */
+  priorStartsBefore?: number
   /** Told of every start, so it can be recorded for the next process (see priorStarts). */
   onStart?: (at: number) => void
 }
@@ -105,7 +107,10 @@ export class GovernorCore {
     })
     this.#onStart = options.onStart
     const spacing = (this.#window.windowMs + this.#marginMs) / limit
+    // A prior start later than now (a clock stepped back) would hold every start until it passed.
+    const horizon = options.priorStartsBefore ?? Number.POSITIVE_INFINITY
     for (const at of options.priorStarts ?? []) {
+      if (at > horizon) continue
       this.#window.record(at)
       this.#tat = Math.max(this.#tat, at) + spacing
     }

@@ -38,8 +38,8 @@ export class RequestGovernor {
   #cancelTimer: (() => void) | undefined
 
   constructor(options: RequestGovernorOptions) {
-    this.#core = new GovernorCore(options)
     this.#clock = options.clock ?? systemClock
+    this.#core = new GovernorCore({ priorStartsBefore: this.#clock.now(), ...options })
     this.#onBudgetChange = options.onBudgetChange
   }
 

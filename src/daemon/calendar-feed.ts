@@ -12,8 +12,8 @@ import { trackedRun } from '../sync/tracked-run.js'
 
 export const CALENDAR_FEED_STREAM = 'calendar_changes'
 const ROUTE = '/api/v1/integrations/calendar-a/sync'
-/** A feed that never ends its cursor chain is cut here (100 pages of up to 100 records). */
-const MAX_PAGES = 100
+/** A feed that never ends its cursor chain is cut here (1,000 pages of up to 100 records). */
+const MAX_PAGES = 1_000
 
 export interface CalendarChangeRow {
   change_key: string
@@ -102,8 +102,10 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
       cursor = page.next
       pages++
       if (pages >= MAX_PAGES && cursor !== null) {
-        ctx.logger.warn({ pages }, 'calendar-a change feed still had pages after the limit; the next read goes on from the latest change seen')
-        commit([], latest)
+        // The spec does not say the feed is ordered by time: a record on an unread page may be older
+        // than the latest seen, so the point stays where this walk began and the next read re-walks
+        // (rows already stored are not stored twice).
+        ctx.logger.warn({ pages }, 'calendar-a change feed still had pages after the limit; the next read starts again from the same point')
         break
       }
     } while (cursor !== null && ctx.signal?.aborted !== true)
@@ -112,11 +114,12 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
 }
 
 /**
- * The next `since`: the latest change time seen; when the feed said nothing newer, the time this
- * walk began less the look-back (clock skew, commit lag), never earlier than the previous point.
+ * The next `since`: the latest change time seen less the look-back (a change committed late with an
+ * earlier time, clock skew), or the time this walk began less the look-back when the feed said
+ * nothing newer; never earlier than the previous point. Re-reading the overlap stores nothing twice.
  */
-function resumePoint(latest: string | undefined, walkStarted: number, lookbackMs: number, previous: string | undefined): string {
-  const fallback = isoNow(walkStarted - lookbackMs)
-  if (latest !== undefined && latest !== previous) return latest
-  return previous !== undefined && previous > fallback ? previous : fallback
+export function resumePoint(latest: string | undefined, walkStarted: number, lookbackMs: number, previous: string | undefined): string {
+  const newest = latest !== undefined && latest !== previous ? Date.parse(latest) : walkStarted
+  const point = isoNow((Number.isNaN(newest) ? walkStarted : newest) - lookbackMs)
+  return previous !== undefined && previous > point ? previous : point
 }

@@ -19,12 +19,16 @@ export class RequestLedger {
     this.#windowMs = windowMs
     this.#insert = sqlite.prepare('INSERT INTO request_starts (at_ms) VALUES (?)')
     this.#prune = sqlite.prepare('DELETE FROM request_starts WHERE at_ms <= ?')
-    this.#recent = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? ORDER BY at_ms').pluck()
+    this.#recent = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? AND at_ms <= ? ORDER BY at_ms').pluck()
   }
 
-  /** Starts within the window that ends at `now`, oldest first (what a new governor must count). */
+  /**
+   * Starts within the window that ends at `now`, oldest first (what a new governor must count).
+   * A start after `now` means the wall clock stepped back since it was recorded: it is left out,
+   * since counting it would hold every request until the clock caught up.
+   */
   recent(now: number): number[] {
-    return this.#recent.all(now - this.#windowMs) as number[]
+    return this.#recent.all(now - this.#windowMs, now) as number[]
   }
 
   record(at: number): void {

@@ -87,7 +87,7 @@ export class WebhookInbox {
   readonly #processedStmt
   readonly #failedStmt
   /** The -wal file to sync after a commit; undefined: commit with synchronous=FULL instead. */
-  readonly #walPath: string | undefined
+  #walPath: string | undefined
   readonly #syncFile: SyncFile
   #walFd: number | undefined
   #queue: Waiting[] = []
@@ -119,7 +119,10 @@ export class WebhookInbox {
     this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
     this.#restore = sqlite.prepare(`PRAGMA synchronous = ${previous}`)
     const wal = sqlite.pragma('journal_mode', { simple: true }) === 'wal' && !sqlite.memory && sqlite.name !== ''
-    this.#walPath = wal ? `${path.resolve(sqlite.name)}-wal` : undefined
+    // SQLite's own name for the file (symlinks resolved): the -wal file lives beside that one, and
+    // syncing a stale -wal beside a symlink would ack deliveries that are not on disk.
+    const main = (sqlite.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main')?.file
+    this.#walPath = wal ? `${main !== undefined && main !== '' ? main : path.resolve(sqlite.name)}-wal` : undefined
     this.#pendingStmt = sqlite.prepare(
       `SELECT delivery_id, seq, event, raw, raw_bytes FROM webhook_inbox
        WHERE processed_at IS NULL AND error IS NULL AND seq > ? ORDER BY seq LIMIT ?`,
@@ -283,12 +286,13 @@ export class WebhookInbox {
   #openWal(): number | undefined {
     if (this.#walFd !== undefined) return this.#walFd
     try {
-      // Read-only: the descriptor is only ever synced. A WAL database has its -wal file for as
-      // long as this (writer) connection is open, so one descriptor serves the inbox's lifetime.
-      this.#walFd = fs.openSync(this.#walPath!, 'r')
+      // The descriptor is only ever synced. A WAL database has its -wal file for as long as this
+      // (writer) connection is open, so one descriptor serves the inbox's lifetime. 'r+': flushing a file needs write access on some platforms (Windows); nothing is written.
+      this.#walFd = fs.openSync(this.#walPath!, 'r+')
     } catch (err) {
-      // No -wal file to sync: fall back to FULL commits (durable, on the event loop).
+      // No -wal file to sync: fall back to FULL commits (durable, on the event loop), for good.
       this.#log.warn({ err }, 'the webhook inbox cannot open the mirror\'s -wal file: committing with synchronous=FULL instead')
+      this.#walPath = undefined
       return undefined
     }
     return this.#walFd

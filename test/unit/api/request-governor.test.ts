@@ -116,4 +116,13 @@ describe('RequestGovernor', () => {
     expect(starts).toEqual([10_000])
     expect(recorded).toEqual([t0 + 10_000])
   })
+  test('prior starts later than the clock (stepped back) do not hold the governor', async () => {
+    const clock = new FakeClock()
+    const t0 = clock.now()
+    const governor = new RequestGovernor({ limitPerMinute: 5, marginMs: 0, burst: 1, clock, priorStarts: [t0 + 600_000] })
+    const starts: number[] = []
+    void governor.schedule('sweep', (slot) => Promise.resolve(starts.push(slot.startedAt - t0)))
+    await clock.advance(1_000)
+    expect(starts).toEqual([0])
+  })
 })

@@ -1,7 +1,7 @@
 // The change-record reading of calendar-a's feed: key names are "not shown" in the spec, so several
 // spellings are accepted, `raw` keeps the record, and the unique key makes a re-read a no-op.
 import { describe, expect, test } from 'vitest'
-import { calendarChangeRow, feedPage } from '../../../src/daemon/calendar-feed.js'
+import { calendarChangeRow, feedPage, resumePoint } from '../../../src/daemon/calendar-feed.js'
 
 describe('calendar-a change records', () => {
   test('camelCase keys (what the emulator sends)', () => {
@@ -43,5 +43,21 @@ describe('calendar-a change records', () => {
     expect(feedPage({ next_cursor: null }, [], undefined)).toEqual({ records: [], next: null })
     expect(feedPage({}, { changes: [{}] }, { nextCursor: 'm' })).toEqual({ records: [{}], next: 'm' })
     expect(feedPage({}, { something: 1 }, undefined)).toEqual({ records: [], next: null })
+  })
+})
+
+describe('the next read of the feed', () => {
+  const T = Date.parse('2026-11-23T12:00:00.000Z')
+  // Review finding (2026-11-23): after progress the next `since` was exactly the newest change seen,
+  // so a change committed late with an earlier time was never read.
+  test('resumes from the newest change seen less the look-back', () => {
+    expect(resumePoint('2026-11-23T11:00:00.000Z', T, 60_000, '2026-11-23T10:00:00.000Z')).toBe('2026-11-23T10:59:00.000Z')
+  })
+  test('never earlier than the previous point', () => {
+    expect(resumePoint('2026-11-23T10:00:30.000Z', T, 60_000, '2026-11-23T10:00:00.000Z')).toBe('2026-11-23T10:00:00.000Z')
+  })
+  test('nothing newer: the walk start less the look-back', () => {
+    expect(resumePoint(undefined, T, 60_000, undefined)).toBe('2026-11-23T11:59:00.000Z')
+    expect(resumePoint('2026-11-23T10:00:00.000Z', T, 60_000, '2026-11-23T10:00:00.000Z')).toBe('2026-11-23T11:59:00.000Z')
   })
 })

@@ -25,4 +25,12 @@ describe('RequestLedger', () => {
     expect(new RequestLedger(m.sqlite).recent(30_000)).toEqual([5_000])
     expect(new RequestLedger(m.sqlite).recent(65_000)).toEqual([])
   })
+  // Review finding (2026-11-23): a wall clock stepped back between two processes left starts "in
+  // the future" that held every request of the next process until the clock caught up.
+  test('a start later than now (the clock stepped back) is left out', () => {
+    const ledger = new RequestLedger(m.sqlite)
+    ledger.record(100_000)
+    ledger.record(700_000)
+    expect(ledger.recent(110_000)).toEqual([100_000])
+  })
 })

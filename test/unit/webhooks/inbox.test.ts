@@ -163,3 +163,34 @@ describe('without a -wal file', () => {
     await inbox.close()
   })
 })
+
+describe('the -wal file synced is the one SQLite writes', () => {
+  // Review finding (2026-11-23): the path was built from the name the mirror was opened with, but
+  // SQLite resolves symlinks; a stale -wal beside the link would have been synced instead.
+  test('a mirror opened through a symlink: the descriptor synced is the -wal beside the real file', async () => {
+    const { openMirror } = await import('../../../src/store/mirror-database.js')
+    const path = await import('node:path')
+    const real = path.join(mirror.dir, 'real')
+    const linked = path.join(mirror.dir, 'linked')
+    fs.mkdirSync(real)
+    fs.mkdirSync(linked)
+    const target = path.join(real, 'mirror.db')
+    const link = path.join(linked, 'mirror.db')
+    const opened = await openMirror(target)
+    await opened.close()
+    fs.symlinkSync(target, link)
+    // A stale -wal beside the link, as a move-then-symlink could leave behind.
+    fs.writeFileSync(`${link}-wal`, '')
+    const viaLink = await openMirror(link)
+    try {
+      const synced: number[] = []
+      const inbox = new WebhookInbox(viaLink.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: (fd, done) => (synced.push(fd), fs.fdatasync(fd, done)) })
+      expect(await inbox.enqueue(delivery('symlinked'))).toBe('stored')
+      expect(synced.length).toBe(1)
+      expect(fs.fstatSync(synced[0]!).ino).toBe(fs.statSync(`${target}-wal`).ino)
+      await inbox.close()
+    } finally {
+      await viaLink.close()
+    }
+  })
+})
