@@ -28,6 +28,8 @@ export class RequestLedger {
    * since counting it would hold every request until the clock caught up.
    */
   recent(now: number): number[] {
+    // Pruned here too: a short run (a cron `sync` of a few requests) never reaches PRUNE_EVERY.
+    this.#prune.run(now - this.#windowMs)
     return this.#recent.all(now - this.#windowMs, now) as number[]
   }
 

@@ -33,4 +33,10 @@ describe('RequestLedger', () => {
     ledger.record(700_000)
     expect(ledger.recent(110_000)).toEqual([100_000])
   })
+  test('reading at start prunes what has left the window (short runs never reach the prune interval)', () => {
+    const ledger = new RequestLedger(m.sqlite)
+    for (const at of [1_000, 2_000, 3_000]) ledger.record(at)
+    expect(new RequestLedger(m.sqlite).recent(62_500)).toEqual([3_000])
+    expect(m.sqlite.prepare('SELECT at_ms FROM request_starts').pluck().all()).toEqual([3_000])
+  })
 })
