@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
 import { maxInWindow } from '../bench/lib.js'
+import { freePort } from '../test/helpers/free-port.js'
 import { compareMirror, countBy, type Comparison, type Mismatch, type Rows } from './compare.js'
 import { cleanEnv, peakRss, startCli, startEmulatorChild, startReader, stop, type Child } from './processes.js'
 import { STORM_AGENT, startStorm, type StormCounts } from './storm.js'
@@ -420,14 +421,3 @@ function budgetFigures(log: readonly LoggedRequest[], segments: readonly Segment
   }
 }
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net')
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}

@@ -2,23 +2,13 @@
 // polling helpers (conditions, never durations), and a read-only look at its mirror.
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
 import { cleanEnv, spawnCli } from '../../helpers/run-cli.js'
 import type { EmulatorEnv } from '../../helpers/emulator-env.js'
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}
+export { freePort } from '../../helpers/free-port.js'
 
 /** Never fires in a test run (1 January at midnight). */
 export const NEVER = '0 0 1 1 *'
