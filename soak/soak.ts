@@ -9,7 +9,7 @@ import Database from 'better-sqlite3'
 import { request } from 'undici'
 import { maxInWindow } from '../bench/lib.js'
 import { freePort } from '../test/helpers/free-port.js'
-import { compareMirror, countBy, type Comparison, type Mismatch, type Rows } from './compare.js'
+import { compareMirror, countBy, type Comparison, type Mismatch, type Rows } from '../test/helpers/compare-mirror.js'
 import { cleanEnv, peakRss, startCli, startEmulatorChild, startReader, stop, type Child } from './processes.js'
 import { STORM_AGENT, startStorm, type StormCounts } from './storm.js'
 

@@ -10,6 +10,7 @@ import { runReconciliations, runSweeps, type Selection } from '../../src/sync/sy
 import type { RunResult } from '../../src/sync/sync-context.js'
 import { tempDir } from './temp-mirror.js'
 import { closeWhenTestFinishes, type EmulatorEnv } from './emulator-env.js'
+import { compareMirror } from './compare-mirror.js'
 
 export interface SyncEnv {
   rt: Runtime
@@ -45,9 +46,6 @@ export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}
   }
 }
 
-/** Resource name in the emulator's control API for each record stream. */
-export const STATE_NAME: Record<string, string> = { clients: 'clients', jobs: 'jobs', visits: 'visits', invoices: 'invoices' }
-
 export interface Mismatch {
   stream: string
   id: string
@@ -60,29 +58,7 @@ export interface Mismatch {
  * no other row is live. Returns the differences (empty when exact).
  */
 export async function compareWithEmulator(emu: EmulatorEnv, env: SyncEnv, streams: readonly RecordStream[] = RECORD_STREAMS): Promise<Mismatch[]> {
-  const out: Mismatch[] = []
-  for (const stream of streams) {
-    const upstream = (await emu.state(STATE_NAME[stream.name]!)) as Record<string, unknown>[]
-    const live = new Map(upstream.filter((r) => r.deleted !== true).map((r) => [r.id as string, r]))
-    const mirrored = env.rows(`SELECT * FROM "${stream.table}" WHERE deleted_at IS NULL`)
-    const seen = new Set<string>()
-    for (const row of mirrored) {
-      const id = row.id as string
-      seen.add(id)
-      const record = live.get(id)
-      if (record === undefined) {
-        out.push({ stream: stream.name, id, problem: 'phantom: live in the mirror, not upstream' })
-        continue
-      }
-      const { deleted: _deleted, ...payload } = record
-      const expected = stream.toRow(payload)
-      if (row.updated_at !== expected.updated_at) out.push({ stream: stream.name, id, problem: `stale: updated_at ${String(row.updated_at)} != ${expected.updated_at}` })
-      else if (JSON.stringify(JSON.parse(row.raw as string)) !== JSON.stringify(payload)) out.push({ stream: stream.name, id, problem: 'raw differs' })
-      for (const [col, value] of Object.entries(expected.columns)) {
-        if (row[col] !== value) out.push({ stream: stream.name, id, problem: `column ${col}: ${JSON.stringify(row[col])} != ${JSON.stringify(value)}` })
-      }
-    }
-    for (const id of live.keys()) if (!seen.has(id)) out.push({ stream: stream.name, id, problem: 'missing' })
-  }
-  return out
+  const state = async (resource: string) => (await emu.state(resource)) as Record<string, unknown>[]
+  const { mismatches } = await compareMirror(state, (sql, ...params) => env.rows(sql, ...params), [], streams)
+  return mismatches.map((m) => ({ stream: m.stream, id: m.id, problem: `${m.problem}: ${m.detail}` }))
 }

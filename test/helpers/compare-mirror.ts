@@ -1,7 +1,8 @@
 // The exactness check: the mirror against the emulator's own record of the account, record by
-// record, for the four record streams (the same rule as test/helpers/sync-env.ts compareWithEmulator)
-// and every discovered custom object. Works from two functions so it needs no vitest and no runtime.
-import { RECORD_STREAMS } from '../connectors/index.js'
+// record, for the record streams and the named custom objects. Works from two functions, so it
+// needs no vitest and no runtime: the integration tests (sync-env.ts compareWithEmulator) and the
+// soak use the same rule.
+import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
 
 export type Rows = (sql: string, ...params: unknown[]) => Record<string, unknown>[]
 export type State = (resource: string) => Promise<Record<string, unknown>[]>
@@ -24,10 +25,10 @@ export interface Comparison {
 /** Control-API resource name of each record stream. */
 const STATE_NAME: Record<string, string> = { clients: 'clients', jobs: 'jobs', visits: 'visits', invoices: 'invoices' }
 
-export async function compareMirror(state: State, rows: Rows, objectSlugs: readonly string[]): Promise<Comparison> {
+export async function compareMirror(state: State, rows: Rows, objectSlugs: readonly string[], streams: readonly RecordStream[] = RECORD_STREAMS): Promise<Comparison> {
   const compared: Record<string, number> = {}
   const mismatches: Mismatch[] = []
-  for (const stream of RECORD_STREAMS) {
+  for (const stream of streams) {
     const upstream = await state(STATE_NAME[stream.name] ?? stream.name)
     const live = new Map(upstream.filter((r) => r.deleted !== true).map((r) => [String(r.id), r]))
     compared[stream.name] = live.size
