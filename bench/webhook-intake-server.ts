@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createLogger } from '../src/log/logger.js'
+import { startBackgroundCheckpoints } from '../src/store/background-checkpoints.js'
 import { openMirror } from '../src/store/mirror-database.js'
 import { startIntakeServer } from '../src/webhooks/intake-server.js'
 import { createWebhookService } from '../src/webhooks/webhook-service.js'
@@ -52,6 +53,9 @@ if (mode === 'bare') {
     process: mode !== 'intake-no-apply',
   })
   service.start()
+  // As the daemon does (src/daemon/daemon.ts); WEBHOOK_BENCH_CHECKPOINTS=writer (diagnosis) leaves
+  // checkpoints to the writer connection, on the event loop.
+  const checkpoints = process.env.WEBHOOK_BENCH_CHECKPOINTS === 'writer' ? undefined : startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'error' }) })
   // Informational: the largest backlog of stored but unapplied deliveries (how far applying lags
   // the acks), sampled every 10 ms.
   let peakBacklog = 0
@@ -64,10 +68,12 @@ if (mode === 'bare') {
       await server.close()
       await service.processor.drained()
       await service.stop()
+      const checkpointStats = checkpoints?.stats()
+      await checkpoints?.stop()
       const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
       await mirror.close()
       rmSync(dir, { recursive: true, force: true })
-      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
+      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, checkpoints: checkpointStats, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
         process.exit(0),
       )
     })()

@@ -192,7 +192,7 @@ export default async function webhookIntake(): Promise<BenchResult> {
     notes: [
       `${ROUNDS} rounds, each the bare handler then ours (WEBHOOK_BENCH_ROUNDS); figures are medians over the rounds, details below from the median round. ${perRound}.`,
       `Load from this process with undici (Pool, ${CONNECTIONS} connections, keep-alive); each server in its own child process.`,
-      `Ours: HMAC over the raw bytes, JSON check, inbox group commit on the mirror's writer connection (synchronous=NORMAL), then the -wal file synced with fdatasync on libuv's thread pool and only then the ack; deliveries arriving during a sync form the next group; the processor applying every delivery meanwhile.`,
+      `Ours: HMAC over the raw bytes, JSON check, inbox group commit on the mirror's writer connection (synchronous=NORMAL), then the -wal file synced with fdatasync on libuv's thread pool and only then the ack; deliveries arriving during a sync form the next group; the processor applying every delivery meanwhile; WAL checkpoints on a worker thread, as in the daemon (WEBHOOK_BENCH_CHECKPOINTS=writer leaves them to the writer connection, for comparison).`,
       `Saturation: ${SATURATION_REQUESTS} requests after a 3,000 warm-up; steady: ${STEADY_RATE}/s open loop for ${STEADY_SECONDS} s, latency from each request's scheduled time.`,
       `Latency, ours: saturation ${ours.sat.spread}; steady ${ours.steady.spread}. Bare: saturation ${bare.sat.spread}; steady ${bare.steady.spread}.`,
       `Largest backlog of stored but unapplied deliveries seen by the intake server (sampled every 10 ms): ${String((ours.server as { peakBacklog?: number } | undefined)?.peakBacklog ?? 'n/a')}.`,

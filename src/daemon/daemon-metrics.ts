@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ResponseEvent } from '../api/api-client.js'
 import type { GovernorState } from '../api/request-governor.js'
+import type { CheckpointStats } from '../store/background-checkpoints.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
 
@@ -11,6 +12,7 @@ export interface MetricSources {
   governor: () => GovernorState
   webhookCounters?: () => Record<string, number>
   webhookBacklog?: () => number
+  checkpoints?: () => CheckpointStats
 }
 
 export class DaemonMetrics {
@@ -56,6 +58,15 @@ export class DaemonMetrics {
     }
     const backlog = sources.webhookBacklog
     if (backlog !== undefined) new Gauge({ name: 'fsm_webhook_inbox_backlog', help: 'Stored deliveries not applied yet', registers, collect() { this.set(backlog()) } })
+    const checkpoints = sources.checkpoints
+    if (checkpoints !== undefined) {
+      const counter = (name: string, help: string, pick: (s: CheckpointStats) => number) =>
+        new Counter({ name, help, registers, collect() { this.reset(); this.inc(pick(checkpoints())) } })
+      counter('fsm_mirror_checkpoint_passes_total', 'Background checkpoint passes (worker thread)', (s) => s.passes)
+      counter('fsm_mirror_checkpoint_errors_total', 'Background checkpoint passes that failed', (s) => s.errors)
+      counter('fsm_mirror_checkpoint_frames_total', 'Log frames copied into the mirror file by background checkpoints', (s) => s.copiedFrames)
+      new Gauge({ name: 'fsm_mirror_wal_frames', help: 'Frames in the mirror\'s write-ahead log after the last background checkpoint', registers, collect() { this.set(checkpoints().logFrames) } })
+    }
   }
 
   /** For ApiClient's `onResponse`. */

@@ -5,6 +5,7 @@
 import type { Server } from 'node:http'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
+import { startBackgroundCheckpoints, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
@@ -21,6 +22,7 @@ export interface Daemon {
   url: string
   scheduler: Scheduler
   webhooks: WebhookService
+  checkpoints: BackgroundCheckpoints
   metrics: DaemonMetrics
   /** The record sweep run at start (none when `schedules.sweep` is "off"): resolves when it ends. */
   firstSweep: Promise<void>
@@ -39,15 +41,18 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     streams: RECORD_STREAMS,
     objectSink: customObjectSink(rt.mirror.sqlite),
   })
+  // Checkpoints on a worker thread: the writer's own, on the event loop, stalled webhook acks.
+  const checkpoints = startBackgroundCheckpoints({ sqlite: rt.mirror.sqlite, logger })
   const m = new DaemonMetrics({
     governor: () => rt.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
+    checkpoints: () => checkpoints.stats(),
   })
   hook.metrics = m
   m.seedLastSuccess(rt.state.all())
   const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger })
-  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps }), logger)
+  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => checkpoints.running }), logger)
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
@@ -66,6 +71,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   try {
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
+    await checkpoints.stop()
     await rt.close()
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, { cause: err })
   }
@@ -86,8 +92,9 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
       await Promise.all([scheduler.stop(), webhooks.stop()])
       await closeServer(server)
+      await checkpoints.stop()
       await rt.close()
       logger.info('stopped cleanly')
     })())
-  return { rt, url, scheduler, webhooks, metrics: m, firstSweep, stop }
+  return { rt, url, scheduler, webhooks, checkpoints, metrics: m, firstSweep, stop }
 }

@@ -28,9 +28,11 @@ export interface SyncJobDeps {
   rt: Runtime
   metrics: DaemonMetrics
   gaps: DeliveryGapCheck
+  /** True while checkpoints run on the worker thread (src/store/background-checkpoints.ts). */
+  checkpointsInBackground?: () => boolean
 }
 
-export function syncJobs({ rt, metrics, gaps }: SyncJobDeps): JobDefinition[] {
+export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJobDeps): JobDefinition[] {
   const selection = selectStreams(rt.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
   const lane = new Lane()
@@ -77,11 +79,12 @@ export function syncJobs({ rt, metrics, gaps }: SyncJobDeps): JobDefinition[] {
       },
     },
     {
-      // design.md, The mirror: a reader holding a transaction stops automatic checkpoints.
+      // design.md, The mirror: a reader holding a transaction stops automatic checkpoints. The
+      // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.
       name: 'checkpoint',
       cron: '*/5 * * * *',
       run: () => {
-        rt.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
+        if (checkpointsInBackground?.() !== true) rt.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
         return Promise.resolve()
       },
     },

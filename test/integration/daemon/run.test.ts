@@ -48,6 +48,9 @@ describe('fsm-sync run', () => {
     expect(metrics.text).toMatch(/^fsm_api_requests_total\{route="GET \/api\/v1\/clients",status="200"\} \d+$/m)
     expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="clients"\} \d+/m)
     expect(metrics.text).toMatch(/^fsm_webhook_intake_stored_total \d+$/m)
+    // Checkpoints run on the worker thread: after a sweep's commits it has passed at least once.
+    expect(Number(/^fsm_mirror_checkpoint_passes_total (\d+)$/m.exec(metrics.text)?.[1])).toBeGreaterThan(0)
+    expect(metrics.text).toMatch(/^fsm_mirror_checkpoint_errors_total 0$/m)
     expect(metrics.text).toMatch(/^fsm_run_duration_seconds_bucket\{le="1",stream="clients",kind="sweep"\} \d+$/m)
 
     run.child.kill('SIGTERM')

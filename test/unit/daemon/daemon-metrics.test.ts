@@ -8,7 +8,12 @@ import { tempMirror } from '../../helpers/temp-mirror.js'
 const governor = () => ({ limit: 60, effectiveLimit: 54, sentLastMinute: 12, inFlight: 2, queued: { webhook: 0, sweep: 0, trigger: 0, reconcile: 0 }, pausedUntil: null })
 
 test('requests, 429s, retries, runs, staleness, budget and webhook counters', async () => {
-  const m = new DaemonMetrics({ governor, webhookCounters: () => ({ webhook_intake_stored_total: 7 }), webhookBacklog: () => 3 })
+  const m = new DaemonMetrics({
+    governor,
+    webhookCounters: () => ({ webhook_intake_stored_total: 7 }),
+    webhookBacklog: () => 3,
+    checkpoints: () => ({ passes: 40, busy: 1, errors: 0, logFrames: 120, copiedFrames: 9_000, micros: 5_000 }),
+  })
   m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
   m.onResponse({ route: 'GET /api/v1/jobs', status: 429, attempt: 1, durationMs: 5 })
   m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 2, durationMs: 5 })
@@ -26,6 +31,9 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
   expect(text).toContain('fsm_request_budget_effective_limit 54')
   expect(text).toContain('fsm_webhook_intake_stored_total 7')
   expect(text).toContain('fsm_webhook_inbox_backlog 3')
+  expect(text).toContain('fsm_mirror_checkpoint_passes_total 40')
+  expect(text).toContain('fsm_mirror_checkpoint_frames_total 9000')
+  expect(text).toContain('fsm_mirror_wal_frames 120')
   // Scraping twice does not double the mirrored counters.
   expect(await m.text()).toContain('fsm_webhook_intake_stored_total 7')
 })
