@@ -42,6 +42,13 @@ export interface WebhookProcessorOptions {
 
 type Settled = { row: InboxRow; outcome: ApplyOutcome | { kind: 'failed'; error: string } }
 
+/**
+ * Most snapshots applied in one upsert call. The slice's time budget is checked between calls, so
+ * this bounds how far a slice can run past it (about 60 µs a row: 1.5 ms), while keeping most of
+ * the saving of one call for many rows.
+ */
+const MAX_RUN = 25
+
 export class WebhookProcessor {
   readonly #o: WebhookProcessorOptions
   readonly #log: Logger
@@ -182,7 +189,7 @@ export class WebhookProcessor {
     if (stream === undefined) return undefined
     const ids = new Set<unknown>()
     const payloads: Payload[] = []
-    for (let j = i; j < rows.length && j - i < 100 && this.#applier.snapshotStream(rows[j]!.event) === stream; j++) {
+    for (let j = i; j < rows.length && j - i < MAX_RUN && this.#applier.snapshotStream(rows[j]!.event) === stream; j++) {
       let payload: Payload
       try {
         payload = decode(rows[j]!)
@@ -199,10 +206,13 @@ export class WebhookProcessor {
   async #loop(): Promise<void> {
     const size = this.#o.batchSize ?? 100
     let after = 0
+    // Rows read but not reached by the last slice (its time ran out): the oldest pending rows, so
+    // the next slice starts with them instead of reading them (bodies included) again.
+    let rest: InboxRow[] = []
     this.#again = false
     let sliceStart = performance.now()
     while (!this.#stopped) {
-      const rows = this.#o.inbox.pending(after, size)
+      const rows = rest.length > 0 ? rest : this.#o.inbox.pending(after, size)
       if (rows.length === 0) return
       let settled: Settled[]
       try {
@@ -217,6 +227,7 @@ export class WebhookProcessor {
       this.#o.inbox.settled(settled.length)
       for (const { row, outcome } of settled) this.#report(row, outcome)
       after = settled[settled.length - 1]!.row.seq
+      rest = rows.slice(settled.length)
       // Pace: rest as long as the slice took, so the intake keeps at least half of the loop
       // however many turns it makes; acks first, apply as the load allows.
       const spent = performance.now() - sliceStart
