@@ -30,6 +30,8 @@ export interface BackgroundCheckpointsOptions {
   everyMs?: number
   /** The writer's wal_autocheckpoint while the worker runs (frames). Default 4,000 (16 MiB). */
   backstopFrames?: number
+  /** How long stop() waits for a pass in flight (ms). Default 3,000. */
+  stopTimeoutMs?: number
 }
 
 export interface CheckpointStats {
@@ -152,7 +154,16 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
       // a reference a caller's top-level await would see an empty event loop and exit (code 13).
       worker.ref()
       worker.postMessage('stop')
-      await exited
+      // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
+      // Closing the writer meanwhile is safe: the worker's connection still holds the log.
+      let timer: NodeJS.Timeout | undefined
+      const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), options.stopTimeoutMs ?? 3_000)))])
+      clearTimeout(timer)
+      if (late) {
+        log.warn({ waitedMs: options.stopTimeoutMs ?? 3_000 }, 'the checkpoint worker did not stop in time (a pass is waiting on the disk): leaving it behind')
+        worker.unref()
+        void worker.terminate()
+      }
     },
   }
 }

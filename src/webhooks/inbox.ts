@@ -66,6 +66,11 @@ export interface WebhookInboxOptions {
   metrics?: WebhookMetrics
   /** How the -wal file is synced; fs.fdatasync unless a test needs to hold or fail the sync. */
   syncFile?: SyncFile
+  /**
+   * How long close() waits for a sync in flight (ms, default 5,000). A sync that hangs (a stalled
+   * disk) must not hold the daemon past its shutdown budget: its deliveries are answered 503.
+   */
+  closeTimeoutMs?: number
 }
 
 interface Waiting {
@@ -93,6 +98,8 @@ export class WebhookInbox {
   #queue: Waiting[] = []
   #scheduled = false
   #syncing = false
+  /** The group whose sync is in flight (answered by the sync's callback, or by close's deadline). */
+  #inFlight: Waiting[] | undefined
   #closed = false
   /** Set when a sync failed: after that, what the OS reports for the file cannot be trusted. */
   #broken: Error | undefined
@@ -193,10 +200,33 @@ export class WebhookInbox {
   close(): Promise<void> {
     this.#closed = true
     if (!this.#syncing && this.#queue.length > 0) this.#flush()
-    return new Promise<void>((resolve) => {
+    const done = new Promise<void>((resolve) => {
       this.#idle.push(resolve)
       this.#settleIdle()
     })
+    const timer = setTimeout(() => this.#abandonSync(), this.#options.closeTimeoutMs ?? 5_000)
+    timer.unref()
+    return done.finally(() => clearTimeout(timer))
+  }
+
+  /** close()'s deadline passed with a sync still in flight: answer its group 503 and stop waiting. */
+  #abandonSync(): void {
+    if (!this.#syncing || this.#inFlight === undefined) return
+    const group = this.#inFlight
+    this.#inFlight = undefined
+    this.#syncing = false
+    const ms = this.#options.closeTimeoutMs ?? 5_000
+    this.#broken = new Error(`a sync of the log did not return within ${ms} ms`)
+    this.#log.error(
+      { deliveries: group.length, waitedMs: ms },
+      'shutting down with a sync of the webhook inbox log still in flight (the disk is not answering): answering 503 to its deliveries (the sender will not retry; the next sweep recovers the changes)',
+    )
+    const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${this.#broken.message}`)
+    this.#failGroup(group, error)
+    this.#failGroup(this.#queue.splice(0), error)
+    // The descriptor stays open: the sync still holds it, and the process is ending.
+    this.#walFd = undefined
+    this.#settleIdle()
   }
 
   #schedule(): void {
@@ -243,7 +273,11 @@ export class WebhookInbox {
     this.#backlog += stored
     if (fd === undefined) return this.#durable(group, inserted, stored)
     this.#syncing = true
+    this.#inFlight = group
     this.#syncFile(fd, (err) => {
+      // close() gave up on this sync and answered its group already.
+      if (this.#inFlight !== group) return
+      this.#inFlight = undefined
       this.#syncing = false
       if (err !== null) {
         this.#broken = err

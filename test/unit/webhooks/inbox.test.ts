@@ -151,6 +151,25 @@ describe('close', () => {
   })
 })
 
+describe('close with a sync that never returns', () => {
+  test('answers 503 to the group in flight and those waiting after the deadline, and says why', async () => {
+    const syncs = heldSyncs()
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, closeTimeoutMs: 50 })
+    const a = track(inbox.enqueue(delivery('a')))
+    const stuck = await syncs.next()
+    const b = track(inbox.enqueue(delivery('b')))
+    await inbox.close()
+    for (const t of [a, b]) await expect(t.value).rejects.toMatchObject({ name: 'InboxUnavailableError', code: 'INBOX_WRITE_FAILED' })
+    await expect(a.value).rejects.toThrow(/did not return within 50 ms/)
+    expect(lines.join('')).toMatch(/still in flight \(the disk is not answering\): answering 503/)
+    // The disk answers at last: nothing is answered twice, and the inbox stays closed.
+    stuck.release()
+    await turns()
+    expect(syncs.calls()).toBe(1)
+    await expect(inbox.enqueue(delivery('c'))).rejects.toMatchObject({ code: 'INBOX_CLOSED' })
+  })
+})
+
 describe('without a -wal file', () => {
   test('a database not in WAL mode commits with synchronous=FULL and restores the setting', async () => {
     mirror.sqlite.pragma('journal_mode = DELETE')
