@@ -2,7 +2,7 @@
 // applying) or a bare node:http handler that reads the body and answers 200. Prints `{"url"}` when
 // listening; on SIGTERM prints its counters (CPU time included) and exits.
 import http from 'node:http'
-import { mkdtempSync, rmSync } from 'node:fs'
+import fs, { mkdtempSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -46,7 +46,20 @@ if (mode === 'bare') {
   // to see what they cost the event loop (each copies the log into the file and syncs both).
   const autocheckpoint = process.env.WEBHOOK_BENCH_AUTOCHECKPOINT
   if (autocheckpoint !== undefined) mirror.sqlite.pragma(`wal_autocheckpoint = ${Number(autocheckpoint)}`)
+  // Every sync of the inbox's log, timed: the bench asks (SIGUSR2) from when on to report them, so
+  // the steady phase's figure can be read beside what the disk gave during it.
+  const syncs: { at: number; ms: number }[] = []
+  let reportFrom = Number.POSITIVE_INFINITY
+  process.on('SIGUSR2', () => (reportFrom = performance.now()))
+  const timedSync = (fd: number, done: (err: NodeJS.ErrnoException | null) => void): void => {
+    const at = performance.now()
+    fs.fdatasync(fd, (err) => {
+      syncs.push({ at, ms: performance.now() - at })
+      done(err)
+    })
+  }
   const service = createWebhookService({
+    syncFile: timedSync,
     sqlite: mirror.sqlite,
     logger: createLogger({ level: 'error' }),
     config: { webhookSecrets: [secret], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000_000, rotationGraceHours: 24 } },
@@ -73,7 +86,15 @@ if (mode === 'bare') {
       const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
       await mirror.close()
       rmSync(dir, { recursive: true, force: true })
-      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, checkpoints: checkpointStats, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
+      const steadySyncs = syncs.filter((x) => x.at >= reportFrom).map((x) => x.ms).sort((a, b) => a - b)
+      const logSyncs = {
+        count: steadySyncs.length,
+        p99: Number((steadySyncs[Math.floor(steadySyncs.length * 0.99)] ?? 0).toFixed(2)),
+        max: Number((steadySyncs.at(-1) ?? 0).toFixed(2)),
+        over10: steadySyncs.filter((x) => x > 10).length,
+        over100: steadySyncs.filter((x) => x > 100).length,
+      }
+      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, checkpoints: checkpointStats, logSyncs, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
         process.exit(0),
       )
     })()

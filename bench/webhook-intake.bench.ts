@@ -5,7 +5,9 @@
 // Goals: >= 5,000 deliveries/s and >= 0.4 of bare; p99 ack <= 10 ms at a steady 1,000/s and
 // <= 50 ms at saturation.
 import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
 import os from 'node:os'
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -19,6 +21,7 @@ const CONNECTIONS = 32
 const SATURATION_REQUESTS = 30_000
 const STEADY_RATE = 1_000
 const STEADY_SECONDS = 8
+const DISK_PROBE_SECONDS = 2
 
 interface Server {
   url: URL
@@ -132,14 +135,44 @@ async function steady(pool: Pool, path: string, rate: number, seconds: number): 
   return { p99: p99(latencies), errors, spread: spread(latencies) }
 }
 
-async function measure(mode: string): Promise<{ sat: Awaited<ReturnType<typeof saturate>>; steady: Awaited<ReturnType<typeof steady>>; server: unknown }> {
+/**
+ * The disk's own floor: 4 KB appended and fdatasync'd at about 1,000/s for `seconds`, in the
+ * folder the mirror lives in (the OS temp folder), with nothing else running. No ack can be
+ * faster than its sync, so a tail here is a tail the intake inherits.
+ */
+async function diskFloor(seconds: number): Promise<{ p99: number; max: number; over10: number; count: number; spread: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsm-bench-disk-'))
+  const fd = fs.openSync(path.join(dir, 'probe'), 'w')
+  const block = Buffer.alloc(4096, 1)
+  const ms: number[] = []
+  try {
+    const end = performance.now() + seconds * 1000
+    while (performance.now() < end) {
+      fs.writeSync(fd, block)
+      const t = performance.now()
+      fs.fdatasyncSync(fd)
+      ms.push(performance.now() - t)
+      await new Promise((r) => setTimeout(r, 1))
+    }
+  } finally {
+    fs.closeSync(fd)
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  return { p99: p99(ms), max: quantile(ms, 1), over10: ms.filter((x) => x > 10).length, count: ms.length, spread: spread(ms) }
+}
+
+async function measure(mode: string): Promise<{ sat: Awaited<ReturnType<typeof saturate>>; steady: Awaited<ReturnType<typeof steady>>; disk: Awaited<ReturnType<typeof diskFloor>>; server: unknown }> {
   const server = await startServer(mode)
   const pool = new Pool(server.url.origin, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
   try {
     await saturate(pool, server.url.pathname, 3_000)
     const sat = await saturate(pool, server.url.pathname, SATURATION_REQUESTS)
+    // Right before the steady phase, while the server idles: what the disk gives at that moment.
+    const disk = await diskFloor(DISK_PROBE_SECONDS)
+    // The intake server times its log syncs from here on (SIGUSR2; the bare server ignores it).
+    if (mode !== 'bare') server.child.kill('SIGUSR2')
     const st = await steady(pool, server.url.pathname, STEADY_RATE, STEADY_SECONDS)
-    return { sat, steady: st, server: await stopServer(server) }
+    return { sat, steady: st, disk, server: await stopServer(server) }
   } finally {
     await pool.close()
     server.child.kill('SIGKILL')
@@ -147,7 +180,20 @@ async function measure(mode: string): Promise<{ sat: Awaited<ReturnType<typeof s
 }
 
 /** Rounds of bare-then-ours; one run on this machine swings widely (other load, the shared cores). */
-const ROUNDS = Math.max(1, Number(process.env.WEBHOOK_BENCH_ROUNDS ?? 3))
+const ROUNDS = Math.max(1, Number(process.env.WEBHOOK_BENCH_ROUNDS ?? 5))
+
+interface LogSyncs {
+  count: number
+  p99: number
+  max: number
+  over10: number
+  over100: number
+}
+const logSyncs = (server: unknown): LogSyncs | undefined => (server as { logSyncs?: LogSyncs } | undefined)?.logSyncs
+const describeSyncs = (server: unknown): string => {
+  const s = logSyncs(server)
+  return s === undefined ? 'n/a' : `p99 ${s.p99} ms, max ${s.max} ms, ${s.over10} of ${s.count} over 10 ms, ${s.over100} over 100 ms`
+}
 const median = (xs: number[]): number => quantile(xs, 0.5)
 
 export default async function webhookIntake(): Promise<BenchResult> {
@@ -168,7 +214,10 @@ export default async function webhookIntake(): Promise<BenchResult> {
   const steadyP99 = median(rounds.map((x) => x.ours.steady.p99))
   const satP99 = median(rounds.map((x) => x.ours.sat.p99))
   const perRound = rounds
-    .map((x, i) => `round ${i + 1}: ours ${Math.round(x.ours.sat.rate)}/s, bare ${Math.round(x.bare.sat.rate)}/s, ratio ${(x.ours.sat.rate / x.bare.sat.rate).toFixed(3)}, p99 steady ${x.ours.steady.p99.toFixed(2)} ms, p99 saturation ${x.ours.sat.p99.toFixed(2)} ms`)
+    .map(
+      (x, i) =>
+        `round ${i + 1}: ours ${Math.round(x.ours.sat.rate)}/s, bare ${Math.round(x.bare.sat.rate)}/s, ratio ${(x.ours.sat.rate / x.bare.sat.rate).toFixed(3)}, p99 steady ${x.ours.steady.p99.toFixed(2)} ms, p99 saturation ${x.ours.sat.p99.toFixed(2)} ms, disk fdatasync just before our steady phase p99 ${x.ours.disk.p99.toFixed(2)} ms (max ${x.ours.disk.max.toFixed(1)}, ${x.ours.disk.over10} of ${x.ours.disk.count} over 10 ms), our inbox's log syncs during the steady phase ${describeSyncs(x.ours.server)}`,
+    )
     .join('; ')
   const counters = ours.server as { groupCommits?: number; groupedDeliveries?: number; commitMicros?: number; walSyncMicros?: number } | undefined
   const commits = counters?.groupCommits ?? 0
@@ -187,6 +236,13 @@ export default async function webhookIntake(): Promise<BenchResult> {
       { metric: `deliveries/s at saturation (1 KB, signed, ${CONNECTIONS} keep-alive connections; median of ${ROUNDS} rounds)`, value: r(oursRate), unit: 'deliveries/s', ...atLeast(oursRate, 5_000), baseline: `bare node:http ${r(bareRate)}/s` },
       { metric: `intake / bare handler throughput (median of ${ROUNDS} rounds)`, value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.4) },
       { metric: `p99 ack latency at a steady ${STEADY_RATE}/s (median of ${ROUNDS} rounds)`, value: ms(steadyP99), unit: 'ms', ...atMost(steadyP99, 10), baseline: `bare ${ms(median(rounds.map((x) => x.bare.steady.p99)))} ms` },
+      {
+        metric: `disk floor: p99 of a bare 4 KB append + fdatasync at ~1,000/s, ${DISK_PROBE_SECONDS} s before each steady phase (median of ${ROUNDS} rounds)`,
+        value: ms(median(rounds.map((x) => x.ours.disk.p99))),
+        unit: 'ms',
+        goal: '',
+        baseline: `max ${ms(Math.max(...rounds.map((x) => x.ours.disk.max)))} ms over all rounds`,
+      },
       { metric: `p99 ack latency at saturation (median of ${ROUNDS} rounds)`, value: ms(satP99), unit: 'ms', ...atMost(satP99, 50), baseline: `bare ${ms(median(rounds.map((x) => x.bare.sat.p99)))} ms` },
     ],
     notes: [

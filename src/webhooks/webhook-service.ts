@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import type { ObjectSink } from './delivery-applier.js'
 import type { FollowUpClient } from './follow-ups.js'
-import { WebhookInbox } from './inbox.js'
+import { WebhookInbox, type SyncFile } from './inbox.js'
 import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
 import { WebhookMetrics } from './metrics.js'
 import { WebhookProcessor } from './processor.js'
@@ -25,6 +25,8 @@ export interface WebhookServiceOptions {
   streams?: readonly RecordStream[]
   /** false: store deliveries but apply none (tests of a crash between ack and apply). */
   process?: boolean
+  /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
+  syncFile?: SyncFile
 }
 
 export interface WebhookService {
@@ -50,6 +52,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     logger: options.logger,
     metrics,
     onStored: () => processor?.wake(),
+    ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
   })
   processor = new WebhookProcessor({
     sqlite: options.sqlite,
