@@ -35,15 +35,18 @@ export interface BackgroundCheckpointsOptions {
 }
 
 export interface CheckpointStats {
-  /** Passes that found frames to copy, or none. */
+  /** Passes that ran (found frames to copy, or none). */
   passes: number
-  /** Passes skipped because another checkpoint (the writer's) was running. */
+  /** Passes skipped because another checkpoint (the writer's backstop) was running. */
   busy: number
   /** Passes that failed (logged once per distinct message). */
   errors: number
-  /** Frames in the log after the last pass. */
+  /** Frames in the log after the last pass that ran. */
   logFrames: number
-  /** Frames copied into the database file, all passes. */
+  /**
+   * Frames copied into the database file, as SQLite counts them after each pass: this includes
+   * what the writer's backstop copied between two passes.
+   */
   copiedFrames: number
   /** Time spent in passes, µs (on the worker thread). */
   micros: number
@@ -51,6 +54,8 @@ export interface CheckpointStats {
 
 export interface BackgroundCheckpoints {
   readonly running: boolean
+  /** stop() gave up waiting for a pass stuck on the disk: its thread may outlive a normal exit. */
+  readonly abandoned: boolean
   stats(): CheckpointStats
   /** Stops the worker and gives the writer back its own automatic checkpoints. */
   stop(): Promise<void>
@@ -68,7 +73,8 @@ const [PASSES, BUSY, ERRORS, LOG, COPIED, MICROS] = [0, 1, 2, 3, 4, 5]
 let db
 try {
   db = new Database(workerData.file, { fileMustExist: true })
-  db.pragma('busy_timeout = 0')
+  // For opening and reading the schema only: a PASSIVE checkpoint never calls the busy handler.
+  db.pragma('busy_timeout = 2000')
   db.pragma('synchronous = NORMAL')
   if (db.pragma('journal_mode', { simple: true }) !== 'wal') throw new Error('the mirror is not in WAL mode')
 } catch (err) {
@@ -82,14 +88,16 @@ const pass = () => {
   const started = performance.now()
   try {
     const r = checkpoint.get()
-    counters[PASSES]++
-    if (r.busy !== 0) counters[BUSY]++
-    // After a restart the log counts from zero again.
-    if (r.checkpointed >= 0) {
+    if (r.busy !== 0 || r.log < 0) {
+      // The writer's backstop held the checkpoint lock: nothing was read, nothing to report.
+      counters[BUSY]++
+    } else {
+      counters[PASSES]++
+      // After a restart the log counts from zero again.
       counters[COPIED] += r.checkpointed >= backfilled ? r.checkpointed - backfilled : r.checkpointed
       backfilled = r.checkpointed
+      counters[LOG] = r.log
     }
-    counters[LOG] = Math.max(0, r.log)
   } catch (err) {
     counters[ERRORS]++
     if (err.message !== lastError) {
@@ -98,11 +106,14 @@ const pass = () => {
     }
   }
   counters[MICROS] += Math.round((performance.now() - started) * 1000)
+  // The next pass a full interval after this one ended: a slow disk must not keep the checkpoint
+  // lock taken back to back, or the writer's backstop could never run.
+  timer = setTimeout(pass, workerData.everyMs)
 }
-const timer = setInterval(pass, workerData.everyMs)
+let timer = setTimeout(pass, workerData.everyMs)
 parentPort.on('message', (m) => {
   if (m !== 'stop') return
-  clearInterval(timer)
+  clearTimeout(timer)
   db.close()
   parentPort.close()
 })
@@ -116,11 +127,13 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
   const stats = (): CheckpointStats => Object.fromEntries(FIELDS.map((f, i) => [f, counters[i]!])) as unknown as CheckpointStats
   const walMode = sqlite.pragma('journal_mode', { simple: true }) === 'wal'
   if (!walMode || sqlite.memory || sqlite.name === '') {
-    return { running: false, stats, stop: () => Promise.resolve() }
+    return { running: false, abandoned: false, stats, stop: () => Promise.resolve() }
   }
   const backstop = options.backstopFrames ?? 4_000
   let running = true
   let stopping = false
+  let abandoned = false
+  let stopped: Promise<void> | undefined
   const giveBack = (why: string, err?: unknown) => {
     if (!running) return
     running = false
@@ -143,27 +156,36 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
   }))
   // Only once the worker is asked to run: until then the writer keeps its own setting.
   sqlite.pragma(`wal_autocheckpoint = ${Math.min(backstop, previous > 0 ? previous : backstop)}`)
+  const stop = async (): Promise<void> => {
+    stopping = true
+    // Unreferenced while it runs (it never keeps a process alive), but waited for here: without
+    // a reference a caller's top-level await would see an empty event loop and exit (code 13).
+    worker.ref()
+    worker.postMessage('stop')
+    // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
+    // Closing the writer meanwhile is safe: the worker's connection still holds the log. The
+    // thread itself cannot be stopped while the kernel holds it, and a normal process exit waits
+    // for it: `abandoned` tells the caller to end the process another way.
+    const waitMs = options.stopTimeoutMs ?? 3_000
+    let timer: NodeJS.Timeout | undefined
+    const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs)))])
+    clearTimeout(timer)
+    if (late) {
+      abandoned = true
+      giveBack('stopped late')
+      log.error({ waitedMs: waitMs }, 'the checkpoint worker did not stop in time (a pass is waiting on the disk): leaving it behind')
+      worker.unref()
+      void worker.terminate()
+    }
+  }
   return {
     get running() {
       return running
     },
-    stats,
-    stop: async () => {
-      stopping = true
-      // Unreferenced while it runs (it never keeps a process alive), but waited for here: without
-      // a reference a caller's top-level await would see an empty event loop and exit (code 13).
-      worker.ref()
-      worker.postMessage('stop')
-      // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
-      // Closing the writer meanwhile is safe: the worker's connection still holds the log.
-      let timer: NodeJS.Timeout | undefined
-      const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), options.stopTimeoutMs ?? 3_000)))])
-      clearTimeout(timer)
-      if (late) {
-        log.warn({ waitedMs: options.stopTimeoutMs ?? 3_000 }, 'the checkpoint worker did not stop in time (a pass is waiting on the disk): leaving it behind')
-        worker.unref()
-        void worker.terminate()
-      }
+    get abandoned() {
+      return abandoned
     },
+    stats,
+    stop: () => (stopped ??= stop()),
   }
 }

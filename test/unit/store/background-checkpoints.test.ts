@@ -89,9 +89,11 @@ test('the worker copies committed frames into the database file; the writer itse
   expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(100_000)
 })
 
-test('under steady writes the log restarts (the backstop completes what the worker left) instead of growing', async () => {
+test('with the worker passing beside steady writes, the writer\'s backstop still restarts the log: it stays bounded', async () => {
   mirror = await tempMirror()
   checkpoints = startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'silent' }), everyMs: 5, backstopFrames: 200 })
+  // The backstop is what restarts the log: the worker's pass rarely ends between two commits.
+  expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(200)
   let most = 0
   for (let i = 0; i < 200; i++) {
     writeRows(mirror.sqlite, i * 10, 10)
@@ -99,8 +101,11 @@ test('under steady writes the log restarts (the backstop completes what the work
     await sleep(1)
   }
   expect(mirror.sqlite.prepare('SELECT count(*) FROM webhook_state').pluck().get()).toBe(2_000)
+  const stats = checkpoints.stats()
+  expect(stats.passes).toBeGreaterThan(10)
+  // Passes that meet the backstop's checkpoint are skipped and counted, never errors.
+  expect(stats.errors).toBe(0)
   // 2,000 rows of 2 KB are about 1,000 pages; a log that never restarted would hold all of them.
-  expect(checkpoints.stats().copiedFrames).toBeGreaterThan(500)
   expect(most).toBeLessThan(600)
   // The file itself: a log that restarts is overwritten from its start instead of appended to.
   expect(statSync(`${mirror.path}-wal`).size).toBeLessThan(600 * 4_120)
