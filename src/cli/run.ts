@@ -18,10 +18,18 @@ export const runCommand: Command = {
       process.once('SIGINT', resolve)
     })
     logger.warn({ signal }, 'stop requested')
+    // process.exit waits for worker and thread-pool threads; one held by the kernel in a sync that
+    // never returns would keep the process alive past the budget. Then only SIGKILL ends it.
+    const exit = (code: number) => {
+      if (!daemon.stuck()) return process.exit(code)
+      logger.error('a disk sync never returned: ending the process with SIGKILL (a normal exit would wait for it); committed work is safe')
+      logger.flush()
+      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100)
+    }
     const force = () => {
       logger.error('stop did not finish in time: exiting now (committed work is safe; the next start resumes)')
       logger.flush()
-      process.exit(1)
+      exit(1)
     }
     const timer = setTimeout(force, STOP_BUDGET_MS)
     timer.unref()
@@ -33,6 +41,10 @@ export const runCommand: Command = {
       clearTimeout(timer)
       process.off('SIGTERM', force)
       process.off('SIGINT', force)
+    }
+    if (daemon.stuck()) {
+      exit(1)
+      return 1
     }
     // Everything is closed; should a stray handle keep the loop alive, end anyway.
     setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref()

@@ -27,6 +27,11 @@ export interface Daemon {
   /** The record sweep run at start (none when `schedules.sweep` is "off"): resolves when it ends. */
   firstSweep: Promise<void>
   stop(): Promise<void>
+  /**
+   * After stop(): a sync of the disk never returned (the inbox's or the checkpoint worker's). Its
+   * thread is held by the kernel, and a normal process exit would wait for it.
+   */
+  stuck(): boolean
 }
 
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
@@ -41,18 +46,19 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     streams: RECORD_STREAMS,
     objectSink: customObjectSink(rt.mirror.sqlite),
   })
-  // Checkpoints on a worker thread: the writer's own, on the event loop, stalled webhook acks.
-  const checkpoints = startBackgroundCheckpoints({ sqlite: rt.mirror.sqlite, logger })
+  // Checkpoints on a worker thread (the writer's own, on the event loop, stalled webhook acks),
+  // started once the daemon listens: a start that fails before leaves no thread behind.
+  const started: { checkpoints?: BackgroundCheckpoints } = {}
   const m = new DaemonMetrics({
     governor: () => rt.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
-    checkpoints: () => checkpoints.stats(),
+    checkpoints: () => started.checkpoints?.stats() ?? { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0 },
   })
   hook.metrics = m
   m.seedLastSuccess(rt.state.all())
   const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger })
-  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => checkpoints.running }), logger)
+  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }), logger)
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
@@ -71,12 +77,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   try {
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
-    await checkpoints.stop()
     await rt.close()
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, { cause: err })
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
+  const bg = startBackgroundCheckpoints({ sqlite: rt.mirror.sqlite, logger })
+  started.checkpoints = bg
   webhooks.start()
   scheduler.start()
   logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
@@ -90,11 +97,11 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     (stopped ??= (async () => {
       stopping = true
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
-      await Promise.all([scheduler.stop(), webhooks.stop()])
+      // The checkpoint worker stops beside them: the writer checkpoints on its own meanwhile.
+      await Promise.all([scheduler.stop(), webhooks.stop(), bg.stop()])
       await closeServer(server)
-      await checkpoints.stop()
       await rt.close()
       logger.info('stopped cleanly')
     })())
-  return { rt, url, scheduler, webhooks, checkpoints, metrics: m, firstSweep, stop }
+  return { rt, url, scheduler, webhooks, checkpoints: bg, metrics: m, firstSweep, stop, stuck: () => webhooks.inbox.abandoned || bg.abandoned }
 }

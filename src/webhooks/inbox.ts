@@ -100,6 +100,7 @@ export class WebhookInbox {
   #syncing = false
   /** The group whose sync is in flight (answered by the sync's callback, or by close's deadline). */
   #inFlight: Waiting[] | undefined
+  #abandoned = false
   #closed = false
   /** Set when a sync failed: after that, what the OS reports for the file cannot be trusted. */
   #broken: Error | undefined
@@ -137,6 +138,11 @@ export class WebhookInbox {
     this.#processedStmt = sqlite.prepare(`UPDATE webhook_inbox SET processed_at = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
     this.#failedStmt = sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
     this.#backlog = sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`).pluck().get() as number
+  }
+
+  /** close() gave up on a sync that never returned: its thread may outlive a normal process exit. */
+  get abandoned(): boolean {
+    return this.#abandoned
   }
 
   /** Deliveries stored but not yet applied, plus those waiting for the next group commit. */
@@ -215,6 +221,7 @@ export class WebhookInbox {
     const group = this.#inFlight
     this.#inFlight = undefined
     this.#syncing = false
+    this.#abandoned = true
     const ms = this.#options.closeTimeoutMs ?? 5_000
     this.#broken = new Error(`a sync of the log did not return within ${ms} ms`)
     this.#log.error(
@@ -224,7 +231,7 @@ export class WebhookInbox {
     const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${this.#broken.message}`)
     this.#failGroup(group, error)
     this.#failGroup(this.#queue.splice(0), error)
-    // The descriptor stays open: the sync still holds it, and the process is ending.
+    // The descriptor stays open while the sync holds it; its late callback closes it.
     this.#walFd = undefined
     this.#settleIdle()
   }
@@ -275,8 +282,8 @@ export class WebhookInbox {
     this.#syncing = true
     this.#inFlight = group
     this.#syncFile(fd, (err) => {
-      // close() gave up on this sync and answered its group already.
-      if (this.#inFlight !== group) return
+      // close() gave up on this sync and answered its group already; only the descriptor is left.
+      if (this.#inFlight !== group) return fs.close(fd, () => undefined)
       this.#inFlight = undefined
       this.#syncing = false
       if (err !== null) {

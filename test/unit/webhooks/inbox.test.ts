@@ -12,7 +12,8 @@ import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
 
 interface HeldSync {
   fd: number
-  release(): void
+  /** Really syncs now; resolves once the inbox's callback has run. */
+  release(): Promise<void>
   fail(err: Error): void
 }
 
@@ -23,7 +24,11 @@ function heldSyncs(): { syncFile: SyncFile; next(): Promise<HeldSync>; calls: ()
   let calls = 0
   const syncFile: SyncFile = (fd, done) => {
     calls++
-    const held: HeldSync = { fd, release: () => fs.fdatasync(fd, done), fail: (err) => done(err) }
+    const held: HeldSync = {
+      fd,
+      release: () => new Promise<void>((resolve) => fs.fdatasync(fd, (err) => (done(err), resolve()))),
+      fail: (err) => done(err),
+    }
     const taker = takers.shift()
     if (taker) taker(held)
     else waiting.push(held)
@@ -82,7 +87,7 @@ describe('acknowledged means synced', () => {
     expect(woken).toBe(0)
     // The descriptor synced is the mirror's -wal file.
     expect(fs.fstatSync(held.fd).ino).toBe(fs.statSync(`${mirror.path}-wal`).ino)
-    held.release()
+    await held.release()
     await expect(a.value).resolves.toBe('stored' satisfies EnqueueResult)
     expect(woken).toBe(1)
     expect(inbox.backlog).toBe(1)
@@ -101,12 +106,12 @@ describe('acknowledged means synced', () => {
     // Nothing else is committed or synced while the first sync is in flight.
     expect(syncs.calls()).toBe(1)
     expect(count()).toBe(1)
-    first.release()
+    await first.release()
     await expect(a.value).resolves.toBe('stored')
     const second = await syncs.next()
     expect(count()).toBe(4)
     expect(later.some((t) => t.settled()) || dup.settled()).toBe(false)
-    second.release()
+    await second.release()
     expect(await Promise.all(later.map((t) => t.value))).toEqual(['stored', 'stored', 'stored'])
     await expect(dup.value).resolves.toBe('duplicate')
     expect(syncs.calls()).toBe(2)
@@ -143,8 +148,8 @@ describe('close', () => {
     await expect(inbox.enqueue(delivery('c'))).rejects.toMatchObject({ code: 'INBOX_CLOSED' })
     await turns()
     expect(closed.settled()).toBe(false)
-    first.release()
-    ;(await syncs.next()).release()
+    await first.release()
+    await (await syncs.next()).release()
     await closed.value
     expect([await a.value, await b.value]).toEqual(['stored', 'stored'])
     expect(mirror.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()).toEqual(['a', 'b'])
@@ -154,18 +159,25 @@ describe('close', () => {
 describe('close with a sync that never returns', () => {
   test('answers 503 to the group in flight and those waiting after the deadline, and says why', async () => {
     const syncs = heldSyncs()
-    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, closeTimeoutMs: 50 })
+    const metrics = new WebhookMetrics()
+    let woken = 0
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, closeTimeoutMs: 50, metrics, onStored: () => woken++ })
     const a = track(inbox.enqueue(delivery('a')))
     const stuck = await syncs.next()
     const b = track(inbox.enqueue(delivery('b')))
+    expect(inbox.abandoned).toBe(false)
     await inbox.close()
+    expect(inbox.abandoned).toBe(true)
     for (const t of [a, b]) await expect(t.value).rejects.toMatchObject({ name: 'InboxUnavailableError', code: 'INBOX_WRITE_FAILED' })
     await expect(a.value).rejects.toThrow(/did not return within 50 ms/)
     expect(lines.join('')).toMatch(/still in flight \(the disk is not answering\): answering 503/)
     // The disk answers at last: nothing is answered twice, and the inbox stays closed.
-    stuck.release()
+    await stuck.release()
     await turns()
     expect(syncs.calls()).toBe(1)
+    // Not treated as durable after all: no wake-up of the processor, no group commit counted.
+    expect(woken).toBe(0)
+    expect(metrics.intake.groupCommits).toBe(0)
     await expect(inbox.enqueue(delivery('c'))).rejects.toMatchObject({ code: 'INBOX_CLOSED' })
   })
 })
