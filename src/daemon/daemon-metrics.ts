@@ -64,7 +64,7 @@ export class DaemonMetrics {
         new Counter({ name, help, registers, collect() { this.reset(); this.inc(pick(checkpoints())) } })
       counter('fsm_mirror_checkpoint_passes_total', 'Background checkpoint passes (worker thread)', (s) => s.passes)
       counter('fsm_mirror_checkpoint_errors_total', 'Background checkpoint passes that failed', (s) => s.errors)
-      counter('fsm_mirror_checkpoint_frames_total', 'Log frames copied into the mirror file by background checkpoints', (s) => s.copiedFrames)
+      counter('fsm_mirror_checkpoint_frames_total', 'Log frames copied into the mirror file, read by the background checkpoints (includes the writer\'s backstop checkpoints)', (s) => s.copiedFrames)
       new Gauge({ name: 'fsm_mirror_wal_frames', help: 'Frames in the mirror\'s write-ahead log after the last background checkpoint', registers, collect() { this.set(checkpoints().logFrames) } })
     }
   }
