@@ -97,8 +97,10 @@ export class WebhookInbox {
   #walFd: number | undefined
   #queue: Waiting[] = []
   #scheduled = false
-  #syncing = false
-  /** The group whose sync is in flight (answered by the sync's callback, or by close's deadline). */
+  /**
+   * The group whose sync is in flight, answered by the sync's callback or by close's deadline;
+   * undefined when no sync is in flight.
+   */
   #inFlight: Waiting[] | undefined
   #abandoned = false
   #closed = false
@@ -205,7 +207,7 @@ export class WebhookInbox {
    */
   close(): Promise<void> {
     this.#closed = true
-    if (!this.#syncing && this.#queue.length > 0) this.#flush()
+    if (this.#inFlight === undefined && this.#queue.length > 0) this.#flush()
     const done = new Promise<void>((resolve) => {
       this.#idle.push(resolve)
       this.#settleIdle()
@@ -217,28 +219,23 @@ export class WebhookInbox {
 
   /** close()'s deadline passed with a sync still in flight: answer its group 503 and stop waiting. */
   #abandonSync(): void {
-    if (!this.#syncing || this.#inFlight === undefined) return
     const group = this.#inFlight
+    if (group === undefined) return
     this.#inFlight = undefined
-    this.#syncing = false
     this.#abandoned = true
+    // The descriptor stays open while the sync holds it; its late callback closes it.
+    this.#walFd = undefined
     const ms = this.#options.closeTimeoutMs ?? 5_000
-    this.#broken = new Error(`a sync of the log did not return within ${ms} ms`)
     this.#log.error(
       { deliveries: group.length, waitedMs: ms },
       'shutting down with a sync of the webhook inbox log still in flight (the disk is not answering): answering 503 to its deliveries (the sender will not retry; the next sweep recovers the changes)',
     )
-    const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${this.#broken.message}`)
-    this.#failGroup(group, error)
-    this.#failGroup(this.#queue.splice(0), error)
-    // The descriptor stays open while the sync holds it; its late callback closes it.
-    this.#walFd = undefined
-    this.#settleIdle()
+    this.#syncFailed(group, new Error(`a sync of the log did not return within ${ms} ms`))
   }
 
   #schedule(): void {
     // A sync in flight: its completion flushes what waits (the next group).
-    if (this.#scheduled || this.#syncing) return
+    if (this.#scheduled || this.#inFlight !== undefined) return
     this.#scheduled = true
     // After the poll phase: every request whose body completed in this turn joins the group.
     setImmediate(() => this.#flush())
@@ -246,7 +243,7 @@ export class WebhookInbox {
 
   #flush(): void {
     this.#scheduled = false
-    if (this.#queue.length === 0 || this.#syncing) return this.#settleIdle()
+    if (this.#queue.length === 0 || this.#inFlight !== undefined) return this.#settleIdle()
     if (this.#sqlite.inTransaction) {
       // Another writer holds a transaction open across an await: joining it would make our commit
       // depend on theirs. Wait for the next turn (no write path of this project does that today).
@@ -279,25 +276,17 @@ export class WebhookInbox {
     const stored = inserted.filter((x) => x).length
     this.#backlog += stored
     if (fd === undefined) return this.#durable(group, inserted, stored)
-    this.#syncing = true
     this.#inFlight = group
     this.#syncFile(fd, (err) => {
       // close() gave up on this sync and answered its group already; only the descriptor is left.
       if (this.#inFlight !== group) return fs.close(fd, () => undefined)
       this.#inFlight = undefined
-      this.#syncing = false
       if (err !== null) {
-        this.#broken = err
         this.#log.error(
           { err, deliveries: group.length },
           'syncing the webhook inbox log to disk failed: answering 503 to these and every later delivery until the daemon is restarted (the sender will not retry; the next sweep recovers the changes)',
         )
-        // The group's rows are committed and may still be applied; what is uncertain is whether
-        // they survive a power loss, and a 2xx would promise that.
-        const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${err.message}`, { cause: err })
-        this.#failGroup(group, error)
-        this.#failGroup(this.#queue.splice(0), error)
-        return this.#settleIdle()
+        return this.#syncFailed(group, err)
       }
       if (m) m.walSyncMicros += Math.round((performance.now() - committed) * 1000)
       this.#durable(group, inserted, stored)
@@ -317,6 +306,19 @@ export class WebhookInbox {
     }
     group.forEach((w, i) => w.resolve(inserted[i] === true ? 'stored' : 'duplicate'))
     if (stored > 0) this.#options.onStored?.()
+    this.#settleIdle()
+  }
+
+  /**
+   * A sync failed or never returned. The group's rows are committed and may still be applied; what
+   * is uncertain is whether they survive a power loss, and a 2xx would promise that. So the group,
+   * those waiting and every later delivery are answered 503.
+   */
+  #syncFailed(group: readonly Waiting[], cause: Error): void {
+    this.#broken = cause
+    const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${cause.message}`, { cause })
+    this.#failGroup(group, error)
+    this.#failGroup(this.#queue.splice(0), error)
     this.#settleIdle()
   }
 
@@ -340,7 +342,7 @@ export class WebhookInbox {
   }
 
   #settleIdle(): void {
-    if (!this.#closed || this.#syncing || this.#queue.length > 0 || this.#idle.length === 0) return
+    if (!this.#closed || this.#inFlight !== undefined || this.#queue.length > 0 || this.#idle.length === 0) return
     if (this.#walFd !== undefined) {
       fs.closeSync(this.#walFd)
       this.#walFd = undefined
