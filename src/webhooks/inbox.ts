@@ -90,6 +90,7 @@ export class WebhookInbox {
   readonly #restore
   readonly #pendingStmt
   readonly #processedStmt
+  readonly #processedRangeStmt
   readonly #failedStmt
   /** The -wal file to sync after a commit; undefined: commit with synchronous=FULL instead. */
   #walPath: string | undefined
@@ -108,6 +109,7 @@ export class WebhookInbox {
   #broken: Error | undefined
   #idle: (() => void)[] = []
   #backlog: number
+  #commits = 0
 
   constructor(sqlite: Sqlite, options: WebhookInboxOptions) {
     this.#sqlite = sqlite
@@ -138,6 +140,10 @@ export class WebhookInbox {
        WHERE processed_at IS NULL AND error IS NULL AND seq > ? ORDER BY seq LIMIT ?`,
     )
     this.#processedStmt = sqlite.prepare(`UPDATE webhook_inbox SET processed_at = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
+    this.#processedRangeStmt = sqlite.prepare(
+      `UPDATE webhook_inbox SET processed_at = ?, attempts = attempts + 1
+       WHERE seq BETWEEN ? AND ? AND processed_at IS NULL AND error IS NULL`,
+    )
     this.#failedStmt = sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
     this.#backlog = sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`).pluck().get() as number
   }
@@ -145,6 +151,11 @@ export class WebhookInbox {
   /** close() gave up on a sync that never returned: its thread may outlive a normal process exit. */
   get abandoned(): boolean {
     return this.#abandoned
+  }
+
+  /** Group commits so far; while it moves, deliveries are arriving (the processor yields to them). */
+  get commits(): number {
+    return this.#commits
   }
 
   /** Deliveries stored but not yet applied, plus those waiting for the next group commit. */
@@ -182,6 +193,14 @@ export class WebhookInbox {
   /** Marks a row applied; run it in the transaction that applied the row. */
   markProcessed(deliveryId: string, nowIso: string): void {
     this.#processedStmt.run(nowIso, deliveryId)
+  }
+
+  /**
+   * Marks applied every row still pending with seq in [first, last]: one statement for a slice's
+   * rows. Run it in the transaction that applied them, after marking those it could not apply.
+   */
+  markProcessedThrough(first: number, last: number, nowIso: string): void {
+    this.#processedRangeStmt.run(nowIso, first, last)
   }
 
   /** Keeps a row with its error; it is never picked up again by `pending`. */
@@ -268,6 +287,7 @@ export class WebhookInbox {
       this.#failGroup(group, new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox could not be written: ${(err as Error).message}`, { cause: err }))
       return this.#settleIdle()
     }
+    this.#commits++
     const committed = performance.now()
     const m = this.#options.metrics?.intake
     if (m) m.commitMicros += Math.round((committed - started) * 1000)

@@ -171,6 +171,62 @@ describe('custom-object deliveries', () => {
   })
 })
 
+describe('slices', () => {
+  test('one slice marks the rows it applied and leaves the one it kept with an error', async () => {
+    const mirror = await tempMirror()
+    try {
+      env = await webhookEnv({ mirror, process: false })
+      await env.deliver('1', 'job.updated', jobPayload(hex(1), T(1)))
+      // No custom-object applier: kept with OBJECTS_DEFERRED, not thrown, so the slice goes on.
+      await env.deliver('2', 'object.created', { object: 'equipment', id: 'r1', updatedAt: T(1) })
+      await env.deliver('3', 'job.updated', jobPayload(hex(2), T(2)))
+      await env.close()
+      env = await webhookEnv({ mirror })
+      await env.service.processor.drained()
+      expect(env.rows('SELECT delivery_id, processed_at IS NOT NULL AS done, error, attempts FROM webhook_inbox ORDER BY seq')).toEqual([
+        { delivery_id: '1', done: 1, error: null, attempts: 1 },
+        { delivery_id: '2', done: 0, error: OBJECTS_DEFERRED, attempts: 1 },
+        { delivery_id: '3', done: 1, error: null, attempts: 1 },
+      ])
+      expect(env.service.inbox.backlog).toBe(0)
+      expect(env.rows('SELECT id FROM jobs ORDER BY id')).toEqual([{ id: hex(1) }, { id: hex(2) }])
+    } finally {
+      await env?.close()
+      env = undefined
+      await mirror.dispose()
+    }
+  })
+
+  test('a burst, applied while more deliveries keep arriving, ends applied in receipt order', async () => {
+    env = await webhookEnv()
+    const e = env
+    // 400 deliveries, 16 in flight at a time, for 8 jobs: each job's versions are sent in order.
+    const sends = Array.from({ length: 400 }, (_, i) => () => e.deliver(`d${i}`, 'job.updated', jobPayload(hex(i % 8), T(i), { jobStatus: `s${i}` })))
+    let next = 0
+    const statuses: number[] = []
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < sends.length) statuses.push((await sends[next++]!()).status)
+      }),
+    )
+    expect(statuses.filter((s) => s !== 200)).toEqual([])
+    await e.service.processor.drained()
+    expect(e.rows('SELECT count(*) AS open FROM webhook_inbox WHERE processed_at IS NULL')).toEqual([{ open: 0 }])
+    expect(e.service.metrics.processor.applied).toBe(400)
+    // Newest version of each job, whatever order the deliveries were received in.
+    expect(e.rows('SELECT id, updated_at, job_status FROM jobs ORDER BY id')).toEqual(
+      Array.from({ length: 8 }, (_, j) => ({ id: hex(j), updated_at: T(392 + j), job_status: `s${392 + j}` })),
+    )
+    // Applied in receipt order: each job's change_log entries follow its received versions,
+    // skipping only those that arrived after a newer one.
+    for (let j = 0; j < 8; j++) {
+      const received = e.rows(`SELECT json_extract(raw, '$.updatedAt') AS v FROM webhook_inbox WHERE json_extract(raw, '$.id') = ? ORDER BY seq`, hex(j)).map((r) => r.v as string)
+      const newerWins = received.filter((v, k) => received.slice(0, k).every((w) => w < v))
+      expect(e.rows(`SELECT updated_at AS v FROM change_log WHERE record_id = ? ORDER BY seq`, hex(j)).map((r) => r.v)).toEqual(newerWins)
+    }
+  })
+})
+
 describe('restart', () => {
   test('rows stored but not applied by a stopped process are applied at start', async () => {
     const mirror = await tempMirror()

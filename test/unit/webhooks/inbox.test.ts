@@ -116,6 +116,8 @@ describe('acknowledged means synced', () => {
     await expect(dup.value).resolves.toBe('duplicate')
     expect(syncs.calls()).toBe(2)
     expect({ groups: metrics.intake.groupCommits, deliveries: metrics.intake.groupedDeliveries }).toEqual({ groups: 2, deliveries: 5 })
+    // What the processor reads to tell that deliveries are arriving.
+    expect(inbox.commits).toBe(2)
     expect(mirror.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()).toEqual(['a', 'b', 'c', 'd'])
     await inbox.close()
   })
