@@ -158,6 +158,15 @@ export class WebhookInbox {
     return this.#commits
   }
 
+  /**
+   * The backlog is past half of webhooks.maxBacklog. The processor then stops yielding to the
+   * intake: acks slow down rather than reach the bound, where a 503 would lose the delivery until
+   * the next sweep (the upstream never re-sends).
+   */
+  get filling(): boolean {
+    return this.backlog * 2 >= this.#options.maxBacklog
+  }
+
   /** Deliveries stored but not yet applied, plus those waiting for the next group commit. */
   get backlog(): number {
     return this.#backlog + this.#queue.length

@@ -74,6 +74,10 @@ export class WebhookProcessor {
   #retryTimer: NodeJS.Timeout | undefined
   #wakeTimer: NodeJS.Timeout | undefined
   #busy = false
+  /** The inbox was `filling` at the last slice (logged when it changes). */
+  #filling = false
+  /** Ends the current rest between busy slices, if any. */
+  #endRest: (() => void) | undefined
   #restFactor = 1
   /** The inbox's group commits when the last slice ended: more since means deliveries arrive. */
   #commitsSeen = 0
@@ -162,13 +166,18 @@ export class WebhookProcessor {
     if (!this.#started || this.#stopped) return
     if (this.#running !== undefined) {
       this.#again = true
+      // A rest between slices ends early once the backlog nears its bound (see #pace).
+      if (this.#endRest !== undefined && this.#o.inbox.filling) this.#endRest()
       return
     }
     if (this.#wakeTimer !== undefined) return
-    this.#wakeTimer = setTimeout(() => {
-      this.#wakeTimer = undefined
-      this.#run()
-    }, this.#o.gatherMs ?? 5)
+    this.#wakeTimer = setTimeout(
+      () => {
+        this.#wakeTimer = undefined
+        this.#run()
+      },
+      this.#o.inbox.filling ? 0 : (this.#o.gatherMs ?? 5),
+    )
   }
 
   /** Resolves when every stored row has been settled and no follow-up GET is in flight. */
@@ -265,10 +274,18 @@ export class WebhookProcessor {
    * about 0.3 of a bare handler, because each slice also delayed the sync callbacks that answer
    * whole groups; yielding, the intake reaches 0.4-0.5 and the burst's backlog is applied at about
    * 20k deliveries/s once it ends. A steady stream that leaves the loop mostly idle still gets
-   * applied as it arrives.
+   * applied as it arrives. Yielding stops while the backlog is past half of its bound (the inbox's
+   * `filling`): a flood that lasts then gets slower acks, not 503s.
    */
   async #pace(spent: number): Promise<void> {
-    const busy = this.#o.inbox.commits !== this.#commitsSeen
+    // Past half the backlog bound, applying comes first: yielding further would end in 503s.
+    const filling = this.#o.inbox.filling
+    if (filling !== this.#filling) {
+      this.#filling = filling
+      if (filling) this.#log.warn({ backlog: this.#o.inbox.backlog }, 'webhook backlog past half of webhooks.maxBacklog: applying before acknowledging more, so acks slow down')
+      else this.#log.info({ backlog: this.#o.inbox.backlog }, 'webhook backlog back under half of webhooks.maxBacklog')
+    }
+    const busy = this.#o.inbox.commits !== this.#commitsSeen && !filling
     this.#commitsSeen = this.#o.inbox.commits
     this.#busy = busy
     if (!busy) {
@@ -276,7 +293,14 @@ export class WebhookProcessor {
       return
     }
     const before = performance.eventLoopUtilization()
-    await sleep(Math.min(MAX_REST_MS, Math.max(1, spent * this.#restFactor)))
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.min(MAX_REST_MS, Math.max(1, spent * this.#restFactor)))
+      this.#endRest = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    this.#endRest = undefined
     const loopBusy = performance.eventLoopUtilization(before).utilization
     this.#restFactor = loopBusy > 0.5 ? Math.min(MAX_REST_FACTOR, this.#restFactor * 2) : Math.max(MIN_REST_FACTOR, this.#restFactor / 2)
   }

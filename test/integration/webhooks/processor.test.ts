@@ -225,6 +225,31 @@ describe('slices', () => {
       expect(e.rows(`SELECT updated_at AS v FROM change_log WHERE record_id = ? ORDER BY seq`, hex(j)).map((r) => r.v)).toEqual(newerWins)
     }
   })
+
+  test('a sustained flood never reaches the backlog bound: past half of it the processor stops yielding', async () => {
+    // 503 loses a delivery until the next sweep (the upstream never re-sends), so a backlog that
+    // grows toward webhooks.maxBacklog must slow the acks instead: the processor takes the loop.
+    env = await webhookEnv({ maxBacklog: 200 })
+    const e = env
+    const sends = Array.from({ length: 1500 }, (_, i) => () => e.deliver(`f${i}`, 'job.updated', jobPayload(hex(i % 50), T(i))))
+    let next = 0
+    const statuses: number[] = []
+    let peak = 0
+    await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        while (next < sends.length) {
+          statuses.push((await sends[next++]!()).status)
+          peak = Math.max(peak, e.service.inbox.backlog)
+        }
+      }),
+    )
+    expect(statuses.filter((s) => s !== 200)).toEqual([])
+    expect(peak).toBeLessThan(200)
+    await e.service.processor.drained()
+    expect(e.service.metrics.processor.applied).toBe(1500)
+    expect(e.logs()).toContain('webhook backlog past half of webhooks.maxBacklog')
+    expect(e.logs()).toContain('webhook backlog back under half of webhooks.maxBacklog')
+  })
 })
 
 describe('restart', () => {
