@@ -1,6 +1,7 @@
 // Child process of webhook-intake.bench.ts: serves either the real intake (durable inbox, processor
 // applying) or a bare node:http handler that reads the body and answers 200. Prints `{"url"}` when
-// listening; on SIGTERM prints its counters (CPU time included) and exits.
+// listening; on SIGUSR1 (intake only) the backlog left when a phase ended and how long it took to
+// apply; on SIGTERM its counters (CPU time included), then exits.
 import http from 'node:http'
 import fs, { mkdtempSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
@@ -62,7 +63,7 @@ if (mode === 'bare') {
     syncFile: timedSync,
     sqlite: mirror.sqlite,
     logger: createLogger({ level: 'error' }),
-    config: { webhookSecrets: [secret], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000_000, rotationGraceHours: 24 } },
+    config: { webhookSecrets: [secret], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 } },
     process: mode !== 'intake-no-apply',
   })
   service.start()
@@ -73,6 +74,19 @@ if (mode === 'bare') {
   // the acks), sampled every 10 ms.
   let peakBacklog = 0
   setInterval(() => (peakBacklog = Math.max(peakBacklog, service.inbox.backlog)), 10).unref()
+  // SIGUSR1 (the saturation phase has ended): prints how many deliveries were stored but not yet
+  // applied, and how long applying them took with no more arriving, once the backlog is empty.
+  process.on('SIGUSR1', () => {
+    const started = performance.now()
+    const backlog = service.inbox.backlog
+    const appliedBefore = service.metrics.processor.applied
+    const poll = setInterval(() => {
+      if (service.inbox.backlog > 0) return
+      clearInterval(poll)
+      const drainMs = performance.now() - started
+      process.stdout.write(JSON.stringify({ backlog, drainMs: Math.round(drainMs), appliedPerSecond: drainMs > 0 ? Math.round(((service.metrics.processor.applied - appliedBefore) * 1000) / drainMs) : null }) + '\n')
+    }, 5)
+  })
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
   cpuStart = process.cpuUsage()
   process.stdout.write(JSON.stringify({ url: server.url }) + '\n')
