@@ -80,12 +80,10 @@ if (mode === 'bare') {
     const started = performance.now()
     const backlog = service.inbox.backlog
     const appliedBefore = service.metrics.processor.applied
-    const poll = setInterval(() => {
-      if (service.inbox.backlog > 0) return
-      clearInterval(poll)
+    void service.processor.drained().then(() => {
       const drainMs = performance.now() - started
       process.stdout.write(JSON.stringify({ backlog, drainMs: Math.round(drainMs), appliedPerSecond: drainMs > 0 ? Math.round(((service.metrics.processor.applied - appliedBefore) * 1000) / drainMs) : null }) + '\n')
-    }, 5)
+    })
   })
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
   cpuStart = process.cpuUsage()
