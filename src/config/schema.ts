@@ -80,6 +80,10 @@ export const ConfigSchema = z.strictObject({
       maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
       maxBacklog: int(1, 10_000_000).default(100_000),
       rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),
+      /** Bounds against slow and hostile clients (src/webhooks/intake-limits.ts has the reasons). */
+      maxConnections: int(16, 1_000_000).default(1024),
+      bodyTimeoutMs: int(100, 600_000).default(10_000),
+      maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024).default(32 * 1024 * 1024),
     })
     .prefault({}),
   schedules: z

@@ -63,6 +63,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     webhookHandler: webhooks.handler,
+    webhookLimits: webhooks.limits,
+    onDrop: () => webhooks.metrics.intake.connectionsDropped++,
     logger,
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
     ready: () => {

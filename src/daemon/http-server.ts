@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Logger } from '../log/logger.js'
+import { capConnections, intakeServerOptions, type IntakeLimits } from '../webhooks/intake-limits.js'
 
 export interface ReadyAnswer {
   ready: boolean
@@ -14,13 +15,19 @@ export interface ReadyAnswer {
 export interface DaemonHttpOptions {
   webhookPath: string
   webhookHandler: (req: IncomingMessage, res: ServerResponse) => void
+  /** The webhook intake's bounds: connection cap, header, body and request deadlines, keep-alive. */
+  webhookLimits: IntakeLimits
+  /** Counts each connection closed on arrival past the cap. */
+  onDrop?: () => void
   ready: () => ReadyAnswer
   metrics: () => Promise<{ contentType: string; body: string }>
   logger: Logger
 }
 
 export function createDaemonServer(o: DaemonHttpOptions): Server {
-  return createServer((req, res) => {
+  // One listener for the intake and the probes: the intake's bounds hold for all of it, and the
+  // probes' connections count against the cap like any other.
+  const server = createServer(intakeServerOptions(o.webhookLimits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
     if (path === o.webhookPath) {
       o.webhookHandler(req, res)
@@ -46,6 +53,8 @@ export function createDaemonServer(o: DaemonHttpOptions): Server {
     }
     json(res, 404, { error: `no route ${path}; try /healthz, /readyz, /metrics or ${o.webhookPath}` })
   })
+  capConnections(server, o.webhookLimits.maxConnections, o.onDrop)
+  return server
 }
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -6,8 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from '../log/logger.js'
 import { InboxUnavailableError, type Delivery, type EnqueueResult } from './inbox.js'
+import { BodyBudget } from './body-budget.js'
+import { INTAKE_LIMIT_DEFAULTS } from './intake-limits.js'
 import type { WebhookMetrics } from './metrics.js'
-import { readRawBody } from './raw-body.js'
+import { readRawBody, type RawBody } from './raw-body.js'
 import { verifySignature, type ActiveSecret } from './signature.js'
 
 export interface IntakeHandlerOptions {
@@ -16,6 +18,10 @@ export interface IntakeHandlerOptions {
   secrets: () => readonly ActiveSecret[]
   /** Body cap in bytes (webhooks.maxBodyBytes, 1 MiB by default). */
   maxBodyBytes: number
+  /** Deadline to receive a whole body (webhooks.bodyTimeoutMs): 408 past it. */
+  bodyTimeoutMs?: number
+  /** Body bytes held at once across requests (webhooks.maxBufferedBytes): 503 past it. */
+  maxBufferedBytes?: number
   logger: Logger
   metrics?: WebhookMetrics
 }
@@ -29,6 +35,9 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
   const log = options.logger.child({ component: 'webhook-intake' })
   const metrics = options.metrics
   let lastNoSecretLog = 0
+  const budget = new BodyBudget(options.maxBufferedBytes ?? INTAKE_LIMIT_DEFAULTS.maxBufferedBytes)
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs
+  const refusals = { timeout: { count: 0, loggedAt: 0 }, 'over-budget': { count: 0, loggedAt: 0 } }
   // The requests completing in one turn share one read of the secrets: under load that turns a
   // store lookup per request (PRAGMA data_version at least) into one per turn, and a secret stored
   // by another process is still seen by the next turn's requests.
@@ -53,14 +62,9 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
       reply(res, 405, 'POST only', { allow: 'POST' })
       return
     }
-    const read = await readRawBody(req, options.maxBodyBytes)
+    const read = await readRawBody(req, options.maxBodyBytes, { budget, deadlineMs: bodyTimeoutMs, heldUntil: res })
     if (!read.ok) {
-      if (read.reason === 'aborted') return
-      if (metrics) metrics.intake.tooLarge++
-      log.warn({ maxBodyBytes: options.maxBodyBytes }, 'webhook delivery refused: body over the cap (413)')
-      // The rest of the body is never read: close the connection once the answer is out.
-      reply(res, 413, `body over ${options.maxBodyBytes} bytes`, { connection: 'close' })
-      res.once('finish', () => req.destroy())
+      if (read.reason !== 'aborted') refuseBody(req, res, read.reason)
       return
     }
     const deliveryId = header(req, 'x-service-delivery')
@@ -107,6 +111,34 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
     const body = result === 'duplicate' ? DUPLICATE_BODY : RECEIVED_BODY
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length })
     res.end(body)
+  }
+
+  /** The rest of the body is never read: the answer says why, then the connection closes. */
+  function refuseBody(req: IncomingMessage, res: ServerResponse, reason: Exclude<(RawBody & { ok: false })['reason'], 'aborted'>): void {
+    if (reason === 'too-large') {
+      if (metrics) metrics.intake.tooLarge++
+      log.warn({ maxBodyBytes: options.maxBodyBytes }, 'webhook delivery refused: body over the cap (413)')
+      reply(res, 413, `body over ${options.maxBodyBytes} bytes`, { connection: 'close' })
+    } else {
+      if (metrics) metrics.intake[reason === 'timeout' ? 'bodyTimeout' : 'bufferFull']++
+      // Under an attack these come by the thousand: one line per reason every 10 s, with the count.
+      const r = refusals[reason]
+      r.count++
+      const now = Date.now()
+      if (now - r.loggedAt >= 10_000) {
+        if (reason === 'timeout') log.warn({ bodyTimeoutMs, refusedSinceLastLine: r.count }, 'webhook requests refused: body not received within webhooks.bodyTimeoutMs (408); a slow or hostile client')
+        else log.warn({ maxBufferedBytes: budget.limit, refusedSinceLastLine: r.count }, 'webhook requests refused: bodies in memory would pass webhooks.maxBufferedBytes (503); many large or slow bodies at once')
+        r.loggedAt = now
+        r.count = 0
+      }
+      if (res.headersSent || !res.writable) {
+        req.destroy()
+        return
+      }
+      if (reason === 'timeout') reply(res, 408, `body not received within ${bodyTimeoutMs} ms`, { connection: 'close' })
+      else reply(res, 503, 'too many request bodies in memory; retry later', { connection: 'close' })
+    }
+    res.once('finish', () => req.destroy())
   }
 
   function badRequest(res: ServerResponse, message: string, deliveryId: string | undefined, event: string | undefined): void {

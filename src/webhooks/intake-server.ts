@@ -4,6 +4,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { IntakeHandler } from './intake-handler.js'
+import { INTAKE_LIMIT_DEFAULTS, capConnections, intakeServerOptions, type IntakeLimits } from './intake-limits.js'
 
 export interface IntakeServer {
   url: string
@@ -11,8 +12,19 @@ export interface IntakeServer {
   close(): Promise<void>
 }
 
-export async function startIntakeServer(handler: IntakeHandler, options: { path: string; host?: string; port?: number }): Promise<IntakeServer> {
-  const server = http.createServer((req, res) => {
+export interface IntakeServerOptions {
+  path: string
+  host?: string
+  port?: number
+  /** The service's limits (`WebhookService.limits`); INTAKE_LIMIT_DEFAULTS when left out. */
+  limits?: IntakeLimits
+  /** Counts each connection closed on arrival past `limits.maxConnections`. */
+  onDrop?: () => void
+}
+
+export async function startIntakeServer(handler: IntakeHandler, options: IntakeServerOptions): Promise<IntakeServer> {
+  const limits = options.limits ?? INTAKE_LIMIT_DEFAULTS
+  const server = http.createServer(intakeServerOptions(limits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0]
     if (path === options.path) {
       handler(req, res)
@@ -20,8 +32,7 @@ export async function startIntakeServer(handler: IntakeHandler, options: { path:
     }
     res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }))
   })
-  // Upstream senders and load balancers keep connections open; outlive their idle timeouts.
-  server.keepAliveTimeout = 65_000
+  capConnections(server, limits.maxConnections, options.onDrop)
   const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

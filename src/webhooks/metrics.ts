@@ -11,6 +11,12 @@ export class WebhookMetrics {
     tooLarge: 0,
     unavailable: 0,
     methodNotAllowed: 0,
+    /** 408: a body still incomplete at its deadline (webhooks.bodyTimeoutMs). */
+    bodyTimeout: 0,
+    /** 503: a body that would pass the bytes held at once (webhooks.maxBufferedBytes). */
+    bufferFull: 0,
+    /** Connections closed on arrival, past webhooks.maxConnections. */
+    connectionsDropped: 0,
     /** Durable group commits (commit, then the log synced), and the deliveries they carried: the group size. */
     groupCommits: 0,
     groupedDeliveries: 0,

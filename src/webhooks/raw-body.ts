@@ -1,34 +1,65 @@
-// Reads a request body as bytes with a cap (issue 6: 1 MiB default, 413 whether or not
-// Content-Length was sent). Past the cap nothing more is buffered: the caller answers 413 and
-// closes the connection, so an endless body costs no memory.
+// Reads a request body as bytes, within three bounds:
+// - a cap per body (1 MiB default, 413 whether or not Content-Length was sent): past it nothing
+//   more is buffered, the caller answers 413 and closes the connection, so an endless body costs
+//   no memory;
+// - a budget shared by every request (BodyBudget): a body whose Content-Length would pass it is
+//   refused before a byte is read, one without Content-Length as soon as a chunk would;
+// - a deadline to receive the whole body, so a client trickling bytes cannot hold its share of the
+//   budget (and its connection) for long.
+// The bytes taken from the budget are given back when `heldUntil` (the response) closes: the body
+// stays in memory until the delivery is stored and answered, not only while it is read.
 import type { IncomingMessage } from 'node:http'
+import type { BodyBudget } from './body-budget.js'
 
-export type RawBody = { ok: true; body: Buffer } | { ok: false; reason: 'too-large' | 'aborted' }
+export type RawBody = { ok: true; body: Buffer } | { ok: false; reason: 'too-large' | 'aborted' | 'over-budget' | 'timeout' }
 
-export function readRawBody(req: IncomingMessage, maxBytes: number): Promise<RawBody> {
-  const declared = req.headers['content-length']
-  if (declared !== undefined && Number(declared) > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' })
+export interface RawBodyBounds {
+  budget: BodyBudget
+  /** The longest the whole body may take to arrive, from now. */
+  deadlineMs: number
+  /** Emits 'close' once the body is no longer held (the response, answered or aborted). */
+  heldUntil: { once(event: 'close', listener: () => void): unknown }
+}
+
+export function readRawBody(req: IncomingMessage, maxBytes: number, bounds?: RawBodyBounds): Promise<RawBody> {
+  const declaredHeader = req.headers['content-length']
+  const declared = declaredHeader === undefined ? undefined : Number(declaredHeader)
+  if (declared !== undefined && declared > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' })
+  let taken = 0
+  if (bounds !== undefined) bounds.heldUntil.once('close', () => bounds.budget.give(taken))
+  // With a Content-Length the whole body is taken at once: the client cannot send more than it
+  // announced (the parser stops there), and one refused before it is read costs nothing.
+  if (bounds !== undefined && declared !== undefined && declared > 0) {
+    if (!bounds.budget.take(declared, declared)) return Promise.resolve({ ok: false, reason: 'over-budget' })
+    taken = declared
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let size = 0
     let done = false
+    const timer = bounds === undefined ? undefined : setTimeout(() => stop('timeout'), bounds.deadlineMs)
     const finish = (result: RawBody): void => {
       if (done) return
       done = true
+      clearTimeout(timer)
       req.off('data', onData)
       req.off('end', onEnd)
       req.off('error', onAbort)
       req.off('aborted', onAbort)
       resolve(result)
     }
+    // Stop reading; the caller answers with `Connection: close` and closes the connection.
+    const stop = (reason: 'too-large' | 'over-budget' | 'timeout'): void => {
+      chunks.length = 0
+      req.pause()
+      finish({ ok: false, reason })
+    }
     const onData = (chunk: Buffer): void => {
       size += chunk.length
-      if (size > maxBytes) {
-        chunks.length = 0
-        // Stop reading; the caller answers 413 with `Connection: close`.
-        req.pause()
-        finish({ ok: false, reason: 'too-large' })
-        return
+      if (size > maxBytes) return stop('too-large')
+      if (bounds !== undefined && size > taken) {
+        if (!bounds.budget.take(size - taken, size)) return stop('over-budget')
+        taken = size
       }
       chunks.push(chunk)
     }

@@ -9,6 +9,7 @@ import type { ObjectSink } from './delivery-applier.js'
 import type { FollowUpClient } from './follow-ups.js'
 import { WebhookInbox, type SyncFile } from './inbox.js'
 import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
+import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from './intake-limits.js'
 import { WebhookMetrics } from './metrics.js'
 import { WebhookProcessor } from './processor.js'
 import { SecretStore, secretSource } from './secret-store.js'
@@ -16,7 +17,8 @@ import { SecretStore, secretSource } from './secret-store.js'
 export interface WebhookServiceOptions {
   /** The mirror's writer connection. */
   sqlite: Sqlite
-  config: Pick<Config, 'webhookSecrets' | 'webhooks'>
+  /** The intake's limits default to INTAKE_LIMIT_DEFAULTS (the config schema's defaults). */
+  config: Pick<Config, 'webhookSecrets'> & { webhooks: Omit<Config['webhooks'], keyof IntakeLimits> & Partial<IntakeLimits> }
   logger: Logger
   now?: () => number
   /** For follow-up GETs of `job.status_changed` (priority 'webhook'). */
@@ -35,6 +37,8 @@ export interface WebhookService {
   processor: WebhookProcessor
   secrets: SecretStore
   metrics: WebhookMetrics
+  /** The intake's bounds; the listener serving `handler` applies the connection cap and deadlines. */
+  limits: IntakeLimits
   /** Applies what a previous process left unapplied, then each new delivery after its ack. */
   start(): void
   /** Stops taking deliveries (503), commits and syncs those waiting, lets the batch in hand finish. */
@@ -64,10 +68,18 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
   })
+  const w = options.config.webhooks
+  const limits: IntakeLimits = {
+    maxConnections: w.maxConnections ?? INTAKE_LIMIT_DEFAULTS.maxConnections,
+    bodyTimeoutMs: w.bodyTimeoutMs ?? INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs,
+    maxBufferedBytes: w.maxBufferedBytes ?? INTAKE_LIMIT_DEFAULTS.maxBufferedBytes,
+  }
   const handler = createIntakeHandler({
     inbox,
     secrets: secretSource({ envSecrets: options.config.webhookSecrets, store: secrets, graceHours: options.config.webhooks.rotationGraceHours, now }),
-    maxBodyBytes: options.config.webhooks.maxBodyBytes,
+    maxBodyBytes: w.maxBodyBytes,
+    bodyTimeoutMs: limits.bodyTimeoutMs,
+    maxBufferedBytes: limits.maxBufferedBytes,
     logger: options.logger,
     metrics,
   })
@@ -78,6 +90,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     processor: p,
     secrets,
     metrics,
+    limits,
     start: () => {
       if (options.process !== false) p.start()
     },
