@@ -16,6 +16,8 @@ import { SecretStore, secretSource } from './secret-store.js'
 export interface WebhookServiceOptions {
   /** The mirror's writer connection. */
   sqlite: Sqlite
+  /** Where the signing secrets are kept; default: the file beside the mirror `sqlite` opened. */
+  secrets?: SecretStore
   config: Pick<Config, 'webhookSecrets' | 'webhooks'>
   logger: Logger
   now?: () => number
@@ -44,7 +46,7 @@ export interface WebhookService {
 export function createWebhookService(options: WebhookServiceOptions): WebhookService {
   const now = options.now ?? Date.now
   const metrics = new WebhookMetrics()
-  const secrets = new SecretStore(options.sqlite)
+  const secrets = options.secrets ?? SecretStore.forMirror(options.sqlite.name)
   let processor: WebhookProcessor | undefined = undefined
   const inbox = new WebhookInbox(options.sqlite, {
     now,
