@@ -11,6 +11,7 @@ import { WebhookInbox, type SyncFile } from './inbox.js'
 import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
 import { WebhookMetrics } from './metrics.js'
 import { WebhookProcessor } from './processor.js'
+import { deliverySelection } from './delivery-selection.js'
 import { SecretStore, secretSource } from './secret-store.js'
 
 export interface WebhookServiceOptions {
@@ -25,6 +26,8 @@ export interface WebhookServiceOptions {
   client?: FollowUpClient
   objectSink?: ObjectSink
   streams?: readonly RecordStream[]
+  /** The config's `streams`: deliveries of other streams are acknowledged and skipped. Default: all. */
+  selectedStreams?: readonly string[]
   /** false: store deliveries but apply none (tests of a crash between ack and apply). */
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
@@ -65,6 +68,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     ...(options.client === undefined ? {} : { client: options.client }),
     ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
+    selection: deliverySelection(options.selectedStreams),
   })
   const handler = createIntakeHandler({
     inbox,
