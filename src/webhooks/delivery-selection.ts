@@ -5,7 +5,7 @@
 // Pure: names in, predicates out.
 
 export interface DeliverySelection {
-  /** A record stream (contract.md stream name: clients, jobs, visits, invoices) is selected. */
+  /** A record stream (clients, jobs, visits, invoices) is selected. */
   stream(name: string): boolean
   /** Some custom object is selected (`objects` or any `objects:<slug>`). */
   readonly objects: boolean
