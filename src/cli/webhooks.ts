@@ -1,5 +1,6 @@
 // `fsm-sync webhooks register --url URL | list | deliveries [--status S]`: registers this daemon's
-// endpoint for all seventeen events and stores the secret in the mirror (never printed); lists the
+// endpoint for all seventeen events and stores the secret in the secrets file beside the mirror
+// (0600, never printed); lists the
 // account's endpoints; lists delivery records of the registered endpoint.
 import type { Command, Io } from './command.js'
 import { withRuntime } from './with-runtime.js'
@@ -25,7 +26,8 @@ export const webhooksCommand: Command = {
       return Promise.resolve(2)
     }
     return withRuntime(ctx, (rt, signal) => {
-      const store = new SecretStore(rt.mirror.sqlite)
+      // The mirror's write lock serialises registrations: two at once must not lose one's secret.
+      const store = SecretStore.forMirror(rt.mirror.path, { exclusive: (work) => rt.mirror.sqlite.transaction(work).immediate() })
       if (action === 'register') return register(rt, store, args.url as string, ctx.io)
       if (action === 'list') return list(rt, store, ctx.io, signal)
       const endpoint = (args.endpoint as string | undefined) ?? store.current()?.endpointId
@@ -46,7 +48,7 @@ async function register(rt: Runtime, store: SecretStore, url: string, io: Io): P
     updated: `updated endpoint ${r.endpointId} to ${r.url} (${WEBHOOK_EVENTS.length} events)`,
     unchanged: `endpoint ${r.endpointId} already delivers to ${r.url} (${WEBHOOK_EVENTS.length} events)`,
   }[r.action]
-  const lines = [what, 'its signing secret is stored in the mirror (readable by its owner only) and is never printed']
+  const lines = [what, `its signing secret is stored in ${store.file} (readable by its owner only) and is never printed`]
   if (r.rotated) lines.push(`a new secret was issued; the previous one stays accepted for ${rt.config.webhooks.rotationGraceHours} h`)
   io.stdout.write(lines.join('\n') + '\n')
   return 0

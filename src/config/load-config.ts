@@ -10,6 +10,7 @@ export const ENV_KEYS = {
   FSM_BASE_URL: 'baseUrl',
   FSM_API_KEY: 'apiKey',
   FSM_DB: 'db',
+  FSM_DB_MODE: 'dbMode',
   FSM_RATE_LIMIT: 'rateLimit',
   FSM_WEBHOOK_SECRETS: 'webhookSecrets',
   FSM_HTTP_HOST: 'httpHost',

@@ -46,6 +46,19 @@ export const ConfigSchema = z.strictObject({
     })
     .optional(),
   db: z.string().min(1).default('./data/fsm-mirror.db'),
+  /**
+   * Mode of the mirror file and its -wal/-shm, as an octal string. The mirror holds no secret, so
+   * the group may read it (a warehouse user); the owner must keep read and write, and others get
+   * nothing: the mirror holds the account's customer data.
+   */
+  dbMode: z
+    .string()
+    .regex(/^0?[0-7]{3}$/, { message: 'must be an octal file mode such as 0640 (owner read/write, group read) or 0600 (owner only)' })
+    .transform((s) => Number.parseInt(s, 8))
+    .refine((m) => (m & 0o600) === 0o600, { message: 'must give the owner read and write (6 in the first digit), e.g. 0640: fsm-sync writes the mirror' })
+    .refine((m) => (m & 0o007) === 0, { message: 'must give others no access (0 in the last digit), e.g. 0640: the mirror holds customer data; share it through the group' })
+    .refine((m) => (m & 0o111) === 0, { message: 'must not be executable, e.g. 0640' })
+    .default(0o640),
   rateLimit: int(1, 100_000).default(60),
   webhookSecrets: commaList.default([]),
   httpHost: z.string().min(1).default('0.0.0.0'),

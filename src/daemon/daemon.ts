@@ -44,6 +44,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     logger,
     client: rt.client,
     streams: RECORD_STREAMS,
+    selectedStreams: config.streams,
     objectSink: customObjectSink(rt.mirror.sqlite),
   })
   // Checkpoints on a worker thread (the writer's own, on the event loop, stalled webhook acks),
@@ -57,7 +58,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   })
   hook.metrics = m
   m.seedLastSuccess(rt.state.all())
-  const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger })
+  const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger, selectedStreams: config.streams })
   const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }), logger)
   let stopping = false
   const server: Server = createDaemonServer({

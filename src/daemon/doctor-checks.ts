@@ -1,6 +1,7 @@
 // The checks of `fsm-sync doctor`, one result each, with the fix for what fails. Each API check
 // is one GET that changes nothing upstream; the client retries nothing here, so an unreachable
 // address answers at once. Messages never contain the key (errors.ts guarantees it).
+import { statSync } from 'node:fs'
 import { ApiClient } from '../api/api-client.js'
 import { ApiError, ForbiddenError, NetworkError, UnauthorizedError } from '../api/errors.js'
 import { RequestGovernor } from '../api/request-governor.js'
@@ -77,7 +78,7 @@ export async function apiChecks(config: Config & { baseUrl: string; apiKey: stri
 export async function mirrorChecks(config: Config): Promise<Check[]> {
   let mirror
   try {
-    mirror = await openMirror(config.db)
+    mirror = await openMirror(config.db, { mode: config.dbMode })
   } catch (err) {
     return [{ ok: false, label: 'mirror writable, migrations applied', detail: `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
   }
@@ -88,7 +89,18 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
         ? { ok: true, label: 'mirror writable, migrations applied', detail: `${config.db} (${probe.migrations} migrations)` }
         : { ok: false, label: 'mirror writable, migrations applied', detail: `${config.db}: ${probe.reason}` },
     ]
-    const stored = new SecretStore(mirror.sqlite).current()
+    const store = SecretStore.forMirror(config.db)
+    let stored
+    try {
+      stored = store.current()
+    } catch (err) {
+      checks.push({ ok: false, label: 'webhook secret', detail: (err as Error).message })
+      return checks
+    }
+    const mode = secretsFileMode(store.file)
+    if (mode !== undefined && (mode & 0o077) !== 0) {
+      checks.push({ ok: false, label: 'webhook secrets file readable by its owner only', detail: `${store.file} has mode 0${mode.toString(8)}: run \`chmod 600 ${store.file}\`` })
+    }
     if (config.webhookSecrets.length > 0) checks.push({ ok: true, label: 'webhook secret', detail: `${config.webhookSecrets.length} in FSM_WEBHOOK_SECRETS` })
     else if (stored !== undefined) checks.push({ ok: true, label: 'webhook secret', detail: `stored for endpoint ${stored.endpointId} (${stored.url})` })
     else checks.push({ ok: false, label: 'webhook secret', detail: 'none: run `fsm-sync webhooks register --url https://<this host>/webhooks`, or set FSM_WEBHOOK_SECRETS' })
@@ -96,4 +108,9 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
   } finally {
     await mirror.close()
   }
+}
+
+function secretsFileMode(file: string): number | undefined {
+  const st = statSync(file, { throwIfNoEntry: false })
+  return st === undefined ? undefined : st.mode & 0o777
 }

@@ -72,7 +72,10 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
         const plan = await gaps.check(signal)
         if (plan.streams.length === 0) return plan.commit()
         await lane.run(async () => {
-          const results = observe(await runSweeps(rt.syncContext({ signal }), selectStreams(plan.streams)))
+          // A plan names `objects` for any custom object: sweep those the config selects, not all.
+          const picked = selectStreams(plan.streams)
+          const sweep = { ...picked, objects: picked.objects === undefined ? undefined : selection.objects }
+          const results = observe(await runSweeps(rt.syncContext({ signal }), sweep))
           // A failed or stopped sweep leaves the gap cursor where it was: the next check sweeps again.
           if (!signal.aborted && results.every((r) => r.outcome === 'success')) plan.commit()
         })

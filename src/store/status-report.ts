@@ -21,7 +21,7 @@ export interface StatusReport {
   schedulesOff?: string[]
   /** Requests runs recorded as spent in the last 60 seconds (runs still going count at the end). */
   requestsLastMinute: number
-  webhookInbox: { backlog: number; failed: number } | null
+  webhookInbox: { backlog: number; failed: number; skipped: number } | null
 }
 
 /** Stream → the mirrored table its rows land in. Every table here has `deleted_at`. */
@@ -94,8 +94,15 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
   const since = new Date(now - 60_000).toISOString()
   const requestsLastMinute = (sqlite.prepare(`SELECT coalesce(sum(requests), 0) FROM sync_runs WHERE coalesce(ended_at, started_at) >= ?`).pluck().get(since) as number) || 0
   const hasInbox = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'webhook_inbox'`).get() !== undefined
+  // A mirror the daemon has not migrated yet (read-only here) has no skipped column: none skipped.
+  const hasSkipped = hasInbox && sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
   const webhookInbox = hasInbox
-    ? (sqlite.prepare(`SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM webhook_inbox`).get() as { backlog: number; failed: number })
+    ? (sqlite
+        .prepare(
+          `SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed,
+           ${hasSkipped ? 'count(*) FILTER (WHERE skipped IS NOT NULL)' : '0'} AS skipped FROM webhook_inbox`,
+        )
+        .get() as { backlog: number; failed: number; skipped: number })
     : null
   return { streams, requestsLastMinute, webhookInbox }
 }

@@ -16,7 +16,7 @@ export function customObjectSink(sqlite: Sqlite): ObjectSink {
   }
   const slugOf = sqlite.prepare('SELECT slug FROM custom_records WHERE id = ?').pluck()
   return {
-    apply(event, payload, now) {
+    apply(event, payload, now, selected = () => true) {
       const id = payload.id
       if (typeof id !== 'string' || id === '') throw new Error(`${event} without an id`)
       const named = typeof payload.object === 'string' && payload.object !== '' ? payload.object : undefined
@@ -24,11 +24,14 @@ export function customObjectSink(sqlite: Sqlite): ObjectSink {
         const slugs = named !== undefined ? [named] : (slugOf.all(id) as string[])
         // A record never mirrored has no slug to file a tombstone under: nothing to mark; the next
         // reconciliation settles it either way.
-        for (const slug of slugs) writerFor(slug).markDeleted([id], now)
-        return
+        const mine = slugs.filter(selected)
+        for (const slug of mine) writerFor(slug).markDeleted([id], now)
+        return slugs.length === 0 || mine.length > 0
       }
       if (named === undefined) throw new Error(`${event} for record ${id} carries no 'object' slug`)
+      if (!selected(named)) return false
       writerFor(named).upsert([customRecordToRow(payload)], { now, replaceTies: false })
+      return true
     },
   }
 }

@@ -5,10 +5,12 @@ import type { RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { RecordWriter } from '../store/record-writer.js'
+import { ALL_DELIVERIES, notSelected, type DeliverySelection } from './delivery-selection.js'
 
 /** Applies `object.*` deliveries (custom objects, issue 5), by the payload's `object` slug. */
 export interface ObjectSink {
-  apply(event: string, payload: Record<string, unknown>, now: string): void
+  /** false: the record's custom object is not `selected`, nothing was written. */
+  apply(event: string, payload: Record<string, unknown>, now: string, selected?: (slug: string) => boolean): boolean
 }
 
 export const OBJECTS_DEFERRED = 'custom-object events are applied once custom objects are mirrored (issue 5)'
@@ -17,6 +19,8 @@ export type ApplyOutcome =
   | { kind: 'applied'; changed: boolean; followUp?: { stream: RecordStream; id: string } }
   /** Kept with this error until an applier for it exists (requeued once at start-up then). */
   | { kind: 'deferred'; error: string }
+  /** Its stream is not selected: marked processed with this reason, the mirror untouched. */
+  | { kind: 'skipped'; reason: string }
 
 type Route = { kind: 'snapshot' | 'delete'; stream: RecordStream } | { kind: 'job-status' } | { kind: 'object' }
 
@@ -26,10 +30,12 @@ export class DeliveryApplier {
   readonly #jobs: RecordStream | undefined
   readonly #sqlite: Sqlite
   readonly #objectSink: ObjectSink | undefined
+  readonly #selection: DeliverySelection
 
-  constructor(sqlite: Sqlite, streams: readonly RecordStream[], objectSink?: ObjectSink) {
+  constructor(sqlite: Sqlite, streams: readonly RecordStream[], objectSink?: ObjectSink, selection: DeliverySelection = ALL_DELIVERIES) {
     this.#sqlite = sqlite
     this.#objectSink = objectSink
+    this.#selection = selection
     for (const stream of streams) {
       for (const event of stream.snapshotEvents) this.#routes.set(event, { kind: 'snapshot', stream })
       for (const event of stream.deletions.events) this.#routes.set(event, { kind: 'delete', stream })
@@ -48,7 +54,8 @@ export class DeliveryApplier {
   /** The stream whose full snapshot this event carries, for multi-row application of a run. */
   snapshotStream(event: string): RecordStream | undefined {
     const route = this.#routes.get(event)
-    return route?.kind === 'snapshot' ? route.stream : undefined
+    // An unselected stream's snapshots go through apply(), which skips them one by one.
+    return route?.kind === 'snapshot' && this.#selection.stream(route.stream.name) ? route.stream : undefined
   }
 
   /**
@@ -63,6 +70,8 @@ export class DeliveryApplier {
   apply(event: string, payload: Payload, now: string): ApplyOutcome {
     const route = this.#routes.get(event)
     if (route === undefined) throw new Error(`unknown event "${event}": not one of the seventeen the spec lists`)
+    const skipped = this.#skipped(route)
+    if (skipped !== undefined) return { kind: 'skipped', reason: skipped }
     switch (route.kind) {
       case 'snapshot': {
         // Webhook snapshots carry no request time and may differ in shape from list rows: no
@@ -83,9 +92,25 @@ export class DeliveryApplier {
         if (this.#objectSink === undefined) return { kind: 'deferred', error: OBJECTS_DEFERRED }
         // The sink checks the slug: `object.deleted` carries only {id} (spec, Events, Delivery
         // format 5), so its slug is looked up in the mirror rather than required here.
-        this.#objectSink.apply(event, payload, now)
+        if (!this.#objectSink.apply(event, payload, now, (slug) => this.#selection.object(slug))) {
+          return { kind: 'skipped', reason: notSelected(`custom object ${typeof payload.object === 'string' ? `"${payload.object}"` : 'of this record'}`) }
+        }
         return { kind: 'applied', changed: true }
       }
+    }
+  }
+
+  /** Why a delivery on this route is not applied, or undefined when it is. */
+  #skipped(route: Route): string | undefined {
+    switch (route.kind) {
+      case 'snapshot':
+      case 'delete':
+        return this.#selection.stream(route.stream.name) ? undefined : notSelected(`stream ${route.stream.name}`)
+      case 'job-status':
+        // No status update and no follow-up GET: jobs are not mirrored.
+        return this.#selection.stream('jobs') ? undefined : notSelected('stream jobs')
+      case 'object':
+        return this.#selection.objects ? undefined : notSelected('stream objects')
     }
   }
 

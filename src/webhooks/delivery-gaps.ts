@@ -5,6 +5,7 @@
 import type { ApiClient } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { deliverySelection } from './delivery-selection.js'
 import { streamOfEvent } from './events.js'
 import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
@@ -60,6 +61,8 @@ export interface DeliveryGapCheckOptions {
   graceHours: number
   logger: Logger
   now?: () => number
+  /** The config's `streams`: a failed delivery of another stream is passed over, never swept. Default: all. */
+  selectedStreams?: readonly string[]
 }
 
 const KEY = 'delivery-gaps'
@@ -84,9 +87,13 @@ export class DeliveryGapCheck {
     for (const id of endpoints) {
       for (const status of ['retrying', 'failed'] as const) records.push(...(await listDeliveries(this.#o.client, id, { status, signal })))
     }
-    const plan = planGapSweeps(records, this.cursor())
+    const found = planGapSweeps(records, this.cursor())
+    // Deliveries of unselected streams still move the cursor; sweeping them would spend budget on
+    // streams the mirror does not keep.
+    const selection = deliverySelection(this.#o.selectedStreams)
+    const plan = { ...found, streams: found.streams.filter((s) => selection.stream(s)) }
     if (plan.missed.length > 0) {
-      this.#o.logger.warn({ deliveries: plan.missed.length, streams: plan.streams }, 'webhook deliveries failed upstream and will not be re-sent: sweeping the affected streams now')
+      this.#o.logger.warn({ deliveries: plan.missed.length, streams: plan.streams }, 'webhook deliveries failed upstream and will not be re-sent: sweeping the affected selected streams now')
     }
     const commit = (): void => {
       this.#o.sqlite

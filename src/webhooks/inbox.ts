@@ -92,6 +92,7 @@ export class WebhookInbox {
   readonly #processedStmt
   readonly #processedRangeStmt
   readonly #failedStmt
+  readonly #skippedStmt
   /** The -wal file to sync after a commit; undefined: commit with synchronous=FULL instead. */
   #walPath: string | undefined
   readonly #syncFile: SyncFile
@@ -145,6 +146,7 @@ export class WebhookInbox {
        WHERE seq BETWEEN ? AND ? AND processed_at IS NULL AND error IS NULL`,
     )
     this.#failedStmt = sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
+    this.#skippedStmt = sqlite.prepare(`UPDATE webhook_inbox SET processed_at = ?, skipped = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
     this.#backlog = sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`).pluck().get() as number
   }
 
@@ -210,6 +212,11 @@ export class WebhookInbox {
    */
   markProcessedThrough(first: number, last: number, nowIso: string): void {
     this.#processedRangeStmt.run(nowIso, first, last)
+  }
+
+  /** Marks a row settled without applying it (its stream is not selected), with the reason. */
+  markSkipped(deliveryId: string, reason: string, nowIso: string): void {
+    this.#skippedStmt.run(nowIso, reason, deliveryId)
   }
 
   /** Keeps a row with its error; it is never picked up again by `pending`. */

@@ -25,8 +25,11 @@ export class WebhookMetrics {
     /** Time from each group's commit until its log sync returned (off the event loop), in microseconds. */
     walSyncMicros: 0,
   }
-  /** Work of the processor. `failed` rows stay in the inbox with their error; `deferred` wait for an applier. */
-  readonly processor = { applied: 0, failed: 0, deferred: 0, followUps: 0, followUpFailures: 0 }
+  /**
+   * Work of the processor. `failed` rows stay in the inbox with their error; `deferred` wait for an
+   * applier; `skipped` belong to a stream the config does not select.
+   */
+  readonly processor = { applied: 0, skipped: 0, failed: 0, deferred: 0, followUps: 0, followUpFailures: 0 }
 
   /** Flat `webhook_<group>_<name>` counters (snake_case) for a metrics endpoint. */
   snapshot(): Record<string, number> {

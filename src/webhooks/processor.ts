@@ -14,6 +14,7 @@ import { DeliveryApplier, OBJECTS_DEFERRED, type ApplyOutcome, type ObjectSink }
 import { FollowUps, type FollowUpClient } from './follow-ups.js'
 import type { InboxRow, WebhookInbox } from './inbox.js'
 import type { WebhookMetrics } from './metrics.js'
+import type { DeliverySelection } from './delivery-selection.js'
 
 export interface WebhookProcessorOptions {
   sqlite: Sqlite
@@ -22,6 +23,8 @@ export interface WebhookProcessorOptions {
   now: () => number
   streams?: readonly RecordStream[]
   objectSink?: ObjectSink
+  /** Which deliveries are applied; the others are marked skipped. Default: all. */
+  selection?: DeliverySelection
   /** Upstream for follow-up GETs of partial deliveries; without it none are made. */
   client?: FollowUpClient
   metrics?: WebhookMetrics
@@ -85,15 +88,16 @@ export class WebhookProcessor {
   constructor(options: WebhookProcessorOptions) {
     this.#o = options
     this.#log = options.logger.child({ component: 'webhook-processor' })
-    this.#applier = new DeliveryApplier(options.sqlite, options.streams ?? RECORD_STREAMS, options.objectSink)
+    this.#applier = new DeliveryApplier(options.sqlite, options.streams ?? RECORD_STREAMS, options.objectSink, options.selection)
     this.#followUps =
       options.client === undefined
         ? undefined
         : new FollowUps({ client: options.client, sqlite: options.sqlite, writer: (t) => this.#applier.writer(t), logger: this.#log, now: options.now, metrics: options.metrics })
-    /** Applies one row; one that is not applied is kept with its error here, an applied one is marked by the caller. */
+    /** Applies one row; one deferred or skipped is marked here, an applied one by the caller. */
     const applyOne = (row: InboxRow, now: string): ApplyOutcome => {
       const outcome = this.#applier.apply(row.event, decode(row), now)
-      if (outcome.kind !== 'applied') options.inbox.markFailed(row.delivery_id, outcome.error)
+      if (outcome.kind === 'deferred') options.inbox.markFailed(row.delivery_id, outcome.error)
+      else if (outcome.kind === 'skipped') options.inbox.markSkipped(row.delivery_id, outcome.reason, now)
       return outcome
     }
     const budget = () => (this.#busy ? Math.min(BUSY_SLICE_MS, options.sliceMs ?? 2) : (options.sliceMs ?? 2))
@@ -310,6 +314,8 @@ export class WebhookProcessor {
     if (outcome.kind === 'applied') {
       if (m) m.applied++
       if (outcome.followUp !== undefined) this.#followUps?.request(outcome.followUp.stream, outcome.followUp.id)
+    } else if (outcome.kind === 'skipped') {
+      if (m) m.skipped++
     } else if (outcome.kind === 'deferred') {
       if (m) m.deferred++
     } else {

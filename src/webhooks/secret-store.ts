@@ -1,9 +1,9 @@
-// The secret store: one row per signing secret the upstream issued for our endpoint (spec, Webhook
-// management: POST returns it once; a PUT that changes the url issues a new one). It lives in the
-// mirror, which is created readable by its owner only (contract.md, Guarantees 6); no other table,
-// log line or output ever holds a secret. A superseded secret stays accepted for a grace period so
-// that deliveries signed before the rotation still verify.
-import type { Sqlite } from '../store/mirror-database.js'
+// The secret store: every signing secret the upstream issued for our endpoint (spec, Webhook
+// management: POST returns it once; a PUT that changes the url issues a new one). It lives in its
+// own 0600 file next to the mirror (src/store/secrets-file.ts), never in the mirror, which
+// warehouse readers may be given; no table, log line or output ever holds a secret. A superseded
+// secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
+import { mergeSecrets, readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
 
 export interface StoredEndpoint {
@@ -13,88 +13,113 @@ export interface StoredEndpoint {
   supersededAt: string | null
 }
 
-interface SecretRow {
-  endpoint_id: string
-  url: string
-  secret: string
-  created_at: string
-  superseded_at: string | null
+export interface SecretStoreOptions {
+  /**
+   * Runs a read-modify-write of the file alone. `webhooks register` passes the mirror's write lock
+   * (an IMMEDIATE transaction), so two registrations at once cannot lose one's secret.
+   */
+  exclusive?: (work: () => void) => void
 }
 
 const HOUR_MS = 3_600_000
 
 export class SecretStore {
-  readonly #sqlite: Sqlite
-  readonly #activeStmt
-  readonly #currentStmt
-  readonly #dataVersion
-  /** The last `active` answer, valid while no connection wrote and no grace period ended. */
-  #cache: { dataVersion: number; graceHours: number; from: number; until: number; secrets: ActiveSecret[] } | undefined
+  readonly file: string
+  readonly #exclusive: (work: () => void) => void
+  /** The file as last read, and the stamp it had then. */
+  #loaded: { stamp: string | undefined; entries: SecretEntry[] } | undefined
+  /** The last `active` answer, valid while the file is unchanged and no grace period ended. */
+  #cache: { entries: SecretEntry[]; graceHours: number; from: number; until: number; secrets: ActiveSecret[] } | undefined
 
-  constructor(sqlite: Sqlite) {
-    this.#sqlite = sqlite
-    this.#activeStmt = sqlite.prepare(
-      `SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets
-       WHERE superseded_at IS NULL OR superseded_at > ? ORDER BY id DESC`,
-    )
-    this.#currentStmt = sqlite.prepare(
-      `SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets WHERE superseded_at IS NULL ORDER BY id DESC LIMIT 1`,
-    )
-    // Changes whenever another connection (a `webhooks register` process) commits to the file.
-    this.#dataVersion = sqlite.prepare('PRAGMA data_version').pluck()
+  constructor(file: string, options: SecretStoreOptions = {}) {
+    this.file = file
+    this.#exclusive = options.exclusive ?? ((work) => work())
+  }
+
+  /** The store of the mirror at `mirrorPath` (its secrets file beside it). */
+  static forMirror(mirrorPath: string, options: SecretStoreOptions = {}): SecretStore {
+    return new SecretStore(secretsPathFor(mirrorPath), options)
   }
 
   /** The endpoint this mirror registered last, without its secret. */
   current(): StoredEndpoint | undefined {
-    const row = this.#currentStmt.get() as SecretRow | undefined
-    return row === undefined ? undefined : endpointOf(row)
+    const entries = this.#entries()
+    const last = entries.findLast((e) => e.supersededAt === null)
+    return last === undefined ? undefined : endpointOf(last)
   }
 
   /** Every registration still accepted at `now`, newest first, without secrets. */
   endpoints(now: number, graceHours: number): StoredEndpoint[] {
-    return this.#active(now, graceHours).map(endpointOf)
+    return activeEntries(this.#entries(), now, graceHours).map(endpointOf)
   }
 
-  /** Secrets accepted at `now`: the current ones and those superseded less than the grace ago. */
+  /**
+   * Secrets accepted at `now`: the current ones and those superseded less than the grace ago. On the
+   * intake's path: one `stat` of the file per call, and a read only when another process (a
+   * `webhooks register`) replaced it.
+   */
   active(now: number, graceHours: number): ActiveSecret[] {
-    const dataVersion = this.#dataVersion.get() as number
+    const entries = this.#entries()
     const c = this.#cache
-    if (c !== undefined && c.dataVersion === dataVersion && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
-    const rows = this.#active(now, graceHours)
-    const ends = rows.filter((r) => r.superseded_at !== null).map((r) => Date.parse(r.superseded_at!) + graceHours * HOUR_MS)
-    const secrets = rows.map((r) => ({ secret: r.secret, label: `endpoint ${r.endpoint_id} (${r.superseded_at === null ? 'current' : 'previous'})` }))
-    this.#cache = { dataVersion, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
+    if (c !== undefined && c.entries === entries && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
+    const rows = activeEntries(entries, now, graceHours)
+    const ends = rows.filter((r) => r.supersededAt !== null).map((r) => Date.parse(r.supersededAt!) + graceHours * HOUR_MS)
+    const secrets = rows.map((r) => ({ secret: r.secret, label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})` }))
+    this.#cache = { entries, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
     return secrets
   }
 
-  /** Stores a newly issued secret; every earlier one starts its grace period now. */
+  /** Stores a newly issued secret, durably; every earlier one starts its grace period now. */
   record(endpointId: string, url: string, secret: string, nowIso: string): void {
-    this.#cache = undefined
-    this.#sqlite.transaction(() => {
-      this.#sqlite.prepare(`UPDATE webhook_secrets SET superseded_at = ? WHERE superseded_at IS NULL`).run(nowIso)
-      this.#sqlite
-        .prepare(`INSERT INTO webhook_secrets (endpoint_id, url, secret, created_at) VALUES (?, ?, ?, ?)`)
-        .run(endpointId, url, secret, nowIso)
-    })()
+    this.#update((entries) => [
+      ...entries.map((e) => (e.supersededAt === null ? { ...e, supersededAt: nowIso } : e)),
+      { endpointId, url, secret, createdAt: nowIso, supersededAt: null },
+    ])
   }
 
   /** Records a url change that issued no new secret: the current secret keeps serving the new url. */
   updateUrl(endpointId: string, url: string): void {
-    this.#cache = undefined
-    this.#sqlite.prepare(`UPDATE webhook_secrets SET url = ? WHERE endpoint_id = ? AND superseded_at IS NULL`).run(url, endpointId)
+    this.#update((entries) => entries.map((e) => (e.endpointId === endpointId && e.supersededAt === null ? { ...e, url } : e)))
   }
 
-  #active(now: number, graceHours: number): SecretRow[] {
-    return this.#activeStmt.all(new Date(now - graceHours * HOUR_MS).toISOString()) as SecretRow[]
+  /** Adds secrets found elsewhere (an older mirror's table), each once; see mergeSecrets. */
+  merge(incoming: readonly SecretEntry[]): void {
+    this.#update((entries) => mergeSecrets(entries, incoming))
+  }
+
+  #update(change: (entries: readonly SecretEntry[]) => SecretEntry[]): void {
+    this.#exclusive(() => {
+      // Read afresh under the lock: another process may have written since our last read.
+      this.#loaded = undefined
+      const before = this.#entries()
+      const after = change(before)
+      if (JSON.stringify(after) === JSON.stringify(before)) return
+      writeSecretsFile(this.file, after)
+      this.#loaded = undefined
+    })
+  }
+
+  #entries(): SecretEntry[] {
+    const stamp = secretsFileStamp(this.file)
+    if (this.#loaded !== undefined && this.#loaded.stamp === stamp) return this.#loaded.entries
+    const entries = stamp === undefined ? [] : readSecretsFile(this.file)
+    this.#loaded = { stamp, entries }
+    return entries
   }
 }
 
-function endpointOf(row: SecretRow): StoredEndpoint {
-  return { endpointId: row.endpoint_id, url: row.url, createdAt: row.created_at, supersededAt: row.superseded_at }
+/** Newest first: the current entries and those whose grace period has not ended at `now`. */
+function activeEntries(entries: readonly SecretEntry[], now: number, graceHours: number): SecretEntry[] {
+  const since = now - graceHours * HOUR_MS
+  return entries.filter((e) => e.supersededAt === null || Date.parse(e.supersededAt) > since).reverse()
+}
+
+function endpointOf(e: SecretEntry): StoredEndpoint {
+  return { endpointId: e.endpointId, url: e.url, createdAt: e.createdAt, supersededAt: e.supersededAt }
 }
 
 export interface SecretSourceOptions {
-  /** FSM_WEBHOOK_SECRETS: the first is current, the rest still accepted (contract.md, Configuration). */
+  /** FSM_WEBHOOK_SECRETS: the first is current, the rest still accepted. */
   envSecrets: readonly string[]
   store?: SecretStore | undefined
   graceHours: number
@@ -104,8 +129,7 @@ export interface SecretSourceOptions {
 /**
  * Every secret a delivery may be signed with, checked for each request: `webhooks register` runs
  * in another process while the daemon serves, and a delivery refused for a stale cache is lost.
- * The store answers from its cache unless `PRAGMA data_version` says the file changed or a grace
- * period ended.
+ * The store answers from its cache unless the file's stamp changed or a grace period ended.
  */
 export function secretSource(options: SecretSourceOptions): () => ActiveSecret[] {
   const env = options.envSecrets.map((secret, i) => ({ secret, label: `FSM_WEBHOOK_SECRETS#${i}` }))

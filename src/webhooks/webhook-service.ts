@@ -12,11 +12,14 @@ import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
 import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from './intake-limits.js'
 import { WebhookMetrics } from './metrics.js'
 import { WebhookProcessor } from './processor.js'
+import { deliverySelection } from './delivery-selection.js'
 import { SecretStore, secretSource } from './secret-store.js'
 
 export interface WebhookServiceOptions {
   /** The mirror's writer connection. */
   sqlite: Sqlite
+  /** Where the signing secrets are kept; default: the file beside the mirror `sqlite` opened. */
+  secrets?: SecretStore
   /** The intake's limits default to INTAKE_LIMIT_DEFAULTS (the config schema's defaults). */
   config: Pick<Config, 'webhookSecrets'> & { webhooks: Omit<Config['webhooks'], keyof IntakeLimits> & Partial<IntakeLimits> }
   logger: Logger
@@ -25,6 +28,8 @@ export interface WebhookServiceOptions {
   client?: FollowUpClient
   objectSink?: ObjectSink
   streams?: readonly RecordStream[]
+  /** The config's `streams`: deliveries of other streams are acknowledged and skipped. Default: all. */
+  selectedStreams?: readonly string[]
   /** false: store deliveries but apply none (tests of a crash between ack and apply). */
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
@@ -48,7 +53,7 @@ export interface WebhookService {
 export function createWebhookService(options: WebhookServiceOptions): WebhookService {
   const now = options.now ?? Date.now
   const metrics = new WebhookMetrics()
-  const secrets = new SecretStore(options.sqlite)
+  const secrets = options.secrets ?? SecretStore.forMirror(options.sqlite.name)
   let processor: WebhookProcessor | undefined = undefined
   const inbox = new WebhookInbox(options.sqlite, {
     now,
@@ -67,6 +72,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     ...(options.client === undefined ? {} : { client: options.client }),
     ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
+    selection: deliverySelection(options.selectedStreams),
   })
   const w = options.config.webhooks
   const limits: IntakeLimits = {

@@ -22,7 +22,7 @@ export const webhooks: MigrationStatements = [
     CHECK ((raw IS NULL) <> (raw_bytes IS NULL))
   ) STRICT`,
   `CREATE INDEX webhook_inbox_pending ON webhook_inbox (seq) WHERE processed_at IS NULL AND error IS NULL`,
-  // The one table that holds webhook secrets (contract.md, Guarantees 6); the mirror file is 0600.
+  // Held webhook secrets until 0011 moved them to their own file beside the mirror (secrets-file.ts).
   // One row per secret issued; superseded_at starts the grace period of a rotated secret.
   `CREATE TABLE webhook_secrets (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,6 +1,6 @@
 // The static list of migrations, in order. Names sort in application order; never rename one that
 // has shipped, only append.
-import type { MigrationStatements } from './types.js'
+import type { MigrationHooks, MigrationStatements } from './types.js'
 import { core } from './0001-core.js'
 import { customObjects } from './0002-custom-objects.js'
 import { webhooks } from './0003-webhooks.js'
@@ -10,6 +10,7 @@ import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
 import { calendarChanges } from './0008-calendar-changes.js'
 import { requestLedger } from './0009-request-ledger.js'
+import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -24,4 +25,11 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0008-calendar-changes': calendarChanges,
   // 0009 keeps recent request start times, so a restart honours the sliding window (issue 8).
   '0009-request-ledger': requestLedger,
+  // 0011 moves webhook secrets out of the mirror into their own file; the inbox records skipped deliveries.
+  '0011-secrets-file': secretsFile,
+}
+
+/** Code run beside some migrations' statements (see MigrationHooks), by migration name. */
+export const MIGRATION_HOOKS: Readonly<Record<string, MigrationHooks>> = {
+  '0011-secrets-file': secretsFileHooks,
 }

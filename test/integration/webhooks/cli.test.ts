@@ -2,7 +2,7 @@
 // file, the emulator upstream): the secret is stored, never printed.
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { readSecretsFile, secretsPathFor } from '../../../src/store/secrets-file.js'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
 import { cleanEnv, runCli } from '../../helpers/run-cli.js'
 import { tempDir } from '../../helpers/temp-mirror.js'
@@ -17,14 +17,8 @@ beforeAll(async () => {
 })
 afterAll(() => emu.close())
 
-const storedSecrets = async () => {
-  const m = await openMirror(db, { readonly: true })
-  try {
-    return m.sqlite.prepare('SELECT endpoint_id, url, secret, superseded_at FROM webhook_secrets ORDER BY id').all() as { endpoint_id: string; url: string; secret: string; superseded_at: string | null }[]
-  } finally {
-    await m.close()
-  }
-}
+const storedSecrets = () =>
+  readSecretsFile(secretsPathFor(db)).map((e) => ({ endpoint_id: e.endpointId, url: e.url, secret: e.secret, superseded_at: e.supersededAt }))
 
 describe('fsm-sync webhooks', () => {
   test('register without --url is a usage error', async () => {
@@ -41,7 +35,7 @@ describe('fsm-sync webhooks', () => {
     const b = await runCli(['webhooks', 'register', '--url', 'http://127.0.0.1:10/webhooks'], env)
     expect(b.code).toBe(0)
     expect(b.stdout).toContain('the previous one stays accepted for 24 h')
-    const secrets = await storedSecrets()
+    const secrets = storedSecrets()
     expect(secrets).toHaveLength(2)
     expect(secrets[0]!.superseded_at).not.toBeNull()
     expect(secrets[1]!.superseded_at).toBeNull()

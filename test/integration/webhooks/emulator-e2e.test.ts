@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { clients } from '../../../connectors/clients.js'
 import { createLogger } from '../../../src/log/logger.js'
+import { readSecretsFile } from '../../../src/store/secrets-file.js'
 import { DeliveryGapCheck } from '../../../src/webhooks/delivery-gaps.js'
 import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/intake-server.js'
 import { listDeliveries, listEndpoints, registerEndpoint } from '../../../src/webhooks/registration.js'
@@ -42,6 +43,8 @@ afterAll(async () => {
   await emu.close()
 })
 
+const stored = () => readSecretsFile(service.secrets.file)
+
 const settle = async () => {
   await emu.control('POST', '/deliveries/flush')
   await service.processor.drained()
@@ -53,12 +56,12 @@ describe('against the emulator', () => {
     expect(r).toMatchObject({ action: 'created', url: first.url, rotated: false })
     const [endpoint] = await emu.state('webhooks')
     expect(endpoint.events).toHaveLength(17)
-    expect(env.rows('SELECT endpoint_id, url, superseded_at FROM webhook_secrets')).toEqual([{ endpoint_id: r.endpointId, url: first.url, superseded_at: null }])
+    expect(stored().map(({ endpointId, url, supersededAt }) => ({ endpointId, url, supersededAt }))).toEqual([{ endpointId: r.endpointId, url: first.url, supersededAt: null }])
     expect((await listEndpoints(env.rt.client)).map((e) => e.id)).toEqual([r.endpointId])
     expect(JSON.stringify(await listEndpoints(env.rt.client))).not.toContain('whsec_')
     // Re-running with the same URL changes nothing and issues no secret.
     expect(await registerEndpoint(env.rt.client, service.secrets, first.url, Date.now)).toMatchObject({ action: 'unchanged', rotated: false })
-    expect(env.rows('SELECT count(*) AS n FROM webhook_secrets')).toEqual([{ n: 1 }])
+    expect(stored()).toHaveLength(1)
   })
 
   test('an upstream write arrives signed, is stored, applied, and its delivery record says success', async () => {
@@ -87,9 +90,9 @@ describe('against the emulator', () => {
     second = await startIntakeServer(service.handler, { path: '/webhooks' })
     const r = await registerEndpoint(env.rt.client, service.secrets, second.url, Date.now)
     expect(r).toMatchObject({ action: 'updated', rotated: true, url: second.url })
-    expect(env.rows('SELECT url, superseded_at IS NOT NULL AS superseded FROM webhook_secrets ORDER BY id')).toEqual([
-      { url: first.url, superseded: 1 },
-      { url: second.url, superseded: 0 },
+    expect(stored().map((e) => ({ url: e.url, superseded: e.supersededAt !== null }))).toEqual([
+      { url: first.url, superseded: true },
+      { url: second.url, superseded: false },
     ])
     expect(service.secrets.active(Date.now(), 24)).toHaveLength(2)
     const [client] = await emu.state('clients')
@@ -117,7 +120,7 @@ describe('against the emulator', () => {
   })
 
   test('no secret and no signature ever reached the logs', () => {
-    const secrets = env.rows('SELECT secret FROM webhook_secrets').map((r) => r.secret as string)
+    const secrets = stored().map((e) => e.secret)
     expect(secrets.every((s) => s.length > 16)).toBe(true)
     const text = logs.join('')
     for (const s of secrets) expect(text).not.toContain(s)

@@ -159,7 +159,7 @@ describe('custom-object deliveries', () => {
       expect(env.service.metrics.processor.deferred).toBe(1)
       await env.close()
       const applied: unknown[] = []
-      env = await webhookEnv({ mirror, objectSink: { apply: (event, payload) => applied.push([event, payload.object]) } })
+      env = await webhookEnv({ mirror, objectSink: { apply: (event, payload) => applied.push([event, payload.object]) > 0 } })
       await env.service.processor.drained()
       expect(applied).toEqual([['object.created', 'equipment']])
       expect(env.rows('SELECT error, processed_at IS NOT NULL AS done FROM webhook_inbox')).toEqual([{ error: null, done: 1 }])

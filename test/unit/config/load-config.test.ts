@@ -71,6 +71,25 @@ describe('configuration', () => {
     expect(issues[0]!.key).toBe(name)
   })
 
+  test('FSM_DB_MODE sets the mirror file mode: 0640 by default, octal, owner read/write kept, nothing for others', () => {
+    expect(loadConfig({ env: {} }).dbMode).toBe(0o640)
+    expect(loadConfig({ env: { FSM_DB_MODE: '0600' } }).dbMode).toBe(0o600)
+    expect(loadConfig({ env: { FSM_DB_MODE: '660' } }).dbMode).toBe(0o660)
+    for (const [value, says] of [
+      ['rw-r-----', 'octal file mode'],
+      ['0844', 'octal file mode'],
+      ['0440', 'owner read and write'],
+      ['0644', 'others no access'],
+      ['0750', 'not be executable'],
+      ['0240', 'owner read and write'],
+      ['0650', 'not be executable'],
+    ] as const) {
+      const issues = issuesOf(() => loadConfig({ env: { FSM_DB_MODE: value } }))
+      expect(issues.map((i) => i.key)).toEqual(['FSM_DB_MODE'])
+      expect(issues[0]!.message).toContain(says)
+    }
+  })
+
   test('every problem is reported at once', () => {
     const issues = issuesOf(() => loadConfig({ env: { FSM_RATE_LIMIT: 'abc', FSM_HTTP_PORT: '-1' }, flags: { 'log-level': 'loud' } }))
     expect(issues.map((i) => i.key).sort()).toEqual(['--log-level', 'FSM_HTTP_PORT', 'FSM_RATE_LIMIT'])

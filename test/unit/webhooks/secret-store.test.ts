@@ -1,3 +1,4 @@
+import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { SecretStore, secretSource } from '../../../src/webhooks/secret-store.js'
 import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
@@ -10,7 +11,7 @@ let m: TempMirror
 let store: SecretStore
 beforeEach(async () => {
   m = await tempMirror()
-  store = new SecretStore(m.sqlite)
+  store = SecretStore.forMirror(m.path)
 })
 afterEach(() => m.dispose())
 
@@ -35,23 +36,22 @@ describe('SecretStore', () => {
     expect(JSON.stringify(store.endpoints(T0, 24))).not.toContain('the-secret')
   })
 
-  test('the mirror file holding the store is readable by its owner only', async () => {
+  test('the secrets file is readable by its owner only and sits beside the mirror', async () => {
     const { statSync } = await import('node:fs')
-    expect(statSync(m.path).mode & 0o777).toBe(0o600)
+    store.record('ep', 'https://a/', 'the-secret', iso(T0))
+    expect(store.file).toBe(path.join(m.dir, 'mirror.secrets.json'))
+    expect(statSync(store.file).mode & 0o777).toBe(0o600)
   })
 })
 
 describe('SecretStore cache', () => {
-  test('a secret registered through another connection (another process) is accepted at once', async () => {
-    const { openMirror } = await import('../../../src/store/mirror-database.js')
+  test('a secret registered by another store on the same file (another process) is accepted at once', () => {
     expect(store.active(T0, 24)).toEqual([])
-    const other = await openMirror(m.path)
-    try {
-      new SecretStore(other.sqlite).record('ep', 'https://a/', 'from-the-cli', iso(T0))
-    } finally {
-      await other.close()
-    }
+    SecretStore.forMirror(m.path).record('ep', 'https://a/', 'from-the-cli', iso(T0))
     expect(store.active(T0, 24).map((s) => s.secret)).toEqual(['from-the-cli'])
+    // And each later rotation, even within the same millisecond and with the same length.
+    SecretStore.forMirror(m.path).record('ep', 'https://b/', 'from-the-cl2', iso(T0))
+    expect(store.active(T0, 24).map((s) => s.secret)).toEqual(['from-the-cl2', 'from-the-cli'])
   })
 
   test('a cached answer ends with the grace period it contains', () => {

@@ -1,0 +1,61 @@
+// Webhook signing secrets leave the mirror for their own 0600 file beside it (secrets-file.ts): the
+// mirror is shared with warehouse readers, and a secret there lets any of them forge deliveries.
+// Also: the inbox records deliveries acknowledged but skipped because their stream is not selected.
+//
+// Order, so that a kill at any point loses and duplicates nothing: the rows are first merged into
+// the secrets file, durably (each secret once, so a re-run adds nothing); only then is the table
+// dropped. With secure_delete on, SQLite zeroes the pages the drop frees, and the log frames of
+// earlier versions are removed by a checkpoint that truncates the -wal (after the commit, outside
+// any transaction). A reader holding the log may keep that checkpoint from finishing: a marker in
+// webhook_state keeps it pending until an open that can.
+import type { Sqlite } from '../mirror-database.js'
+import { mergeSecrets, readSecretsFile, secretsPathFor, writeSecretsFile, type SecretEntry } from '../secrets-file.js'
+import type { MigrationHooks, MigrationStatements } from './types.js'
+
+const SCRUB_KEY = 'secrets-scrub'
+
+export const secretsFile: MigrationStatements = [
+  `DROP TABLE IF EXISTS webhook_secrets`,
+  // Set with processed_at when a delivery was acknowledged and kept but not applied: why.
+  `ALTER TABLE webhook_inbox ADD COLUMN skipped TEXT`,
+  `INSERT INTO webhook_state (key, value, updated_at) VALUES ('${SCRUB_KEY}', 'pending', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+   ON CONFLICT(key) DO NOTHING`,
+]
+
+interface LegacyRow {
+  endpoint_id: string
+  url: string
+  secret: string
+  created_at: string
+  superseded_at: string | null
+}
+
+export const secretsFileHooks: MigrationHooks = {
+  before(sqlite) {
+    // Zeroes what the drop frees, instead of leaving the bytes in free pages. It stays on for this
+    // connection until afterMigrations: the checkpoint copies the zeroed pages over the old ones.
+    sqlite.pragma('secure_delete = ON')
+    const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_secrets'`).get()
+    if (table === undefined) return
+    const rows = sqlite.prepare(`SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets ORDER BY id`).all() as LegacyRow[]
+    if (rows.length === 0) return
+    const entries: SecretEntry[] = rows.map((r) => ({ endpointId: r.endpoint_id, url: r.url, secret: r.secret, createdAt: r.created_at, supersededAt: r.superseded_at }))
+    const file = secretsPathFor(sqlite.name)
+    const stored = readSecretsFile(file)
+    const merged = mergeSecrets(stored, entries)
+    if (merged.length !== stored.length) writeSecretsFile(file, merged)
+  },
+  afterMigrations(sqlite) {
+    if (!scrubPending(sqlite)) return
+    sqlite.pragma('secure_delete = ON')
+    // TRUNCATE waits (busy_timeout) for readers of older snapshots, then empties the -wal file.
+    const [result] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[]
+    sqlite.pragma('secure_delete = OFF')
+    if (result !== undefined && result.busy !== 0) return
+    sqlite.prepare(`DELETE FROM webhook_state WHERE key = ?`).run(SCRUB_KEY)
+  },
+}
+
+function scrubPending(sqlite: Sqlite): boolean {
+  return sqlite.prepare(`SELECT 1 FROM webhook_state WHERE key = ?`).get(SCRUB_KEY) !== undefined
+}

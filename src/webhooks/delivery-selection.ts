@@ -1,0 +1,33 @@
+// Which deliveries the mirror applies: those of the streams `streams` selects (the config's list,
+// also what a bare `sync` and the daemon's sweeps run). A delivery for another stream is still
+// acknowledged and kept (an error answer would make the sender disable the endpoint) but recorded
+// as skipped; `objects:<slug>` selects one custom object, so `object.*` for another slug is skipped.
+// Pure: names in, predicates out.
+
+export interface DeliverySelection {
+  /** A record stream (clients, jobs, visits, invoices) is selected. */
+  stream(name: string): boolean
+  /** Some custom object is selected (`objects` or any `objects:<slug>`). */
+  readonly objects: boolean
+  /** This custom object's deliveries are applied. */
+  object(slug: string): boolean
+}
+
+export const ALL_DELIVERIES: DeliverySelection = { stream: () => true, objects: true, object: () => true }
+
+export function deliverySelection(names: readonly string[] | undefined): DeliverySelection {
+  if (names === undefined) return ALL_DELIVERIES
+  const streams = new Set(names.filter((n) => !n.startsWith('objects')))
+  const all = names.includes('objects')
+  const slugs = new Set(names.filter((n) => n.startsWith('objects:')).map((n) => n.slice('objects:'.length)))
+  return {
+    stream: (name) => (name === 'objects' ? all || slugs.size > 0 : streams.has(name)),
+    objects: all || slugs.size > 0,
+    object: (slug) => all || slugs.has(slug),
+  }
+}
+
+/** Why a delivery was skipped, as `webhook_inbox.skipped` records it. */
+export function notSelected(what: string): string {
+  return `${what} is not selected in the config's streams: acknowledged and kept, not applied`
+}
