@@ -1,6 +1,7 @@
 // The one schema for every setting of contract.md. Environment variables and flags arrive as
 // strings, so numbers and lists are coerced here; the config file may use JSON types directly.
 import { z } from 'zod'
+import { cronProblem } from './cron-check.js'
 
 const STREAMS = [
   'clients', 'jobs', 'visits', 'invoices', 'objects', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys',
@@ -25,13 +26,14 @@ const commaList = z.preprocess(
 /** The schedule value that switches a schedule off (config file or FSM_SCHEDULE_*). */
 export const SCHEDULE_OFF = 'off'
 
-const cronFields = (s: string) => s.trim().split(/\s+/).length
 const Cron = z
   .string()
   .min(1)
-  .transform((s) => (s.trim().toLowerCase() === SCHEDULE_OFF ? SCHEDULE_OFF : s))
-  .refine((s) => s === SCHEDULE_OFF || (cronFields(s) >= 5 && cronFields(s) <= 7), {
-    message: 'must be a cron expression of 5 to 7 fields, e.g. "*/5 * * * *", or "off" to switch the schedule off',
+  // Trimmed, so the scheduler gets exactly what was checked (croner reads a leading space as an empty field).
+  .transform((s) => (s.trim().toLowerCase() === SCHEDULE_OFF ? SCHEDULE_OFF : s.trim()))
+  .superRefine((s, ctx) => {
+    const problem = s === SCHEDULE_OFF ? undefined : cronProblem(s)
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
 
 export const ConfigSchema = z.strictObject({
