@@ -23,6 +23,8 @@ const commaList = z.preprocess(
   z.array(z.string().min(1)),
 )
 
+const DAEMON_PATHS = ['/healthz', '/readyz', '/metrics']
+
 /** The schedule value that switches a schedule off (config file or FSM_SCHEDULE_*). */
 export const SCHEDULE_OFF = 'off'
 
@@ -78,7 +80,12 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   webhooks: z
     .strictObject({
-      path: z.string().startsWith('/').default('/webhooks'),
+      path: z
+        .string()
+        .startsWith('/')
+        // The daemon's own endpoints share the listener: the webhook route would take their place.
+        .refine((p) => !DAEMON_PATHS.includes(p), { message: `must not be ${DAEMON_PATHS.join(', ')}: the daemon serves those itself; use e.g. /webhooks` })
+        .default('/webhooks'),
       maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
       maxBacklog: int(1, 10_000_000).default(100_000),
       rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),
