@@ -16,7 +16,11 @@ export const StreamName = z
     message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
   })
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
+// Decimal digits only: z.coerce.number() would also take "0x10" (16), "1e3", " 12 " and "" (0).
+// A JSON number from the config file passes as it is.
+const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
+const int = (min: number, max: number) =>
+  z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), z.number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) }).int({ error: INT_MESSAGE }).min(min).max(max))
 
 const commaList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : v),
