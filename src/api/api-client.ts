@@ -205,7 +205,7 @@ export class ApiClient {
     const retryAfterMs = this.#rateLimit(status, responseHeaders, startedAt, attempt)
     if (status < 200 || status >= 300) {
       const parsed = parseJson(text)
-      const error = apiErrorFor(status, parsed.ok ? parsed.value : text, where, retryAfterMs)
+      const error = apiErrorFor(status, parsed.ok ? parsed.value : text, where, retryAfterMs, responseHeaders.location)
       return { ok: false, error, outcome: { kind: 'status', status, retryAfterMs } }
     }
     return { ok: true, response: this.#envelope(status, text, responseHeaders, where, attempt) }

@@ -16,8 +16,11 @@ export interface RouteInfo {
   target: string
 }
 
-/** Maps a non-2xx answer. `body` is the parsed JSON body, or the raw text when it was not JSON. */
-export function apiErrorFor(status: number, body: unknown, where: RouteInfo, retryAfterMs?: number): ApiError {
+/**
+ * Maps a non-2xx answer. `body` is the parsed JSON body, or the raw text when it was not JSON;
+ * `location` is the answer's Location header, named when the answer is a redirect.
+ */
+export function apiErrorFor(status: number, body: unknown, where: RouteInfo, retryAfterMs?: number, location?: string | string[]): ApiError {
   const parsed = FailureBodySchema.safeParse(body)
   const failure = parsed.success ? parsed.data : undefined
   const errorText = typeof failure?.error === 'string' ? failure.error : undefined
@@ -31,6 +34,8 @@ export function apiErrorFor(status: number, body: unknown, where: RouteInfo, ret
     retryable: status === 429 || status >= 500,
   }
   const options = { cause: body }
+  // The client follows no redirect (a key sent on to another host would leak): say where it pointed.
+  if (status >= 300 && status < 400) return new ApiError(data, { ...options, message: redirectMessage(data, location) })
   switch (status) {
     case 401:
       return new UnauthorizedError(data, options)
@@ -45,6 +50,12 @@ export function apiErrorFor(status: number, body: unknown, where: RouteInfo, ret
     default:
       return new ApiError(data, options)
   }
+}
+
+function redirectMessage(data: ApiErrorData, location: string | string[] | undefined): string {
+  const to = Array.isArray(location) ? location[0] : location
+  const where = to === undefined || to === '' ? 'with no Location header' : `to ${to}`
+  return `Redirected (${data.status}) on ${data.target} ${where}: fsm-sync does not follow redirects; set FSM_BASE_URL to the address the API answers on now`
 }
 
 // Failures to set up a connection: the request was never sent, so even a create may be repeated.

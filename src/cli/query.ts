@@ -1,21 +1,32 @@
 // `fsm-sync query "SQL" [--format table|json|csv]`: one read-only statement against the mirror.
+// Rows are streamed from SQLite to stdout as they are read, so any result fits in constant memory.
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
-import { formatQueryResult, runReadOnlyQuery } from '../store/read-only-query.js'
+import { openReadOnlyQuery } from '../store/read-only-query.js'
+import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from '../store/query-format.js'
+import { writeChunks } from './write-chunks.js'
 
 export const queryCommand: Command = {
   command: 'query <sql>',
-  describe: 'Run one read-only SQL statement against the mirror',
+  describe: 'Run one read-only SQL statement against the mirror; rows stream out as they are read',
   builder: (y) =>
     y
       .positional('sql', { type: 'string', describe: 'the statement, e.g. "SELECT count(*) FROM jobs"' })
-      .option('format', { choices: ['table', 'json', 'csv'] as const, default: 'table' as const }),
+      .option('format', {
+        choices: ['table', 'json', 'csv'] as const,
+        default: 'table' as const,
+        describe: `json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
+      }),
   run: async (args, ctx) => {
     const mirror = await openMirror(ctx.config().db, { readonly: true })
     try {
-      const result = runReadOnlyQuery(mirror.sqlite, String(args.sql))
-      ctx.io.stdout.write(formatQueryResult(result, args.format as 'table' | 'json' | 'csv'))
+      const result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
+      await writeChunks(ctx.io.stdout, formatRows(result, args.format as QueryFormat))
       return 0
+    } catch (err) {
+      // Whoever read the output stopped (`| head`): what they wanted was written.
+      if ((err as NodeJS.ErrnoException).code === 'EPIPE') return 0
+      throw err
     } finally {
       await mirror.close()
     }

@@ -2,12 +2,13 @@
 import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
 import { withRuntime } from './with-runtime.js'
+import { streamOption } from './stream-option.js'
 import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
 
 export const reconcileCommand: Command = {
   command: 'reconcile',
   describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
-  builder: (y) => y.option('stream', { type: 'string', array: true, describe: 'stream to reconcile (repeatable); all when omitted' }),
+  builder: (y) => streamOption(y, 'reconcile', 'stream to reconcile (repeatable); all when omitted'),
   run: (args, ctx) =>
     withRuntime(ctx, async (rt, signal) => {
       const named = (args.stream as string[] | undefined) ?? []

@@ -1,10 +1,12 @@
-// `fsm-sync run`: the daemon. Stops cleanly on SIGTERM/SIGINT (exit 0); a second signal, or a
-// stop that overruns its budget, ends the process at once with exit 1.
+// `fsm-sync run`: the daemon. Stops cleanly on SIGTERM/SIGINT/SIGHUP (exit 0); a second signal, or
+// a stop that overruns its budget, ends the process at once with exit 1.
 import { startDaemon } from '../daemon/daemon.js'
 import type { Command } from './command.js'
 
 /** contract.md: exit within 10 s of SIGTERM; leave a margin for the process to end. */
 const STOP_BUDGET_MS = 9000
+/** SIGHUP too: a closed terminal or a container runtime may send it, and by default it ends the process with no clean stop. */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
 
 export const runCommand: Command = {
   command: 'run',
@@ -14,8 +16,11 @@ export const runCommand: Command = {
     const daemon = await startDaemon(ctx.config(), logger)
     ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.rt.config.webhooks.path})\n`)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', resolve)
-      process.once('SIGINT', resolve)
+      const first = (s: NodeJS.Signals) => {
+        for (const other of STOP_SIGNALS) process.off(other, first)
+        resolve(s)
+      }
+      for (const s of STOP_SIGNALS) process.on(s, first)
     })
     logger.warn({ signal }, 'stop requested')
     // process.exit waits for worker and thread-pool threads; one held by the kernel in a sync that
@@ -33,14 +38,12 @@ export const runCommand: Command = {
     }
     const timer = setTimeout(force, STOP_BUDGET_MS)
     timer.unref()
-    process.once('SIGTERM', force)
-    process.once('SIGINT', force)
+    for (const s of STOP_SIGNALS) process.once(s, force)
     try {
       await daemon.stop()
     } finally {
       clearTimeout(timer)
-      process.off('SIGTERM', force)
-      process.off('SIGINT', force)
+      for (const s of STOP_SIGNALS) process.off(s, force)
     }
     if (daemon.stuck()) {
       exit(1)

@@ -2,14 +2,14 @@
 import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
 import { withRuntime } from './with-runtime.js'
+import { streamOption } from './stream-option.js'
 import { selectStreams, runSweeps } from '../sync/sync-engine.js'
 
 export const syncCommand: Command = {
   command: 'sync',
   describe: 'One incremental pass over the named streams (all by default), then exit',
   builder: (y) =>
-    y
-      .option('stream', { type: 'string', array: true, describe: 'stream to sync (repeatable); all when omitted' })
+    streamOption(y, 'sync', 'stream to sync (repeatable); all when omitted')
       .option('full', { type: 'boolean', default: false, describe: 'ignore the stored cursors and walk everything' }),
   run: (args, ctx) =>
     withRuntime(ctx, async (rt, signal) => {

@@ -1,7 +1,10 @@
-// Opens the runtime for a command, stops cleanly on SIGINT/SIGTERM (the page in flight commits,
+// Opens the runtime for a command, stops cleanly on SIGINT/SIGTERM/SIGHUP (the page in flight commits,
 // then the run ends), and always closes the mirror.
 import { createRuntime, type Runtime } from '../daemon/runtime.js'
 import type { CommandContext } from './command.js'
+
+/** SIGHUP too: a closed terminal sends it, and by default it ends the process with no clean stop. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
 
 export async function withRuntime(ctx: CommandContext, body: (rt: Runtime, signal: AbortSignal) => Promise<number>): Promise<number> {
   const rt = await createRuntime(ctx.config(), ctx.logger())
@@ -10,13 +13,11 @@ export async function withRuntime(ctx: CommandContext, body: (rt: Runtime, signa
     rt.logger.warn({ signal }, 'stopping: the page in flight commits, then the run ends')
     controller.abort(new Error(`stopped by ${signal}`))
   }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  for (const s of STOP_SIGNALS) process.once(s, stop)
   try {
     return await body(rt, controller.signal)
   } finally {
-    process.off('SIGINT', stop)
-    process.off('SIGTERM', stop)
+    for (const s of STOP_SIGNALS) process.off(s, stop)
     await rt.close()
   }
 }

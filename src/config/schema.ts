@@ -1,6 +1,7 @@
 // The one schema for every setting of contract.md. Environment variables and flags arrive as
 // strings, so numbers and lists are coerced here; the config file may use JSON types directly.
 import { z } from 'zod'
+import { cronProblem } from './cron-check.js'
 
 const STREAMS = [
   'clients', 'jobs', 'visits', 'invoices', 'objects', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys',
@@ -15,23 +16,30 @@ export const StreamName = z
     message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
   })
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
+// Decimal digits only: z.coerce.number() would also take "0x10" (16), "1e3", " 12 " and "" (0).
+// A JSON number from the config file passes as it is.
+const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
+const int = (min: number, max: number) =>
+  z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), z.number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) }).int({ error: INT_MESSAGE }).min(min).max(max))
 
 const commaList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : v),
   z.array(z.string().min(1)),
 )
 
+const DAEMON_PATHS = ['/healthz', '/readyz', '/metrics']
+
 /** The schedule value that switches a schedule off (config file or FSM_SCHEDULE_*). */
 export const SCHEDULE_OFF = 'off'
 
-const cronFields = (s: string) => s.trim().split(/\s+/).length
 const Cron = z
   .string()
   .min(1)
-  .transform((s) => (s.trim().toLowerCase() === SCHEDULE_OFF ? SCHEDULE_OFF : s))
-  .refine((s) => s === SCHEDULE_OFF || (cronFields(s) >= 5 && cronFields(s) <= 7), {
-    message: 'must be a cron expression of 5 to 7 fields, e.g. "*/5 * * * *", or "off" to switch the schedule off',
+  // Trimmed, so the scheduler gets exactly what was checked (croner reads a leading space as an empty field).
+  .transform((s) => (s.trim().toLowerCase() === SCHEDULE_OFF ? SCHEDULE_OFF : s.trim()))
+  .superRefine((s, ctx) => {
+    const problem = s === SCHEDULE_OFF ? undefined : cronProblem(s)
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
 
 export const ConfigSchema = z.strictObject({
@@ -89,7 +97,12 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   webhooks: z
     .strictObject({
-      path: z.string().startsWith('/').default('/webhooks'),
+      path: z
+        .string()
+        .startsWith('/')
+        // The daemon's own endpoints share the listener: the webhook route would take their place.
+        .refine((p) => !DAEMON_PATHS.includes(p), { message: `must not be ${DAEMON_PATHS.join(', ')}: the daemon serves those itself; use e.g. /webhooks` })
+        .default('/webhooks'),
       maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
       maxBacklog: int(1, 10_000_000).default(100_000),
       rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),

@@ -73,6 +73,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       const probe = probeMirror(rt.mirror.sqlite)
       if (!probe.ok) return { ready: false, reason: probe.reason }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
+      const stalled = scheduler.stalled()
+      if (stalled.length > 0) return { ready: false, reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`, next: scheduler.nextRuns() }
       return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns(), off: scheduler.off() }
     },
   })

@@ -8,7 +8,7 @@ import type { Logger } from '../log/logger.js'
 
 export interface JobDefinition {
   name: string
-  /** Cron expression (5 to 7 fields; 6 and 7 carry seconds and years), or "off": never scheduled. */
+  /** Cron expression (5 fields, or 6 with seconds first; checked with croner by the config), or "off": never scheduled. */
   cron: string
   run: (signal: AbortSignal) => Promise<void>
 }
@@ -89,6 +89,11 @@ export class Scheduler {
   /** Next run per job; "off" for a schedule switched off. */
   nextRuns(): Record<string, string | null> {
     return Object.fromEntries([...this.#jobs.values()].map((s) => [s.def.name, s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.cron?.nextRun()?.toISOString() ?? null)]))
+  }
+
+  /** Jobs switched on for which croner has no next run: they would never run on their own. */
+  stalled(): string[] {
+    return Object.entries(this.nextRuns()).flatMap(([name, next]) => (next === null ? [name] : []))
   }
 
   /** Stops every schedule, aborts the running jobs' signal and waits for them to end. */

@@ -2,9 +2,16 @@
 // read-only with query_only set, and a statement SQLite does not report as read-only is refused
 // before it runs, so a write can neither run nor be attempted.
 import type { Sqlite } from './mirror-database.js'
+import { formatRows, type QueryFormat } from './query-format.js'
 
 export class QueryRefusedError extends Error {
   readonly code = 'QUERY_REFUSED' as const
+}
+
+/** A statement's columns and its rows as an iterator: read once, row by row, never all held. */
+export interface QueryRows {
+  columns: string[]
+  rows: Iterable<unknown[]>
 }
 
 export interface QueryResult {
@@ -12,7 +19,8 @@ export interface QueryResult {
   rows: unknown[][]
 }
 
-export function runReadOnlyQuery(sqlite: Sqlite, text: string): QueryResult {
+/** Compiles and checks the statement; its rows are read as the caller iterates them. */
+export function openReadOnlyQuery(sqlite: Sqlite, text: string): QueryRows {
   let stmt
   try {
     stmt = sqlite.prepare(text)
@@ -22,45 +30,19 @@ export function runReadOnlyQuery(sqlite: Sqlite, text: string): QueryResult {
   // SQLite counts ATTACH and DETACH as read-only, yet ATTACH creates files: refuse them by name.
   if (!stmt.readonly || /^\s*(ATTACH|DETACH|VACUUM)\b/i.test(stripComments(text))) throw new QueryRefusedError('only read-only statements are allowed: the mirror is written by fsm-sync alone')
   if (!stmt.reader) return { columns: [], rows: [] }
-  const columns = stmt.columns().map((c) => c.name)
-  const rows = stmt.raw(true).all() as unknown[][]
-  return { columns, rows }
+  return { columns: stmt.columns().map((c) => c.name), rows: stmt.raw(true).iterate() as IterableIterator<unknown[]> }
+}
+
+/** The whole result in memory: for small, known-size results (the demo's examples). */
+export function runReadOnlyQuery(sqlite: Sqlite, text: string): QueryResult {
+  const { columns, rows } = openReadOnlyQuery(sqlite, text)
+  return { columns, rows: [...rows] }
 }
 
 function stripComments(sql: string): string {
   return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
 }
 
-export function formatQueryResult(result: QueryResult, format: 'table' | 'json' | 'csv'): string {
-  switch (format) {
-    case 'json':
-      return JSON.stringify(result.rows.map((r) => Object.fromEntries(result.columns.map((c, i) => [c, r[i] ?? null])))) + '\n'
-    case 'csv':
-      return [result.columns, ...result.rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n'
-    case 'table':
-      return table(result)
-  }
-}
-
-function cellText(v: unknown): string {
-  if (v === null || v === undefined) return ''
-  if (typeof v === 'string') return v
-  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v)
-  if (Buffer.isBuffer(v)) return `<${v.length} bytes>`
-  return JSON.stringify(v)
-}
-
-function csvCell(v: unknown): string {
-  const s = cellText(v)
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
-}
-
-function table(result: QueryResult): string {
-  const cells = result.rows.map((r) => r.map((v) => cellText(v).replace(/\s+/g, ' ')))
-  const widths = result.columns.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((r) => (r[i] ?? '').length))))
-  const fit = (s: string, w: number) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w))
-  const line = (r: string[]) => r.map((s, i) => fit(s, widths[i] ?? 0)).join('  ').trimEnd()
-  const out = [line(result.columns), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)]
-  out.push(`(${result.rows.length} row${result.rows.length === 1 ? '' : 's'})`)
-  return out.join('\n') + '\n'
+export function formatQueryResult(result: QueryResult, format: QueryFormat): string {
+  return [...formatRows(result, format)].join('')
 }

@@ -91,8 +91,13 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
       reply(res, 401, 'signature missing or invalid')
       return
     }
-    if (deliveryId === undefined || event === undefined || deliveryId.length > MAX_ID_LENGTH) {
+    if (deliveryId === undefined || event === undefined) {
       badRequest(res, 'X-Service-Event and X-Service-Delivery headers are required', deliveryId, event)
+      return
+    }
+    if (deliveryId.length > MAX_ID_LENGTH) {
+      // Only the length is logged: an id this long is not one the upstream sends.
+      badRequest(res, `X-Service-Delivery is ${deliveryId.length} characters long; at most ${MAX_ID_LENGTH} are accepted (the upstream's ids are 24)`, undefined, event)
       return
     }
     if (!isJsonObject(read.body)) {
