@@ -11,6 +11,7 @@ import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schema
 import { readKeysetRows } from './page-rows.js'
 import type { Priority } from './request-governor.js'
 import type { Query } from './routes.js'
+import { parseInstant } from '../store/timestamps.js'
 
 /** What to persist with a page's rows, in the same transaction, to resume after it. */
 export interface KeysetCursor {
@@ -112,7 +113,7 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
 function startPosition(options: KeysetOptions): Position {
   const from = options.cursor?.since ?? options.since
   if (from === undefined) return { since: undefined, seen: new Set() }
-  const ms = Date.parse(from)
+  const ms = parseInstant(from)
   if (Number.isNaN(ms)) throw new RangeError(`cursor since is not a date: ${from}`)
   const lookback = Math.max(0, options.lookbackMs ?? 0)
   if (lookback > 0) return { since: ms - lookback, seen: new Set() }
@@ -139,5 +140,5 @@ function toCursor(pos: Position): KeysetCursor | undefined {
 }
 
 function instant(row: KeysetRow): number {
-  return Date.parse(row.updatedAt)
+  return parseInstant(row.updatedAt)
 }

@@ -5,6 +5,7 @@
 // that deliveries signed before the rotation still verify.
 import type { Sqlite } from '../store/mirror-database.js'
 import type { ActiveSecret } from './signature.js'
+import { parseInstant } from '../store/timestamps.js'
 
 export interface StoredEndpoint {
   endpointId: string
@@ -61,7 +62,7 @@ export class SecretStore {
     const c = this.#cache
     if (c !== undefined && c.dataVersion === dataVersion && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
     const rows = this.#active(now, graceHours)
-    const ends = rows.filter((r) => r.superseded_at !== null).map((r) => Date.parse(r.superseded_at!) + graceHours * HOUR_MS)
+    const ends = rows.filter((r) => r.superseded_at !== null).map((r) => parseInstant(r.superseded_at!) + graceHours * HOUR_MS)
     const secrets = rows.map((r) => ({ secret: r.secret, label: `endpoint ${r.endpoint_id} (${r.superseded_at === null ? 'current' : 'previous'})` }))
     this.#cache = { dataVersion, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
     return secrets
