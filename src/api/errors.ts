@@ -103,13 +103,36 @@ export class NetworkError extends Error {
   readonly reachedServer: boolean
   readonly retryable = true
 
-  constructor(data: { route: string; target: string; errorCode: string; reachedServer: boolean }, options: { cause: unknown }) {
-    super(`Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`, options)
-    this.name = 'NetworkError'
+  constructor(data: { route: string; target: string; errorCode: string; reachedServer: boolean; message?: string }, options: { cause: unknown }) {
+    super(data.message ?? `Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`, options)
+    this.name = new.target.name
     this.route = data.route
     this.target = data.target
     this.errorCode = data.errorCode
     this.reachedServer = data.reachedServer
+  }
+}
+
+/**
+ * The whole exchange (connect, headers, body) outlasted the request deadline: a body trickled a byte
+ * at a time never trips the idle-gap body timeout. A network failure for the retry policy.
+ */
+export class RequestDeadlineError extends NetworkError {
+  readonly deadlineMs: number
+
+  constructor(data: { route: string; target: string; deadlineMs: number }, options: { cause: unknown }) {
+    super(
+      {
+        ...data,
+        errorCode: 'REQUEST_DEADLINE',
+        reachedServer: true,
+        message:
+          `Request deadline of ${data.deadlineMs} ms passed on ${data.target}: the upstream did not finish its answer (connect, headers and body) in time; ` +
+          'retried as a network error. Raise http.requestDeadlineMs only if the upstream is known to be this slow',
+      },
+      options,
+    )
+    this.deadlineMs = data.deadlineMs
   }
 }
 
