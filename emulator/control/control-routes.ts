@@ -27,6 +27,11 @@ export interface ControlDeps {
   reset(seed: number | undefined, counts: Partial<Counts> | undefined): void
 }
 
+const flag = (v: unknown, name: string): boolean => {
+  if (v !== undefined && typeof v !== 'boolean') throw badRequest(`'${name}' must be a boolean`)
+  return v === true
+}
+
 const num = (v: unknown, name: string): number => {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`'${name}' must be a number`)
   return v
@@ -88,6 +93,7 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
         route: body.route, status5xxShare: num(body.status5xxShare ?? 0, 'status5xxShare'), latencyMs: num(body.latencyMs ?? 0, 'latencyMs'),
         resetShare: num(body.resetShare ?? 0, 'resetShare'),
         force429: f === undefined ? null : { count: num(f.count ?? 1, 'force429.count'), retryAfterSeconds: num(f.retryAfterSeconds ?? 1, 'force429.retryAfterSeconds') },
+        ignorePage: flag(body.ignorePage, 'ignorePage'), zonelessTimes: flag(body.zonelessTimes, 'zonelessTimes'),
       })
       return ctx.faults.list()
     }

@@ -1,5 +1,6 @@
 // Fault injection per route pattern (POST /__emulator/faults): a share of 5xx answers, added
-// latency, a share of connection resets, and a number of forced 429s with a Retry-After.
+// latency, a share of connection resets, a number of forced 429s with a Retry-After; and two ways a
+// proxy or an older server build misbehaves: `page` ignored, datetimes sent without their zone.
 // Patterns are `[METHOD ]/path` where `*` matches anything (slashes included).
 import type { Prng } from '../core/prng.js'
 
@@ -9,6 +10,10 @@ export interface FaultRule {
   latencyMs: number
   resetShare: number
   force429: { count: number; retryAfterSeconds: number } | null
+  /** The route answers page 1 whatever `page` asks. */
+  ignorePage: boolean
+  /** Every UTC datetime in an answer body loses its `Z` (zone-less ISO-8601). */
+  zonelessTimes: boolean
 }
 
 export interface FaultDecision {
@@ -16,6 +21,8 @@ export interface FaultDecision {
   reset: boolean
   status5xx: number | null
   force429: number | null
+  ignorePage: boolean
+  zonelessTimes: boolean
 }
 
 function compile(route: string): (method: string, path: string) => boolean {
@@ -48,8 +55,10 @@ export class FaultTable {
   decide(method: string, path: string): FaultDecision | null {
     const hits = this.rules.filter((r) => r.matches(method, path)).map((r) => r.rule)
     if (hits.length === 0) return null
-    const d: FaultDecision = { latencyMs: 0, reset: false, status5xx: null, force429: null }
+    const d: FaultDecision = { latencyMs: 0, reset: false, status5xx: null, force429: null, ignorePage: false, zonelessTimes: false }
     for (const rule of hits) {
+      d.ignorePage ||= rule.ignorePage
+      d.zonelessTimes ||= rule.zonelessTimes
       d.latencyMs = Math.max(d.latencyMs, rule.latencyMs)
       if (d.force429 === null && rule.force429 !== null && rule.force429.count > 0) {
         rule.force429.count--

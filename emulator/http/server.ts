@@ -14,6 +14,21 @@ import type { Router } from './router.js'
 
 export type ControlHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
 
+// A UTC datetime as the emulator writes it, inside a JSON string: the `zonelessTimes` fault drops the `Z`.
+const UTC_IN_JSON = /"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)Z"/g
+
+function withoutZones(body: unknown): string {
+  const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : JSON.stringify(body)
+  return text.replace(UTC_IN_JSON, '"$1"')
+}
+
+// A copy, so the request log still shows the page that was asked for.
+function withoutPage(query: URLSearchParams): URLSearchParams {
+  const copy = new URLSearchParams(query)
+  copy.delete('page')
+  return copy
+}
+
 const GATEWAY_PAGE = (status: number): string => `<html><head><title>${status}</title></head><body><h1>${status} Bad Gateway</h1></body></html>`
 
 export function requestHandler(ctx: EmulatorContext, router: Router, control: ControlHandler) {
@@ -68,9 +83,10 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
       }
       const writes = method === 'POST' || method === 'PUT' || method === 'PATCH'
       const body = !writes ? undefined : route.form === undefined ? await readBody(req) : await readForm(req, route.form)
-      const out = await route.handler({ method, path, params: match.params, query: url.searchParams, body, headers: req.headers, key, userId })
+      const query = fault?.ignorePage === true ? withoutPage(url.searchParams) : url.searchParams
+      const out = await route.handler({ method, path, params: match.params, query, body, headers: req.headers, key, userId })
       status = out.status ?? 200
-      sendJson(res, status, out.body, ctx.clock.now(), out.headers)
+      sendJson(res, status, fault?.zonelessTimes === true ? withoutZones(out.body) : out.body, ctx.clock.now(), out.headers)
     } catch (err) {
       if (err instanceof HttpError) {
         status = err.status

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'undici/types/header.js'
 import type { Logger } from '../log/logger.js'
 import { abortReason, systemClock, type Clock } from './clock.js'
 import { apiErrorFor, networkErrorFor, type RouteInfo } from './error-mapping.js'
-import { MalformedResponseError } from './errors.js'
+import { MalformedResponseError, RequestDeadlineError } from './errors.js'
 import { readRateLimitHeaders } from './rate-limit-headers.js'
 import type { Priority, RequestGovernor } from './request-governor.js'
 import { EnvelopeSchema, type Envelope } from './response-schemas.js'
@@ -16,7 +16,10 @@ import { authHeader, queryString, templatePath, type Query } from './routes.js'
 export interface Timeouts {
   connectMs: number
   headersMs: number
+  /** Longest gap between two chunks of the body. */
   bodyMs: number
+  /** Longest whole attempt: connect, headers and the entire body. */
+  deadlineMs: number
 }
 
 export interface ResponseEvent {
@@ -64,7 +67,7 @@ export interface ApiResponse {
   attempts: number
 }
 
-const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000 }
+const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000, deadlineMs: 30_000 }
 
 type Attempt =
   | { ok: true; response: ApiResponse }
@@ -182,13 +185,14 @@ export class ApiClient {
     let status: number
     let responseHeaders: IncomingHttpHeaders
     let text: string
+    const deadline = attemptDeadline(this.#timeouts.deadlineMs, signal)
     try {
       const res = await this.#pool.request({
         method,
         path: fullPath,
         headers,
         body: body ?? null,
-        signal: signal ?? null,
+        signal: deadline.signal,
         headersTimeout: this.#timeouts.headersMs,
         bodyTimeout: this.#timeouts.bodyMs,
       })
@@ -198,8 +202,10 @@ export class ApiClient {
     } catch (err) {
       if (signal?.aborted === true) throw abortReason(signal)
       this.#count(where.route, 0, attempt, startedAt)
-      const error = networkErrorFor(err, where)
+      const error = deadline.passed() ? new RequestDeadlineError({ ...where, deadlineMs: this.#timeouts.deadlineMs }, { cause: err }) : networkErrorFor(err, where)
       return { ok: false, error, outcome: { kind: 'network', reachedServer: error.reachedServer } }
+    } finally {
+      deadline.dispose()
     }
     this.#count(where.route, status, attempt, startedAt)
     const retryAfterMs = this.#rateLimit(status, responseHeaders, startedAt, attempt)
@@ -262,6 +268,31 @@ export class ApiClient {
     if (this.#formsLogged.has(key)) return
     this.#formsLogged.add(key)
     this.#log.info({ header, form }, 'rate-limit header form seen')
+  }
+}
+
+/**
+ * One attempt's signal: the caller's abort, or the deadline passing. Aborting the request makes
+ * undici destroy its socket, so a trickling answer does not keep a connection. Real time, like
+ * undici's own timeouts: it bounds socket I/O, which an injected clock does not drive.
+ */
+function attemptDeadline(ms: number, caller: AbortSignal | undefined): { signal: AbortSignal; passed(): boolean; dispose(): void } {
+  const controller = new AbortController()
+  let passed = false
+  const timer = setTimeout(() => {
+    passed = true
+    controller.abort(new Error(`request deadline of ${ms} ms passed`))
+  }, ms)
+  const onAbort = (): void => controller.abort(caller?.reason)
+  if (caller?.aborted === true) onAbort()
+  else caller?.addEventListener('abort', onAbort, { once: true })
+  return {
+    signal: controller.signal,
+    passed: () => passed,
+    dispose: () => {
+      clearTimeout(timer)
+      caller?.removeEventListener('abort', onAbort)
+    },
   }
 }
 

@@ -9,6 +9,7 @@ import type { Priority } from './request-governor.js'
 import { CursorMetaSchema, type CursorMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
 import type { PageSource } from './updated-at-keyset.js'
+import { isoNow, parseInstant } from '../store/timestamps.js'
 
 export interface CustomObjectOptions {
   /** Inclusive lower bound on updatedAt (sent as `updated_since`, UTC ISO). */
@@ -48,7 +49,7 @@ export async function* customObjectCursor(
   const base: Query = {
     ...options.filters,
     limit: options.limit ?? 100,
-    ...(options.updatedSince === undefined ? {} : { updated_since: new Date(Date.parse(options.updatedSince)).toISOString() }),
+    ...(options.updatedSince === undefined ? {} : { updated_since: isoNow(parseInstant(options.updatedSince)) }),
   }
   let cursor: string | undefined = options.startCursor
   let startedAt: number | undefined
@@ -56,7 +57,7 @@ export async function* customObjectCursor(
     const query = cursor === undefined ? base : { ...base, cursor }
     const res = await client.get(route, query, { priority: options.priority ?? 'sweep', signal: options.signal })
     if (startedAt === undefined) {
-      const serverDate = res.date === undefined ? Number.NaN : Date.parse(res.date)
+      const serverDate = res.date === undefined ? Number.NaN : parseInstant(res.date)
       startedAt = Number.isNaN(serverDate) ? localStart : serverDate
     }
     const rows = extractRows(res, route)

@@ -103,13 +103,36 @@ export class NetworkError extends Error {
   readonly reachedServer: boolean
   readonly retryable = true
 
-  constructor(data: { route: string; target: string; errorCode: string; reachedServer: boolean }, options: { cause: unknown }) {
-    super(`Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`, options)
-    this.name = 'NetworkError'
+  constructor(data: { route: string; target: string; errorCode: string; reachedServer: boolean; message?: string }, options: { cause: unknown }) {
+    super(data.message ?? `Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`, options)
+    this.name = new.target.name
     this.route = data.route
     this.target = data.target
     this.errorCode = data.errorCode
     this.reachedServer = data.reachedServer
+  }
+}
+
+/**
+ * The whole exchange (connect, headers, body) outlasted the request deadline: a body trickled a byte
+ * at a time never trips the idle-gap body timeout. A network failure for the retry policy.
+ */
+export class RequestDeadlineError extends NetworkError {
+  readonly deadlineMs: number
+
+  constructor(data: { route: string; target: string; deadlineMs: number }, options: { cause: unknown }) {
+    super(
+      {
+        ...data,
+        errorCode: 'REQUEST_DEADLINE',
+        reachedServer: true,
+        message:
+          `Request deadline of ${data.deadlineMs} ms passed on ${data.target}: the upstream did not finish its answer (connect, headers and body) in time; ` +
+          'retried as a network error. Raise http.requestDeadlineMs only if the upstream is known to be this slow',
+      },
+      options,
+    )
+    this.deadlineMs = data.deadlineMs
   }
 }
 
@@ -131,7 +154,35 @@ export class MalformedResponseError extends Error {
   }
 }
 
-export type UpstreamError = ApiError | NetworkError | MalformedResponseError
+/**
+ * A list walk that stopped moving: the route answered, but the walk received nothing it had not
+ * already received and its cursor did not move (a route that ignores `page` inside a tie). The
+ * walk ends instead of spending the request budget; what it delivered before stays committed.
+ */
+export class PagingStalledError extends Error {
+  readonly code = 'PAGING_STALLED' as const
+  readonly route: string
+  readonly target: string
+  /** Requests the walk made since it last moved. */
+  readonly requests: number
+  readonly detail: string
+
+  constructor(data: { route: string; target: string; requests: number; detail: string }, options: { cause: unknown }) {
+    super(
+      `Paging stalled on ${data.target}: ${data.detail}. The walk stopped after ${data.requests} requests without progress; ` +
+        'its cursor stays where the last stored page left it, so nothing is skipped and the next run tries again. ' +
+        'The upstream list does not page as documented: report it to the API provider if it persists',
+      options,
+    )
+    this.name = 'PagingStalledError'
+    this.route = data.route
+    this.target = data.target
+    this.requests = data.requests
+    this.detail = data.detail
+  }
+}
+
+export type UpstreamError = ApiError | NetworkError | MalformedResponseError | PagingStalledError
 
 export function parseMissingScope(message: string | undefined): string | undefined {
   const match = /Missing required scope:\s*([^\s,;]+)/i.exec(message ?? '')

@@ -10,7 +10,9 @@ export {
   MalformedResponseError,
   NetworkError,
   NotFoundError,
+  PagingStalledError,
   RateLimitedError,
+  RequestDeadlineError,
   UnauthorizedError,
   type ApiErrorKind,
   type UpstreamError,
@@ -21,4 +23,4 @@ export { PRIORITIES, RequestGovernor, type GovernorOptions, type GovernorState, 
 export type { CursorMeta, Envelope, KeysetRow, ListMeta, Row } from './response-schemas.js'
 export { DEFAULT_RETRY_POLICY, retryDecision, type AttemptOutcome, type HttpMethod, type RetryDecision, type RetryPolicy } from './retry-policy.js'
 export type { Query, QueryValue } from './routes.js'
-export { updatedAtKeyset, type KeysetCursor, type KeysetOptions, type KeysetPage, type PageSource } from './updated-at-keyset.js'
+export { stallLimit, updatedAtKeyset, type KeysetCursor, type KeysetOptions, type KeysetPage, type PageSource } from './updated-at-keyset.js'

@@ -1,6 +1,7 @@
 // Reading Retry-After and X-RateLimit-* tolerantly. The spec names the headers but not their forms
 // (design.md, "not shown"): X-RateLimit-Reset may be epoch seconds, epoch milliseconds, seconds
 // until the reset, or an HTTP date; Retry-After seconds or an HTTP date. One parser takes them all.
+import { parseInstant } from '../store/timestamps.js'
 
 export type ResetForm = 'seconds-until' | 'epoch-seconds' | 'epoch-ms' | 'date'
 
@@ -36,7 +37,7 @@ export function parseResetHeader(value: string | undefined, nowMs: number, serve
   }
   // An HTTP date (has a weekday and month name) or an ISO timestamp; not any string Date.parse takes.
   if (!/[a-z]/i.test(text) && !/^\d{4}-\d{2}-\d{2}/.test(text)) return undefined
-  const at = Date.parse(text)
+  const at = parseInstant(text)
   if (Number.isNaN(at)) return undefined
   return { waitMs: Math.max(0, at - serverNow), form: 'date' }
 }
@@ -71,7 +72,7 @@ export function readRateLimitHeaders(headers: HeaderBag, nowMs: number): RateLim
   if (limit !== undefined) out.limit = limit
   if (remaining !== undefined) out.remaining = remaining
   const dateHeader = headerValue(headers, 'date')
-  const serverDate = dateHeader === undefined ? Number.NaN : Date.parse(dateHeader)
+  const serverDate = dateHeader === undefined ? Number.NaN : parseInstant(dateHeader)
   const serverNow = Number.isNaN(serverDate) ? undefined : serverDate
   const retryAfter = parseResetHeader(headerValue(headers, 'retry-after'), nowMs, serverNow)
   if (retryAfter !== undefined) {

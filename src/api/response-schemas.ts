@@ -1,6 +1,7 @@
 // zod schemas of the upstream envelope (spec, Conventions 5-6 and Errors). Tolerant: every object is
 // loose, so fields the spec does not list pass through untouched.
 import { z } from 'zod'
+import { parseInstant } from '../store/timestamps.js'
 
 const count = z.coerce.number().int().nonnegative()
 
@@ -37,7 +38,7 @@ export type FailureBody = z.infer<typeof FailureBodySchema>
 /** The least a row needs for the updatedAt keyset: an id and a parseable updatedAt. */
 export const KeysetRowSchema = z.looseObject({
   id: z.string().min(1),
-  updatedAt: z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: 'not a date' }),
+  updatedAt: z.string().refine((s) => !Number.isNaN(parseInstant(s)), { message: 'not a date' }),
 })
 export type KeysetRow = z.infer<typeof KeysetRowSchema>
 

@@ -5,12 +5,17 @@
 // row when an earlier row of the tie is updated meanwhile (the rest shift left), the tie is then
 // read again from page 1 until a pass finds nothing new, and the walk goes on from just after the
 // tie's timestamp. Updated rows move to the end and are met again later, with their latest version.
+// A route that ignores `page` answers a stepped tie page with rows the pass already received: the
+// rest of the tie is out of reach, so the stepping ends and the walk fails (moving past the tie
+// would skip its unread rows). Any other walk that stops moving fails after a bounded number of
+// requests (stallLimit) instead of spending the budget forever.
 import type { ApiResponse, CallOptions } from './api-client.js'
-import { MalformedResponseError } from './errors.js'
+import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'
 import { readKeysetRows } from './page-rows.js'
 import type { Priority } from './request-governor.js'
 import type { Query } from './routes.js'
+import { parseInstant } from '../store/timestamps.js'
 
 /** What to persist with a page's rows, in the same transaction, to resume after it. */
 export interface KeysetCursor {
@@ -60,6 +65,10 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
   let foundInPass = false
   // Rows past a tie delivered while paging it (`id@ms`): not delivered twice in this walk.
   const beyond = new Set<string>()
+  // Ids of the tie received in the current pass (tie or verify), delivered or not.
+  let passIds = new Set<string>()
+  // Requests since the cursor last moved or a row was last delivered.
+  let idle = 0
   for (;;) {
     const sinceIso = pos.since === undefined ? undefined : new Date(pos.since).toISOString()
     const requested = page
@@ -76,7 +85,9 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
         { cause: first },
       )
     }
+    const stalled = (requests: number, detail: string) => new PagingStalledError({ route: res.route, target: `GET ${route}`, requests, detail }, { cause: { since: sinceIso, page: requested } })
     const at = pos.since
+    const before = { since: pos.since, seen: pos.seen.size }
     const lastAt = rows.length === 0 ? undefined : instant(rows[rows.length - 1]!)
     let fresh: KeysetRow[]
     let done = false
@@ -84,8 +95,19 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       fresh = rows.filter((r) => !(instant(r) === at && pos.seen.has(r.id)) && !beyond.has(key(r)))
       pos = advance(pos, rows)
       if (short) done = true
-      else if (lastAt === at) [mode, page] = ['tie', 2]
+      else if (lastAt === at) {
+        ;[mode, page] = ['tie', 2]
+        passIds = new Set(rows.map((r) => r.id))
+      }
     } else {
+      const tieIds = rows.filter((r) => instant(r) === at).map((r) => r.id)
+      if (requested === 1) passIds = new Set()
+      else if (!short && lastAt === at && tieIds.every((id) => passIds.has(id))) {
+        // A full page of the tie, every row of it already received in this pass: the route
+        // answered an earlier page again instead of page=N.
+        throw stalled(idle + 1, `page=${requested} at since=${sinceIso ?? ''} brought only rows of an earlier page of the same ${passIds.size}+ rows sharing that updatedAt: the route ignores page, so the rest of them cannot be read`)
+      }
+      for (const id of tieIds) passIds.add(id)
       // Stepping through (or re-reading) the tie at `at`: new rows of the tie, and rows past it
       // not yet delivered in this episode.
       fresh = rows.filter((r) => (instant(r) === at ? !pos.seen.has(r.id) : !beyond.has(key(r))))
@@ -104,15 +126,31 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
         ;[mode, page] = ['scan', 1]
       }
     }
+    const moved = pos.since !== before.since || pos.seen.size !== before.seen || fresh.length > 0
+    idle = moved ? 0 : idle + 1
+    if (idle >= stallLimit(pos.seen.size, pageSize)) {
+      throw stalled(idle, `${idle} requests at since=${sinceIso ?? '(none)'} delivered nothing new and did not move the cursor`)
+    }
     yield { rows: fresh, meta, cursor: toCursor(pos), request: { since: sinceIso, page: requested } }
     if (done) return
   }
 }
 
+/**
+ * Requests a walk may make without moving its cursor or delivering a row before it is declared
+ * stalled. A healthy walk can spend two passes over the tie at its cursor delivering nothing: a
+ * resumed walk first re-reads the pages of ids its cursor already holds, and the verifying re-read
+ * of a tie delivers nothing when nothing changed. Ten more requests are margin. For a tie within
+ * one page that is 12 requests: a stuck walk stops within seconds, not after a window's budget.
+ */
+export function stallLimit(idsAtCursor: number, pageSize: number): number {
+  return 10 + 2 * Math.ceil(idsAtCursor / Math.max(1, pageSize))
+}
+
 function startPosition(options: KeysetOptions): Position {
   const from = options.cursor?.since ?? options.since
   if (from === undefined) return { since: undefined, seen: new Set() }
-  const ms = Date.parse(from)
+  const ms = parseInstant(from)
   if (Number.isNaN(ms)) throw new RangeError(`cursor since is not a date: ${from}`)
   const lookback = Math.max(0, options.lookbackMs ?? 0)
   if (lookback > 0) return { since: ms - lookback, seen: new Set() }
@@ -139,5 +177,5 @@ function toCursor(pos: Position): KeysetCursor | undefined {
 }
 
 function instant(row: KeysetRow): number {
-  return Date.parse(row.updatedAt)
+  return parseInstant(row.updatedAt)
 }

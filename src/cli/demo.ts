@@ -15,7 +15,7 @@ import { startDaemon, type Daemon } from '../daemon/daemon.js'
 import { createLogger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { formatQueryResult, runReadOnlyQuery } from '../store/read-only-query.js'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow, parseInstant } from '../store/timestamps.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { selectStreams } from '../sync/sync-engine.js'
 import { registerEndpoint } from '../webhooks/registration.js'
@@ -180,7 +180,7 @@ function runsSince(sqlite: Sqlite, began: string): RunResult[] {
     outcome: r.outcome,
     rows: r.rows,
     requests: r.requests,
-    durationMs: Date.parse(r.ended_at) - Date.parse(r.started_at),
+    durationMs: parseInstant(r.ended_at) - parseInstant(r.started_at),
     ...(r.error === null ? {} : { error: r.error }),
   }))
 }

@@ -79,6 +79,8 @@ export const ConfigSchema = z.strictObject({
       connectTimeoutMs: int(100, 600_000).default(10_000),
       headersTimeoutMs: int(100, 600_000).default(30_000),
       bodyTimeoutMs: int(100, 600_000).default(60_000),
+      /** Longest whole request (connect, headers and body), well inside the 60 s rate window. */
+      requestDeadlineMs: int(100, 600_000).default(30_000),
       maxInFlight: int(1, 64).default(4),
     })
     .prefault({}),

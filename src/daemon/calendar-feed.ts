@@ -6,7 +6,7 @@
 // shown" in the spec, so several spellings are read and `raw` keeps the record whole.
 import { createHash } from 'node:crypto'
 import type { ApiClient } from '../api/api-client.js'
-import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
+import { canonicalTimeOrText, isoNow, parseInstant } from '../store/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
 
@@ -119,7 +119,7 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
  * nothing newer; never earlier than the previous point. Re-reading the overlap stores nothing twice.
  */
 export function resumePoint(latest: string | undefined, walkStarted: number, lookbackMs: number, previous: string | undefined): string {
-  const newest = latest !== undefined && latest !== previous ? Date.parse(latest) : walkStarted
+  const newest = latest !== undefined && latest !== previous ? parseInstant(latest) : walkStarted
   const point = isoNow((Number.isNaN(newest) ? walkStarted : newest) - lookbackMs)
   return previous !== undefined && previous > point ? previous : point
 }

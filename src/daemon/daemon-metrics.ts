@@ -7,6 +7,7 @@ import type { GovernorState } from '../api/request-governor.js'
 import type { CheckpointStats } from '../store/background-checkpoints.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
+import { parseInstant } from '../store/timestamps.js'
 
 export interface MetricSources {
   governor: () => GovernorState
@@ -78,7 +79,7 @@ export class DaemonMetrics {
 
   /** Seeds the staleness gauge from what earlier processes recorded. */
   seedLastSuccess(states: readonly StreamState[]): void {
-    for (const s of states) if (s.lastSuccessAt !== null) this.#lastSuccess.set({ stream: s.stream }, Date.parse(s.lastSuccessAt) / 1000)
+    for (const s of states) if (s.lastSuccessAt !== null) this.#lastSuccess.set({ stream: s.stream }, parseInstant(s.lastSuccessAt) / 1000)
   }
 
   observeRun(r: RunResult, kind: string = r.kind, at: number = Date.now()): void {

@@ -72,7 +72,12 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
     apiKey,
     governor,
     logger,
-    timeouts: { connectMs: config.http.connectTimeoutMs, headersMs: config.http.headersTimeoutMs, bodyMs: config.http.bodyTimeoutMs },
+    timeouts: {
+      connectMs: config.http.connectTimeoutMs,
+      headersMs: config.http.headersTimeoutMs,
+      bodyMs: config.http.bodyTimeoutMs,
+      deadlineMs: config.http.requestDeadlineMs,
+    },
     ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
   })
   const now = () => Date.now()

@@ -1,5 +1,6 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
 import type { Sqlite } from './mirror-database.js'
+import { parseInstant } from './timestamps.js'
 
 export interface StreamStatus {
   stream: string
@@ -88,7 +89,7 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
       lastErrorAt: s?.last_error_at ?? null,
       rows: counted?.counts.live ?? null,
       deleted: counted?.counts.deleted ?? null,
-      lagSeconds: success === null ? null : Math.max(0, Math.round((now - Date.parse(success)) / 1000)),
+      lagSeconds: success === null ? null : Math.max(0, Math.round((now - parseInstant(success)) / 1000)),
     }
   })
   const since = new Date(now - 60_000).toISOString()

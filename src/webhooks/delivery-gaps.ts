@@ -9,6 +9,7 @@ import { deliverySelection } from './delivery-selection.js'
 import { streamOfEvent } from './events.js'
 import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
+import { parseInstant } from '../store/timestamps.js'
 
 /** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset). */
 export interface GapCursor {
@@ -28,12 +29,12 @@ export const EMPTY_GAP_CURSOR: GapCursor = { since: null, idsAtSince: [] }
 
 /** When a delivery failed: its last attempt, else its creation. NaN when neither is a date. */
 function failedAt(d: DeliveryRecord): number {
-  return Date.parse(d.lastAttemptAt ?? d.createdAt ?? '')
+  return parseInstant(d.lastAttemptAt ?? d.createdAt ?? '')
 }
 
 /** Pure: which failed deliveries are new since `cursor`, the streams they touch, the next cursor. */
 export function planGapSweeps(records: readonly DeliveryRecord[], cursor: GapCursor): GapPlan {
-  const since = cursor.since === null ? Number.NEGATIVE_INFINITY : Date.parse(cursor.since)
+  const since = cursor.since === null ? Number.NEGATIVE_INFINITY : parseInstant(cursor.since)
   const seen = new Set(cursor.idsAtSince)
   const missed = records.filter((d) => {
     if (d.status !== 'retrying' && d.status !== 'failed') return false
@@ -47,7 +48,7 @@ export function planGapSweeps(records: readonly DeliveryRecord[], cursor: GapCur
   for (const d of missed) {
     const at = failedAt(d)
     if (Number.isNaN(at)) continue
-    const nextSince = next.since === null ? Number.NEGATIVE_INFINITY : Date.parse(next.since)
+    const nextSince = next.since === null ? Number.NEGATIVE_INFINITY : parseInstant(next.since)
     if (at > nextSince) next = { since: new Date(at).toISOString(), idsAtSince: [d.id] }
     else if (at === nextSince && !next.idsAtSince.includes(d.id)) next = { since: next.since, idsAtSince: [...next.idsAtSince, d.id] }
   }

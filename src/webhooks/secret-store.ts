@@ -5,6 +5,7 @@
 // secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
 import { mergeSecrets, readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
+import { parseInstant } from '../store/timestamps.js'
 
 export interface StoredEndpoint {
   endpointId: string
@@ -63,7 +64,7 @@ export class SecretStore {
     const c = this.#cache
     if (c !== undefined && c.entries === entries && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
     const rows = activeEntries(entries, now, graceHours)
-    const ends = rows.filter((r) => r.supersededAt !== null).map((r) => Date.parse(r.supersededAt!) + graceHours * HOUR_MS)
+    const ends = rows.filter((r) => r.supersededAt !== null).map((r) => parseInstant(r.supersededAt!) + graceHours * HOUR_MS)
     const secrets = rows.map((r) => ({ secret: r.secret, label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})` }))
     this.#cache = { entries, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
     return secrets
@@ -111,7 +112,7 @@ export class SecretStore {
 /** Newest first: the current entries and those whose grace period has not ended at `now`. */
 function activeEntries(entries: readonly SecretEntry[], now: number, graceHours: number): SecretEntry[] {
   const since = now - graceHours * HOUR_MS
-  return entries.filter((e) => e.supersededAt === null || Date.parse(e.supersededAt) > since).reverse()
+  return entries.filter((e) => e.supersededAt === null || parseInstant(e.supersededAt) > since).reverse()
 }
 
 function endpointOf(e: SecretEntry): StoredEndpoint {

@@ -109,6 +109,20 @@ describe('Control API', () => {
     await emu.control('POST', '/faults', { route: '/api/v1/jobs', resetShare: 1 })
     await expect(emu.get('/api/v1/jobs')).rejects.toThrow()
   })
+  test('faults: ignorePage answers page 1 whatever page asks; zonelessTimes drops the Z of every datetime', async () => {
+    emu = await boot({ counts: { clients: 30 } })
+    const page1 = (await emu.get('/api/v1/clients?limit=10&page=1')).body.data.map((c: any) => c.id)
+    await emu.control('POST', '/faults', { route: 'GET /api/v1/clients', ignorePage: true })
+    expect((await emu.get('/api/v1/clients?limit=10&page=3')).body.data.map((c: any) => c.id)).toEqual(page1)
+    expect((await emu.control('GET', '/requests?path=/api/v1/clients')).at(-1).query).toContain('page=3')
+    await emu.control('POST', '/faults', { clear: true })
+    await emu.control('POST', '/faults', { route: 'GET /api/v1/clients*', zonelessTimes: true })
+    const one = (await emu.get('/api/v1/clients?limit=1')).body.data[0]
+    const upstream = (await emu.control('GET', '/state/clients')).find((c: any) => c.id === one.id)
+    expect(one.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$/)
+    expect(`${one.updatedAt}Z`).toBe(upstream.updatedAt)
+    expect((await emu.get('/api/v1/jobs?limit=1')).body.data[0].updatedAt).toMatch(/Z$/)
+  })
   test('requests and counters: each request logged with time, key id (never the key), method, path, status', async () => {
     emu = await boot()
     await emu.get('/api/v1/clients?limit=1')
