@@ -4,19 +4,15 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, Migrator, SqliteDialect, sql, type Migration } from 'kysely'
+import { Kysely, SqliteDialect } from 'kysely'
+import type { Logger } from '../log/logger.js'
+import { runMigrations, type Migrations } from './migration-runner.js'
 import { MIGRATIONS } from './migrations/index.js'
+import { MirrorError } from './mirror-error.js'
+
+export { MirrorError } from './mirror-error.js'
 
 export type Sqlite = Database.Database
-
-export class MirrorError extends Error {
-  readonly code: 'MIRROR_OPEN_FAILED' | 'MIGRATION_FAILED'
-  constructor(code: 'MIRROR_OPEN_FAILED' | 'MIGRATION_FAILED', message: string, options?: ErrorOptions) {
-    super(message, options)
-    this.name = 'MirrorError'
-    this.code = code
-  }
-}
 
 export interface Mirror {
   readonly path: string
@@ -29,9 +25,22 @@ export interface OpenMirrorOptions {
   readonly?: boolean
   /** Busy timeout in ms (design.md: about 5 s). */
   busyTimeoutMs?: number
+  /** The migrations to apply (tests give their own); the shipped list by default. */
+  migrations?: Migrations
+  /** Told when a migration an earlier version left half-applied was cleaned up and applied again. */
+  logger?: Pick<Logger, 'warn'>
 }
 
-export async function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
+export function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
+  try {
+    return Promise.resolve(open(file, options))
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)))
+  }
+}
+
+/** Everything here is synchronous (better-sqlite3); openMirror keeps the promise its callers await. */
+function open(file: string, options: OpenMirrorOptions): Mirror {
   const readonly = options.readonly ?? false
   let sqlite: Sqlite
   try {
@@ -55,8 +64,21 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
     sqlite.pragma('query_only = ON')
   }
   const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
-  const mirror: Mirror = { path: file, sqlite, db, close: () => db.destroy() }
-  if (!readonly) await migrate(mirror)
+  const close = async () => {
+    await db.destroy()
+    // kysely closes the connection only if a query went through it; most work here does not.
+    if (sqlite.open) sqlite.close()
+  }
+  const mirror: Mirror = { path: file, sqlite, db, close }
+  if (!readonly) {
+    try {
+      const report = runMigrations(sqlite, file, options.migrations ?? MIGRATIONS)
+      for (const r of report.repaired) options.logger?.warn({ migration: r.migration, objects: r.objects }, 'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again')
+    } catch (err) {
+      sqlite.close()
+      throw err
+    }
+  }
   return mirror
 }
 
@@ -65,21 +87,4 @@ function prepareFile(file: string): void {
   // Create the file ourselves so it never exists with a wider mode, then narrow an old one too.
   closeSync(openSync(file, 'a', 0o600))
   chmodSync(file, 0o600)
-}
-
-async function migrate(mirror: Mirror): Promise<void> {
-  const migrations: Record<string, Migration> = {}
-  for (const [name, statements] of Object.entries(MIGRATIONS)) {
-    migrations[name] = {
-      up: async (db) => {
-        for (const statement of statements) await sql.raw(statement).execute(db)
-      },
-    }
-  }
-  const migrator = new Migrator({ db: mirror.db, provider: { getMigrations: () => Promise.resolve(migrations) } })
-  const { error, results } = await migrator.migrateToLatest()
-  if (error !== undefined) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown'
-    throw new MirrorError('MIGRATION_FAILED', `migration ${failed} of ${mirror.path} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`, { cause: error })
-  }
 }
