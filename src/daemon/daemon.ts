@@ -65,10 +65,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     webhookHandler: webhooks.handler,
     logger,
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
-    ready: () => {
+    ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const probe = probeMirror(rt.mirror.sqlite)
+      const probe = await probeMirror(rt.mirror.sqlite)
+      if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
+      const fault = webhooks.processor.fault
+      if (fault !== undefined) return { ready: false, reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s` }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
       return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns(), off: scheduler.off() }
     },

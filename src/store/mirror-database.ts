@@ -9,8 +9,10 @@ import type { Logger } from '../log/logger.js'
 import { runMigrations, type Migrations } from './migration-runner.js'
 import { MIGRATIONS } from './migrations/index.js'
 import { MirrorError } from './mirror-error.js'
+import { explainMirrorError } from './mirror-fault.js'
 
 export { MirrorError } from './mirror-error.js'
+export { explainMirrorError } from './mirror-fault.js'
 
 export type Sqlite = Database.Database
 
@@ -48,20 +50,13 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
     sqlite = new Database(file, { readonly, fileMustExist: readonly })
   } catch (err) {
     const hint = readonly && !existsSync(file) ? ': no mirror there yet; run `fsm-sync sync` first' : ''
-    throw new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err })
+    throw explainMirrorError(file, new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err }))
   }
-  sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
-  if (!readonly) {
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma('synchronous = NORMAL')
-    // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).
-    sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`)
-    // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
-    // on a timer. A bigger page cache keeps index updates of large backfills in memory.
-    sqlite.pragma('wal_autocheckpoint = 10000')
-    sqlite.pragma(`cache_size = ${-16 * 1024}`)
-  } else {
-    sqlite.pragma('query_only = ON')
+  try {
+    configure(sqlite, readonly, options)
+  } catch (err) {
+    sqlite.close()
+    throw explainMirrorError(file, err)
   }
   const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
   const close = async () => {
@@ -76,10 +71,28 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
       for (const r of report.repaired) options.logger?.warn({ migration: r.migration, objects: r.objects }, 'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again')
     } catch (err) {
       sqlite.close()
-      throw err
+      throw explainMirrorError(file, err)
     }
   }
   return mirror
+}
+
+function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions): void {
+  sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+  // Reads the first page: a file that is not a database (or not one any more) says so here, once.
+  sqlite.prepare('SELECT count(*) FROM sqlite_master').pluck().get()
+  if (!readonly) {
+    sqlite.pragma('journal_mode = WAL')
+    sqlite.pragma('synchronous = NORMAL')
+    // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).
+    sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`)
+    // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
+    // on a timer. A bigger page cache keeps index updates of large backfills in memory.
+    sqlite.pragma('wal_autocheckpoint = 10000')
+    sqlite.pragma(`cache_size = ${-16 * 1024}`)
+  } else {
+    sqlite.pragma('query_only = ON')
+  }
 }
 
 function prepareFile(file: string): void {
