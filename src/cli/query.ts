@@ -1,7 +1,7 @@
 // `fsm-sync query "SQL" [--format table|json|csv]`: one read-only statement against the mirror.
 // Rows are streamed from SQLite to stdout as they are read, so any result fits in constant memory.
 import type { Command } from './command.js'
-import { openMirror } from '../store/mirror-database.js'
+import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { openReadOnlyQuery } from '../store/read-only-query.js'
 import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from '../store/query-format.js'
 import { writeChunks } from './write-chunks.js'
@@ -18,9 +18,16 @@ export const queryCommand: Command = {
         describe: `json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
       }),
   run: async (args, ctx) => {
-    const mirror = await openMirror(ctx.config().db, { readonly: true })
+    const db = ctx.config().db
+    const mirror = await openMirror(db, { readonly: true })
     try {
-      const result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
+      let result
+      try {
+        result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
+      } catch (err) {
+        // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
+        throw explainMirrorError(db, err)
+      }
       await writeChunks(ctx.io.stdout, formatRows(result, args.format as QueryFormat))
       return 0
     } catch (err) {

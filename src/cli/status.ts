@@ -1,6 +1,6 @@
 // `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
 import type { Command } from './command.js'
-import { openMirror } from '../store/mirror-database.js'
+import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 
@@ -12,7 +12,14 @@ export const statusCommand: Command = {
     const config = ctx.config()
     const mirror = await openMirror(config.db, { readonly: true })
     try {
-      const report: StatusReport = { ...statusReport(mirror.sqlite, Date.now()), schedulesOff: schedulesOff(config.schedules) }
+      let read
+      try {
+        read = statusReport(mirror.sqlite, Date.now())
+      } catch (err) {
+        // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
+        throw explainMirrorError(config.db, err)
+      }
+      const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
       if (args.json === true) ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit }, null, 2) + '\n')
       else ctx.io.stdout.write(render(report, config.rateLimit))
       return 0

@@ -68,10 +68,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     onDrop: () => webhooks.metrics.intake.connectionsDropped++,
     logger,
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
-    ready: () => {
+    ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const probe = probeMirror(rt.mirror.sqlite)
+      const probe = await probeMirror(rt.mirror.sqlite)
+      if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
+      const fault = webhooks.processor.fault
+      if (fault !== undefined) return { ready: false, reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s` }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
       const stalled = scheduler.stalled()
       if (stalled.length > 0) return { ready: false, reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`, next: scheduler.nextRuns() }

@@ -7,7 +7,7 @@ import { ApiError, ForbiddenError, NetworkError, UnauthorizedError } from '../ap
 import { RequestGovernor } from '../api/request-governor.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
-import { openMirror } from '../store/mirror-database.js'
+import { MirrorError, explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
 import { selectStreams } from '../sync/sync-engine.js'
 import { SecretStore } from '../webhooks/secret-store.js'
 import { customObjects } from '../../connectors/custom-objects.js'
@@ -80,21 +80,24 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
   try {
     mirror = await openMirror(config.db, { mode: config.dbMode })
   } catch (err) {
-    return [{ ok: false, label: 'mirror writable, migrations applied', detail: `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
+    // A MirrorError about the file already names it, what is wrong and the fix.
+    const known = err instanceof MirrorError && (err.code === 'MIRROR_CORRUPT' || err.code === 'MIRROR_UNREADABLE' || err.code === 'MIGRATION_FAILED')
+    return [{ ok: false, label: 'mirror writable, migrations applied', detail: known ? err.message : `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
   }
   try {
-    const probe = probeMirror(mirror.sqlite)
+    const probe = await probeMirror(mirror.sqlite)
     const checks: Check[] = [
       probe.ok
         ? { ok: true, label: 'mirror writable, migrations applied', detail: `${config.db} (${probe.migrations} migrations)` }
         : { ok: false, label: 'mirror writable, migrations applied', detail: `${config.db}: ${probe.reason}` },
+      integrity(mirror.sqlite, config.db),
     ]
     const store = SecretStore.forMirror(config.db)
     let stored
     try {
       stored = store.current()
     } catch (err) {
-      checks.push({ ok: false, label: 'webhook secret', detail: (err as Error).message })
+      checks.push({ ok: false, label: 'webhook secret', detail: explainMirrorError(config.db, err).message })
       return checks
     }
     const mode = secretsFileMode(store.file)
@@ -113,4 +116,25 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
 function secretsFileMode(file: string): number | undefined {
   const st = statSync(file, { throwIfNoEntry: false })
   return st === undefined ? undefined : st.mode & 0o777
+}
+
+/**
+ * PRAGMA quick_check: every page of every table and index read and checked (not the cross-checks of
+ * integrity_check, which take much longer on a large mirror). Pages that do not read back say
+ * "corrupt", which no change of folder permissions would fix.
+ */
+function integrity(sqlite: Sqlite, file: string): Check {
+  const label = 'mirror intact (quick_check)'
+  let problems: string[]
+  try {
+    problems = (sqlite.prepare('PRAGMA quick_check(5)').pluck().all() as string[]).filter((p) => p !== 'ok')
+  } catch (err) {
+    return { ok: false, label, detail: explainMirrorError(file, err).message }
+  }
+  if (problems.length === 0) return { ok: true, label, detail: 'ok' }
+  return {
+    ok: false,
+    label,
+    detail: `the mirror ${file} is corrupt (${problems.join('; ').slice(0, 300)}): restore it from a backup, or move it aside and run \`fsm-sync sync\` to build a new one (then \`fsm-sync webhooks register\` again)`,
+  }
 }

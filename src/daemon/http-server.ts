@@ -19,7 +19,8 @@ export interface DaemonHttpOptions {
   webhookLimits: IntakeLimits
   /** Counts each connection closed on arrival past the cap. */
   onDrop?: () => void
-  ready: () => ReadyAnswer
+  /** May write to the mirror and sync it (the probe), hence a promise. */
+  ready: () => Promise<ReadyAnswer>
   metrics: () => Promise<{ contentType: string; body: string }>
   logger: Logger
 }
@@ -36,8 +37,14 @@ export function createDaemonServer(o: DaemonHttpOptions): Server {
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' })
     if (path === '/healthz') return json(res, 200, { status: 'alive' })
     if (path === '/readyz') {
-      const answer = o.ready()
-      return json(res, answer.ready ? 200 : 503, { status: answer.ready ? 'ready' : 'not ready', ...answer })
+      o.ready().then(
+        (answer) => json(res, answer.ready ? 200 : 503, { status: answer.ready ? 'ready' : 'not ready', ...answer }),
+        (err: unknown) => {
+          o.logger.error({ err }, 'the readiness probe failed')
+          json(res, 503, { status: 'not ready', ready: false, reason: `the readiness probe failed: ${(err as Error).message}` })
+        },
+      )
+      return
     }
     if (path === '/metrics') {
       o.metrics().then(

@@ -1,35 +1,111 @@
-// Is the mirror usable: open, writable, every migration applied? Shared by /readyz and `doctor`.
-// Writability is a real write lock taken and released (BEGIN IMMEDIATE; ROLLBACK) with no busy
-// wait, so a probe never blocks the event loop: a lock held by another writer means the file is
-// writable, just busy, and counts as ready.
+// Is the mirror usable: open, every migration applied, and able to take a write that reaches the
+// disk? Shared by /readyz and `doctor`. Taking the write lock and rolling back (what this did
+// before) said "ready" with the disk full while every delivery was answered 503, so the probe now:
+// - rewrites its one row (mirror_probe) and commits, with no busy wait: a lock held by another
+//   writer means the file is writable, just busy, and counts as ready;
+// - checks there is room to grow: pages left under max_page_count plus free pages, and free space
+//   on the disk, each at least MIN_ROOM_BYTES (a full-size delivery). A rewrite in place needs no
+//   new page, so on a full mirror it succeeds while every insert fails;
+// - syncs the -wal file (fdatasync on libuv's pool, not the event loop), as the inbox does for acks.
+// It costs one small commit and one sync per call; calls made while one runs share its answer.
+import fs from 'node:fs'
+import path from 'node:path'
 import { MIGRATIONS } from '../store/migrations/index.js'
+import { mirrorFault } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
 
 export type ProbeResult = { ok: true; migrations: number } | { ok: false; reason: string }
 
-export function probeMirror(sqlite: Sqlite, busyTimeoutMs = 5000): ProbeResult {
+/** Room the mirror must have left to be ready: one delivery at the intake's 1 MiB cap. */
+export const MIN_ROOM_BYTES = 1024 * 1024
+
+const inFlight = new WeakMap<Sqlite, Promise<ProbeResult>>()
+
+export function probeMirror(sqlite: Sqlite, busyTimeoutMs = 5000): Promise<ProbeResult> {
+  const running = inFlight.get(sqlite)
+  if (running !== undefined) return running
+  const probe = run(sqlite, busyTimeoutMs).finally(() => inFlight.delete(sqlite))
+  inFlight.set(sqlite, probe)
+  return probe
+}
+
+async function run(sqlite: Sqlite, busyTimeoutMs: number): Promise<ProbeResult> {
+  const written = write(sqlite, busyTimeoutMs)
+  if (!written.ok) return written
+  const room = await roomLeft(sqlite)
+  if (room !== undefined) return { ok: false, reason: room }
+  try {
+    await syncLog(sqlite)
+  } catch (err) {
+    return { ok: false, reason: `syncing the mirror's log to disk failed (${(err as Error).message}): check the disk` }
+  }
+  return written
+}
+
+/** The synchronous part: migrations and the row's rewrite. */
+function write(sqlite: Sqlite, busyTimeoutMs: number): ProbeResult {
   if (!sqlite.open) return { ok: false, reason: 'the mirror is closed' }
   if (sqlite.readonly) return { ok: false, reason: 'the mirror is open read-only' }
   let applied: number
   try {
     applied = sqlite.prepare(`SELECT count(*) FROM kysely_migration`).pluck().get() as number
   } catch (err) {
-    return { ok: false, reason: `no migrations recorded: ${(err as Error).message}` }
+    return { ok: false, reason: describe(err, 'no migrations recorded') }
   }
   const expected = Object.keys(MIGRATIONS).length
   if (applied < expected) return { ok: false, reason: `${applied} of ${expected} migrations applied` }
-  // A transaction of ours is open (between two synchronous statements this never happens, but
-  // the probe must not end someone else's): the connection is evidently writable.
+  // A transaction of ours is open (between two synchronous statements this never happens, but the
+  // probe must not commit someone else's): the connection is evidently writable.
   if (sqlite.inTransaction) return { ok: true, migrations: applied }
   try {
     sqlite.pragma('busy_timeout = 0')
-    sqlite.exec('BEGIN IMMEDIATE')
-    sqlite.exec('ROLLBACK')
+    sqlite
+      .prepare(`INSERT INTO mirror_probe (id, written_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at`)
+      .run(new Date().toISOString())
   } catch (err) {
     const code = (err as { code?: unknown }).code
-    if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') return { ok: false, reason: `the mirror is not writable: ${(err as Error).message}` }
+    if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') return { ok: false, reason: describe(err, 'the mirror is not writable') }
   } finally {
-    sqlite.pragma(`busy_timeout = ${busyTimeoutMs}`)
+    if (sqlite.open) sqlite.pragma(`busy_timeout = ${busyTimeoutMs}`)
   }
   return { ok: true, migrations: applied }
+}
+
+async function roomLeft(sqlite: Sqlite): Promise<string | undefined> {
+  if (!sqlite.open) return 'the mirror is closed'
+  const num = (pragma: string) => sqlite.pragma(pragma, { simple: true }) as number
+  const pageSize = num('page_size')
+  const pages = num('max_page_count') - num('page_count') + num('freelist_count')
+  if (pages * pageSize < MIN_ROOM_BYTES) {
+    return `the mirror is full: ${pages} free pages of ${pageSize} bytes left under its max_page_count (${num('max_page_count')}); deliveries are answered 503 until it has room`
+  }
+  const file = mainFile(sqlite)
+  if (file === undefined) return undefined
+  const disk = await fs.promises.statfs(path.dirname(file))
+  const free = disk.bavail * disk.bsize
+  if (free < MIN_ROOM_BYTES) return `the disk holding the mirror is full: ${free} bytes free in ${path.dirname(file)}; free space on it (deliveries are answered 503 until then)`
+  return undefined
+}
+
+async function syncLog(sqlite: Sqlite): Promise<void> {
+  const file = mainFile(sqlite)
+  if (file === undefined || sqlite.pragma('journal_mode', { simple: true }) !== 'wal') return
+  const handle = await fs.promises.open(`${file}-wal`, 'r+')
+  try {
+    await handle.datasync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** SQLite's own name for the file (symlinks resolved); undefined for an in-memory mirror. */
+function mainFile(sqlite: Sqlite): string | undefined {
+  if (sqlite.memory) return undefined
+  const main = (sqlite.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main')?.file
+  return main !== undefined && main !== '' ? main : path.resolve(sqlite.name)
+}
+
+function describe(err: unknown, fallback: string): string {
+  const fault = mirrorFault(err)
+  return fault === undefined ? `${fallback}: ${(err as Error).message}` : `${fault.what}: ${fault.fix}`
 }

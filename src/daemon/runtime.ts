@@ -39,7 +39,7 @@ export interface RuntimeOptions {
 
 export async function createRuntime(config: Config, logger: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
   const { baseUrl, apiKey } = requireApiSettings(config)
-  const mirror = await openMirror(config.db, { mode: config.dbMode })
+  const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
   const state = new SyncStateStore(mirror.sqlite)
   const interrupted = state.abandonRunning(isoNow(Date.now()))
   if (interrupted > 0) logger.warn({ runs: interrupted }, 'runs left unfinished by a previous process are marked interrupted; going on from their last checkpoint')

@@ -5,19 +5,18 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, Migrator, SqliteDialect, sql, type Migration } from 'kysely'
+import { Kysely, SqliteDialect } from 'kysely'
+import type { Logger } from '../log/logger.js'
+import { runMigrations, type Migrations } from './migration-runner.js'
 import { MIGRATION_HOOKS, MIGRATIONS } from './migrations/index.js'
+import type { MigrationHooks } from './migrations/types.js'
+import { MirrorError } from './mirror-error.js'
+import { explainMirrorError } from './mirror-fault.js'
+
+export { MirrorError } from './mirror-error.js'
+export { explainMirrorError } from './mirror-fault.js'
 
 export type Sqlite = Database.Database
-
-export class MirrorError extends Error {
-  readonly code: 'MIRROR_OPEN_FAILED' | 'MIGRATION_FAILED'
-  constructor(code: 'MIRROR_OPEN_FAILED' | 'MIGRATION_FAILED', message: string, options?: ErrorOptions) {
-    super(message, options)
-    this.name = 'MirrorError'
-    this.code = code
-  }
-}
 
 export interface Mirror {
   readonly path: string
@@ -32,12 +31,25 @@ export interface OpenMirrorOptions {
   busyTimeoutMs?: number
   /** Mode of the mirror file and its -wal/-shm (config dbMode). Default DEFAULT_DB_MODE. */
   mode?: number
+  /** The migrations to apply (tests give their own, with no hooks); the shipped list by default. */
+  migrations?: Migrations
+  /** Told when a migration an earlier version left half-applied was cleaned up and applied again. */
+  logger?: Pick<Logger, 'warn'>
 }
 
 /** Owner read/write, group read: the mirror holds no secret, and warehouse readers may share a group. */
 export const DEFAULT_DB_MODE = 0o640
 
-export async function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
+export function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
+  try {
+    return Promise.resolve(open(file, options))
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)))
+  }
+}
+
+/** Everything here is synchronous (better-sqlite3); openMirror keeps the promise its callers await. */
+function open(file: string, options: OpenMirrorOptions): Mirror {
   const readonly = options.readonly ?? false
   let sqlite: Sqlite
   try {
@@ -45,9 +57,39 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
     sqlite = new Database(file, { readonly, fileMustExist: readonly })
   } catch (err) {
     const hint = readonly && !existsSync(file) ? ': no mirror there yet; run `fsm-sync sync` first' : ''
-    throw new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err })
+    throw explainMirrorError(file, new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err }))
   }
+  try {
+    configure(sqlite, readonly, options)
+  } catch (err) {
+    sqlite.close()
+    throw explainMirrorError(file, err)
+  }
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
+  const close = async () => {
+    await db.destroy()
+    // kysely closes the connection only if a query went through it; most work here does not.
+    if (sqlite.open) sqlite.close()
+  }
+  const mirror: Mirror = { path: file, sqlite, db, close }
+  if (!readonly) {
+    try {
+      const hooks: Readonly<Record<string, MigrationHooks>> = options.migrations === undefined ? MIGRATION_HOOKS : {}
+      const report = runMigrations(sqlite, file, options.migrations ?? MIGRATIONS, hooks)
+      for (const r of report.repaired) options.logger?.warn({ migration: r.migration, objects: r.objects }, 'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again')
+      runAfterMigrations(sqlite, file, hooks)
+    } catch (err) {
+      sqlite.close()
+      throw explainMirrorError(file, err)
+    }
+  }
+  return mirror
+}
+
+function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions): void {
   sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+  // Reads the first page: a file that is not a database (or not one any more) says so here, once.
+  sqlite.prepare('SELECT count(*) FROM sqlite_master').pluck().get()
   if (!readonly) {
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
@@ -60,10 +102,6 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
   } else {
     sqlite.pragma('query_only = ON')
   }
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
-  const mirror: Mirror = { path: file, sqlite, db, close: () => db.destroy() }
-  if (!readonly) await migrate(mirror)
-  return mirror
 }
 
 function prepareFile(file: string, mode: number): void {
@@ -82,27 +120,13 @@ function prepareFile(file: string, mode: number): void {
   }
 }
 
-async function migrate(mirror: Mirror): Promise<void> {
-  const migrations: Record<string, Migration> = {}
-  for (const [name, statements] of Object.entries(MIGRATIONS)) {
-    migrations[name] = {
-      up: async (db) => {
-        MIGRATION_HOOKS[name]?.before?.(mirror.sqlite)
-        for (const statement of statements) await sql.raw(statement).execute(db)
-      },
-    }
-  }
-  const migrator = new Migrator({ db: mirror.db, provider: { getMigrations: () => Promise.resolve(migrations) } })
-  const { error, results } = await migrator.migrateToLatest()
-  if (error !== undefined) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown'
-    throw new MirrorError('MIGRATION_FAILED', `migration ${failed} of ${mirror.path} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`, { cause: error })
-  }
-  for (const [name, hooks] of Object.entries(MIGRATION_HOOKS)) {
+/** The steps some migrations need outside any transaction, at every writer open (MigrationHooks). */
+function runAfterMigrations(sqlite: Sqlite, file: string, hooks: Readonly<Record<string, MigrationHooks>>): void {
+  for (const [name, hook] of Object.entries(hooks)) {
     try {
-      hooks.afterMigrations?.(mirror.sqlite)
+      hook.afterMigrations?.(sqlite)
     } catch (err) {
-      throw new MirrorError('MIGRATION_FAILED', `the step after migration ${name} of ${mirror.path} failed: ${(err as Error).message}`, { cause: err })
+      throw new MirrorError('MIGRATION_FAILED', `the step after migration ${name} of ${file} failed: ${(err as Error).message}`, { cause: err })
     }
   }
 }

@@ -36,6 +36,9 @@ export interface Delivery {
 
 export type EnqueueResult = 'stored' | 'duplicate'
 
+/** Starts the error kept on a delivery that waits for the mirror to work again (see markFault). */
+export const MIRROR_FAULT_PREFIX = 'waiting for the mirror to work again: '
+
 export class InboxUnavailableError extends Error {
   readonly code: 'INBOX_CLOSED' | 'INBOX_BACKLOG_FULL' | 'INBOX_WRITE_FAILED'
   constructor(code: InboxUnavailableError['code'], message: string, options?: ErrorOptions) {
@@ -222,6 +225,27 @@ export class WebhookInbox {
   /** Keeps a row with its error; it is never picked up again by `pending`. */
   markFailed(deliveryId: string, error: string): void {
     this.#failedStmt.run(error, deliveryId)
+  }
+
+  /**
+   * Keeps the error of a mirror fault (disk full, corrupt pages) on the delivery the processor was
+   * at, for `status` to show, with a prefix: it is not the delivery's fault, and the processor puts
+   * it back in line (clearFault) before each try. Not settled: it still counts in the backlog.
+   */
+  markFault(deliveryId: string, error: string): void {
+    this.#sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ? AND processed_at IS NULL`).run(`${MIRROR_FAULT_PREFIX}${error}`, deliveryId)
+  }
+
+  /** Puts a delivery markFault kept back in line (the same process, so the backlog still counts it). */
+  clearFault(deliveryId: string): void {
+    this.#sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE delivery_id = ? AND processed_at IS NULL AND error LIKE ? || '%'`).run(deliveryId, MIRROR_FAULT_PREFIX)
+  }
+
+  /** At start: puts back in line every delivery an earlier process kept with a mirror fault. */
+  requeueFaults(): number {
+    const n = this.#sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error LIKE ? || '%'`).run(MIRROR_FAULT_PREFIX).changes
+    this.#backlog += n
+    return n
   }
 
   /** The processor settled `count` rows (applied or failed) in a committed transaction. */

@@ -9,6 +9,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Logger } from '../log/logger.js'
+import { mirrorFault } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { DeliveryApplier, OBJECTS_DEFERRED, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
 import { FollowUps, type FollowUpClient } from './follow-ups.js'
@@ -36,8 +37,13 @@ export interface WebhookProcessorOptions {
    * is applied as the load allows.
    */
   sliceMs?: number
-  /** Wait before trying again after the store itself failed (not a row). Default 5 s. */
+  /**
+   * First wait before trying again after the mirror itself failed (disk full, corrupt pages, I/O;
+   * not a row's fault), doubled at each failure up to storeRetryMaxMs. Default 1 s.
+   */
   storeRetryMs?: number
+  /** Longest wait between two tries while the mirror keeps failing. Default 60 s. */
+  storeRetryMaxMs?: number
   /**
    * Wait between a wake and the slice it starts (ms, default 5). Each group commit of the inbox
    * wakes the processor; gathering a few milliseconds of them applies a burst in fewer, larger
@@ -47,6 +53,16 @@ export interface WebhookProcessorOptions {
 }
 
 type Settled = { row: InboxRow; outcome: ApplyOutcome | { kind: 'failed'; error: string } }
+
+/** The mirror failed under the processor: applying waits, then tries again (see #backOff). */
+export interface ProcessorFault {
+  error: string
+  /** ISO time of the first failure of this run of failures. */
+  since: string
+  /** Failures in a row. */
+  attempts: number
+  retryInMs: number
+}
 
 /**
  * Most snapshots applied in one upsert call. The slice's time budget is checked between calls, so
@@ -75,6 +91,9 @@ export class WebhookProcessor {
   #started = false
   #stopped = false
   #retryTimer: NodeJS.Timeout | undefined
+  #fault: ProcessorFault | undefined
+  /** The delivery whose row holds the current fault's error (markFault), put back in line before the next try. */
+  #faultRow: string | undefined
   #wakeTimer: NodeJS.Timeout | undefined
   #busy = false
   /** The inbox was `filling` at the last slice (logged when it changes). */
@@ -139,6 +158,8 @@ export class WebhookProcessor {
         try {
           return { row, outcome: savepoint(row, now) }
         } catch (err) {
+          // The mirror failed, not the row: the whole slice rolls back and waits (see #loop).
+          if (mirrorFault(err) !== undefined) throw err
           const error = (err as Error).message
           options.inbox.markFailed(row.delivery_id, error)
           return { row, outcome: { kind: 'failed', error } }
@@ -162,12 +183,20 @@ export class WebhookProcessor {
       const n = this.#o.inbox.requeueErrors(OBJECTS_DEFERRED)
       if (n > 0) this.#log.info({ deliveries: n }, 'custom-object deliveries kept until an applier existed are applied now')
     }
+    try {
+      const n = this.#o.inbox.requeueFaults()
+      if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
+    } catch (err) {
+      this.#backOff(err, undefined)
+      return
+    }
     this.wake()
   }
 
   /** New rows were stored (the inbox's onStored): a slice starts after `gatherMs`. */
   wake(): void {
-    if (!this.#started || this.#stopped) return
+    // While the mirror fails, only the back-off timer tries again: not every arriving delivery.
+    if (!this.#started || this.#stopped || this.#retryTimer !== undefined) return
     if (this.#running !== undefined) {
       this.#again = true
       // A rest between slices ends early once the backlog nears its bound (see #pace).
@@ -182,6 +211,11 @@ export class WebhookProcessor {
       },
       this.#o.inbox.filling ? 0 : (this.#o.gatherMs ?? 5),
     )
+  }
+
+  /** The mirror failure applying waits on, if any (for /readyz). */
+  get fault(): ProcessorFault | undefined {
+    return this.#fault
   }
 
   /** Resolves when every stored row has been settled and no follow-up GET is in flight. */
@@ -200,6 +234,7 @@ export class WebhookProcessor {
   async stop(): Promise<void> {
     this.#stopped = true
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer)
+    this.#retryTimer = undefined
     if (this.#wakeTimer !== undefined) clearTimeout(this.#wakeTimer)
     this.#wakeTimer = undefined
     await this.#running
@@ -247,18 +282,20 @@ export class WebhookProcessor {
     this.#again = false
     let sliceStart = performance.now()
     while (!this.#stopped) {
-      const rows = rest.length > 0 ? rest : this.#o.inbox.pending(after, size)
-      if (rows.length === 0) return
+      let rows: InboxRow[] = rest
       let settled: Settled[]
       try {
+        if (this.#faultRow !== undefined) {
+          this.#o.inbox.clearFault(this.#faultRow)
+          this.#faultRow = undefined
+        }
+        rows = rest.length > 0 ? rest : this.#o.inbox.pending(after, size)
+        if (rows.length === 0) return this.#recovered()
         settled = this.#applyBatch(rows)
       } catch (err) {
-        // The store failed (disk full, I/O): not a row's fault. Try again later, not in a loop.
-        this.#log.error({ err }, 'applying webhook deliveries failed: trying again shortly')
-        this.#retryTimer = setTimeout(() => this.wake(), this.#o.storeRetryMs ?? 5_000)
-        this.#retryTimer.unref()
-        return
+        return this.#backOff(err, rows[0])
       }
+      this.#recovered()
       this.#o.inbox.settled(settled.length)
       for (const { row, outcome } of settled) this.#report(row, outcome)
       after = settled[settled.length - 1]!.row.seq
@@ -266,6 +303,47 @@ export class WebhookProcessor {
       await this.#pace(performance.now() - sliceStart)
       sliceStart = performance.now()
     }
+  }
+
+  /**
+   * The mirror failed (disk full, corrupt pages, I/O), not a row: nothing of the slice was kept.
+   * The error is recorded on the delivery at the head of the line when the mirror still takes that
+   * write (`status` shows it), and applying waits, twice as long after each failure up to the cap,
+   * with one log line per wait and no stack trace: arriving deliveries are still stored and
+   * acknowledged, and are applied in order once the mirror works again.
+   */
+  #backOff(err: unknown, head: InboxRow | undefined): void {
+    const fault = mirrorFault(err)
+    const error = fault === undefined ? (err as Error).message : `${fault.what}: ${fault.fix}`
+    const first = this.#o.storeRetryMs ?? 1_000
+    const attempts = (this.#fault?.attempts ?? 0) + 1
+    const retryInMs = Math.min(this.#o.storeRetryMaxMs ?? 60_000, first * 2 ** (attempts - 1))
+    this.#fault = { error, since: this.#fault?.since ?? new Date(this.#o.now()).toISOString(), attempts, retryInMs }
+    let recorded = false
+    if (head !== undefined) {
+      try {
+        this.#o.inbox.markFault(head.delivery_id, error)
+        this.#faultRow = head.delivery_id
+        recorded = true
+      } catch {
+        // The mirror does not take even that write; the log line below is the record.
+      }
+    }
+    const fields = { error, code: (err as { code?: unknown }).code, attempts, retryInMs, deliveryId: head?.delivery_id, recorded }
+    // An unknown failure gets its stack once; a known mirror fault never needs it.
+    if (fault === undefined && attempts === 1) this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
+    else this.#log.error(fields, 'applying webhook deliveries failed: the mirror does not work; trying again later')
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined
+      this.wake()
+    }, retryInMs)
+    this.#retryTimer.unref()
+  }
+
+  #recovered(): void {
+    if (this.#fault === undefined) return
+    this.#log.info({ failedSince: this.#fault.since, attempts: this.#fault.attempts }, 'applying webhook deliveries works again')
+    this.#fault = undefined
   }
 
   /**

@@ -10,6 +10,7 @@ import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
 import { calendarChanges } from './0008-calendar-changes.js'
 import { requestLedger } from './0009-request-ledger.js'
+import { mirrorProbe } from './0010-mirror-probe.js'
 import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
@@ -25,6 +26,8 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0008-calendar-changes': calendarChanges,
   // 0009 keeps recent request start times, so a restart honours the sliding window (issue 8).
   '0009-request-ledger': requestLedger,
+  // 0010 is the row the readiness probe writes and syncs.
+  '0010-mirror-probe': mirrorProbe,
   // 0011 moves webhook secrets out of the mirror into their own file; the inbox records skipped deliveries.
   '0011-secrets-file': secretsFile,
 }

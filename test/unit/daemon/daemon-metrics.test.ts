@@ -55,8 +55,8 @@ test('trigger lines', () => {
 
 test('the mirror probe: ready when migrated and writable, not once closed', async () => {
   const mirror = await tempMirror()
-  const probe = probeMirror(mirror.sqlite)
+  const probe = await probeMirror(mirror.sqlite)
   expect(probe.ok).toBe(true)
   await mirror.dispose()
-  expect(probeMirror(mirror.sqlite)).toEqual({ ok: false, reason: 'the mirror is closed' })
+  expect(await probeMirror(mirror.sqlite)).toEqual({ ok: false, reason: 'the mirror is closed' })
 })

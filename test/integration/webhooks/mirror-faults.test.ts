@@ -1,0 +1,114 @@
+// The mirror itself failing under the daemon (a full disk, here SQLite's max_page_count on the
+// writer connection, which fails writes with SQLITE_FULL the way a full disk does): /readyz must
+// say so, and the processor must record it, back off and resume, losing nothing it acknowledged.
+import { Writable } from 'node:stream'
+import { afterEach, describe, expect, test } from 'vitest'
+import { probeMirror } from '../../../src/daemon/mirror-probe.js'
+import { createLogger } from '../../../src/log/logger.js'
+import { MIRROR_FAULT_PREFIX, WebhookInbox } from '../../../src/webhooks/inbox.js'
+import { WebhookProcessor } from '../../../src/webhooks/processor.js'
+import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+
+let env: WebhookEnv | undefined
+let mirror: TempMirror | undefined
+afterEach(async () => {
+  await env?.close()
+  await mirror?.dispose()
+  env = undefined
+  mirror = undefined
+})
+
+/** Caps the mirror at the pages it has now: the next write that needs a page fails with SQLITE_FULL. */
+function fill(m: TempMirror): void {
+  const pages = m.sqlite.pragma('page_count', { simple: true }) as number
+  m.sqlite.pragma(`max_page_count = ${pages}`)
+}
+const unfill = (m: TempMirror) => m.sqlite.pragma('max_page_count = 4294967294')
+
+/** Polls every millisecond (the back-off steps here last 20-320 ms); gives up after `limitMs`. */
+async function until<T>(what: string, probe: () => T | undefined | false, limitMs: number): Promise<T> {
+  const end = Date.now() + limitMs
+  for (;;) {
+    const v = probe()
+    if (v !== undefined && v !== false) return v
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 1))
+  }
+}
+
+const bulky = (i: number) => jobPayload(hex(i), T(i), { notes: 'x'.repeat(2000) })
+
+describe('/readyz says ready when the mirror cannot be written', () => {
+  test('the probe writes and syncs a row, and reports a full mirror while deliveries get 503', async () => {
+    env = await webhookEnv()
+    expect(await probeMirror(env.mirror.sqlite)).toMatchObject({ ok: true })
+    expect(env.rows('SELECT id FROM mirror_probe')).toEqual([{ id: 1 }])
+    fill(env.mirror)
+    let refused = 0
+    for (let i = 1; i <= 50 && refused === 0; i++) if ((await env.deliver(`d${i}`, 'job.updated', bulky(i))).status === 503) refused++
+    expect(refused).toBe(1)
+    const probe = await probeMirror(env.mirror.sqlite)
+    expect(probe).toMatchObject({ ok: false })
+    expect(probe.ok ? '' : probe.reason).toContain('the mirror is full')
+    unfill(env.mirror)
+    expect(await probeMirror(env.mirror.sqlite)).toMatchObject({ ok: true })
+    expect((await env.deliver('after', 'job.updated', bulky(99))).status).toBe(200)
+  })
+})
+
+describe('a processor that meets a failing mirror records the error on the delivery and backs off', () => {
+  test('no stack trace per try, one log line per back-off step, and everything acknowledged is applied once the mirror works again', async () => {
+    mirror = await tempMirror()
+    const lines: string[] = []
+    const logger = createLogger({ level: 'info', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger, onStored: () => processor.wake() })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, storeRetryMs: 20, storeRetryMaxMs: 320 })
+    // Stored (acknowledged) before applying starts; applying them needs pages the mirror no longer has.
+    for (let i = 1; i <= 20; i++) expect(await inbox.enqueue({ deliveryId: `d${i}`, event: 'job.updated', body: Buffer.from(JSON.stringify(bulky(i))), verifiedWith: 'test' })).toBe('stored')
+    fill(mirror)
+    processor.start()
+    const failing = await until('four failed tries', () => (processor.fault?.attempts === 4 ? processor.fault : undefined), 10_000)
+    expect(failing.error).toContain('the mirror is full')
+    // Each stored delivery wakes the processor (the inbox's onStored): that must not be a try.
+    const tries = failing.attempts
+    for (let i = 0; i < 5; i++) processor.wake()
+    await new Promise((r) => setTimeout(r, 30))
+    expect(processor.fault?.attempts).toBe(tries)
+    const head = mirror.sqlite.prepare(`SELECT delivery_id, error FROM webhook_inbox WHERE error IS NOT NULL`).all() as { delivery_id: string; error: string }[]
+    expect(head).toHaveLength(1)
+    expect(head[0]!.delivery_id).toBe('d1')
+    expect(head[0]!.error.startsWith(MIRROR_FAULT_PREFIX)).toBe(true)
+    const failures = lines.filter((l) => l.includes('applying webhook deliveries failed'))
+    expect(failures.length).toBe(processor.fault?.attempts)
+    expect(lines.join('')).not.toContain('"stack"')
+    // The waits double from storeRetryMs: 20, 40, 80, 160 ms (then 320, the cap).
+    expect(failures.map((l) => (JSON.parse(l) as { retryInMs: number }).retryInMs).slice(0, 4)).toEqual([20, 40, 80, 160])
+    expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0)
+
+    unfill(mirror)
+    await until('every delivery applied', () => (mirror!.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get() as number) === 20, 10_000)
+    expect(processor.fault).toBeUndefined()
+    expect(mirror.sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL OR error IS NOT NULL`).pluck().get()).toBe(0)
+    expect(inbox.backlog).toBe(0)
+    expect(lines.some((l) => l.includes('applying webhook deliveries works again'))).toBe(true)
+    await processor.stop()
+    await inbox.close()
+  })
+
+  test('a delivery kept with a mirror fault by a process that stopped is applied by the next one', async () => {
+    mirror = await tempMirror()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))), verifiedWith: 'test' })
+    inbox.markFault('d1', 'the mirror is full')
+    await inbox.close()
+    const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now })
+    processor.start()
+    await processor.drained()
+    expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([{ done: 1, error: null }])
+    await processor.stop()
+    await next.close()
+  })
+})
