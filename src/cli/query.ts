@@ -21,19 +21,15 @@ export const queryCommand: Command = {
     const db = ctx.config().db
     const mirror = await openMirror(db, { readonly: true })
     try {
-      let result
-      try {
-        result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
-      } catch (err) {
-        // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
-        throw explainMirrorError(db, err)
-      }
+      const result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
       await writeChunks(ctx.io.stdout, formatRows(result, args.format as QueryFormat))
       return 0
     } catch (err) {
       // Whoever read the output stopped (`| head`): what they wanted was written.
       if ((err as NodeJS.ErrnoException).code === 'EPIPE') return 0
-      throw err
+      // A corrupt or truncated mirror (found while preparing, or while streaming the rows): one line
+      // naming the file, the cause and the fix. Any other error (the statement's own) passes as is.
+      throw explainMirrorError(db, err)
     } finally {
       await mirror.close()
     }

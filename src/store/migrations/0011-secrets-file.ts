@@ -15,11 +15,13 @@ import type { MigrationHooks, MigrationStatements } from './types.js'
 const SCRUB_KEY = 'secrets-scrub'
 
 export const secretsFile: MigrationStatements = [
+  // Only a mirror that held secrets needs the scrub (a new one would checkpoint for nothing).
+  `INSERT INTO webhook_state (key, value, updated_at)
+   SELECT '${SCRUB_KEY}', 'pending', strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE EXISTS (SELECT 1 FROM webhook_secrets)
+   ON CONFLICT(key) DO NOTHING`,
   `DROP TABLE IF EXISTS webhook_secrets`,
   // Set with processed_at when a delivery was acknowledged and kept but not applied: why.
   `ALTER TABLE webhook_inbox ADD COLUMN skipped TEXT`,
-  `INSERT INTO webhook_state (key, value, updated_at) VALUES ('${SCRUB_KEY}', 'pending', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-   ON CONFLICT(key) DO NOTHING`,
 ]
 
 interface LegacyRow {
