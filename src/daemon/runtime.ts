@@ -8,9 +8,9 @@ import type { Logger } from '../log/logger.js'
 import { openMirror, type Mirror } from '../store/mirror-database.js'
 import { RequestLedger } from '../store/request-ledger.js'
 import { SyncStateStore } from '../store/sync-state.js'
-import { isoNow } from '../store/timestamps.js'
 import type { SyncContext } from '../sync/sync-context.js'
 import { createProgress } from '../sync/progress.js'
+import { RunOwnership } from './run-ownership.js'
 
 export interface Runtime {
   config: Config
@@ -40,9 +40,11 @@ export interface RuntimeOptions {
 export async function createRuntime(config: Config, logger: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db)
-  const state = new SyncStateStore(mirror.sqlite)
-  const interrupted = state.abandonRunning(isoNow(Date.now()))
-  if (interrupted > 0) logger.warn({ runs: interrupted }, 'runs left unfinished by a previous process are marked interrupted; going on from their last checkpoint')
+  // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
+  const ownership = new RunOwnership(mirror.sqlite, logger)
+  const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
+  const abandoned = ownership.abandonGone(state)
+  if (abandoned.runs > 0) logger.warn({ runs: abandoned.runs, owners: abandoned.owners }, 'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint')
   // The sliding window outlives the process: what an earlier process on this mirror started in the
   // last minute still counts (a restart after a crash, a cron run right after another).
   const ledger = new RequestLedger(mirror.sqlite)
@@ -104,6 +106,7 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     }),
     close: async () => {
+      ownership.close()
       await client.close()
       await mirror.close()
     },
