@@ -46,22 +46,28 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0) logger.warn({ runs: abandoned.runs, owners: abandoned.owners }, 'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint')
   // The sliding window outlives the process: what an earlier process on this mirror started in the
-  // last minute still counts (a restart after a crash, a cron run right after another).
+  // last minute still counts (a restart after a crash, a cron run right after another), and every
+  // process running at the same time claims each start in it (the daemon beside a cron reconcile).
   const ledger = new RequestLedger(mirror.sqlite)
   let ledgerFailed = false
   const priorStarts = ledger.recent(Date.now())
-  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by an earlier process count against this one\'s budget')
+  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by another process count against this one\'s budget')
   const governor = new RequestGovernor({
     limitPerMinute: config.rateLimit,
     priorStarts,
-    onStart: (at) => {
-      try {
-        ledger.record(at)
-      } catch (err) {
-        // The budget still holds for this process; only a restart within the minute would miss it.
-        if (!ledgerFailed) logger.warn({ err }, 'cannot record request starts in the mirror; a restart within a minute may exceed the budget')
-        ledgerFailed = true
-      }
+    shared: {
+      claim: (limit, windowMs) => {
+        try {
+          const claim = ledger.claim(limit, windowMs)
+          ledgerFailed = false
+          return claim
+        } catch (err) {
+          // The budget still holds for this process; other processes on the key cannot see this start.
+          if (!ledgerFailed) logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
+          ledgerFailed = true
+          return { granted: true }
+        }
+      },
     },
     maxInFlight: config.http.maxInFlight,
     // However much another client spends the key, keep a tenth of the budget so that the mirror
