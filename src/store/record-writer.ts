@@ -1,8 +1,11 @@
 // Writes mirrored records: newer-wins upserts, child rows replaced with their parent, tombstones,
 // and one change_log row per real change (contract.md, Guarantees 1 and 2). Synchronous by design:
 // callers run it inside one SQLite transaction together with the cursor that covers the rows.
-// Each write is also a transaction of its own (a savepoint inside the caller's): a record's row,
-// its change_log row and its child rows commit together or not at all, whoever calls.
+// Called outside a transaction (reconciliation's GETs, one record at a time), each write is a
+// transaction of its own: a record's row, its change_log row and its child rows commit together or
+// not at all. Inside the caller's transaction it adds no savepoint, which the sweeps and the webhook
+// processor's fast path avoid on purpose; a caller that goes on after a failed write takes its own
+// savepoint, as the processor's careful path does.
 import type { Sqlite } from './mirror-database.js'
 
 export type SqlValue = string | number | bigint | null
@@ -61,7 +64,7 @@ export class RecordWriter {
   /** Key column and value shared by every row of this writer (custom_records: the slug). */
   private readonly scope: { column: string; value: string } | undefined
 
-  /** The writes wrapped once: better-sqlite3 nests a transaction as a savepoint when one is open. */
+  /** The writes wrapped once, for callers that hold no transaction. */
   private readonly upsertTx: (rows: readonly RecordRow[], options: UpsertOptions) => WriteResult
   private readonly markDeletedTx: (ids: readonly string[], now: string) => WriteResult
 
@@ -90,12 +93,12 @@ export class RecordWriter {
   }
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
-    return this.upsertTx(rows, options)
+    return this.sqlite.inTransaction ? this.upsertRows(rows, options) : this.upsertTx(rows, options)
   }
 
   /** Marks records deleted (never removes them). Returns the ids that changed. */
   markDeleted(ids: readonly string[], now: string): WriteResult {
-    return this.markDeletedTx(ids, now)
+    return this.sqlite.inTransaction ? this.markRowsDeleted(ids, now) : this.markDeletedTx(ids, now)
   }
 
   private upsertRows(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
