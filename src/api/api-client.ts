@@ -48,6 +48,11 @@ export interface ApiClientOptions {
 export interface CallOptions {
   priority: Priority
   signal?: AbortSignal | undefined
+  /**
+   * Told each time an attempt starts (it got its slot), retries included: the one place where a
+   * run's request count is taken, so a request that fails after retries still counts them all.
+   */
+  onAttempt?: (() => void) | undefined
 }
 
 export interface RequestOptions extends CallOptions {
@@ -134,6 +139,7 @@ export class ApiClient {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body)
     for (let attempt = 1; ; attempt++) {
       const slot = await this.#governor.acquire(options.priority, options.signal)
+      options.onAttempt?.()
       let result: Attempt
       try {
         result = await this.#attempt(method, apiPath, fullPath, body, where, attempt, slot.startedAt, options.signal)

@@ -11,6 +11,9 @@
 //   older request goes first. So a reconcile request waits at most 3 agingMs before it ranks
 //   with fresh webhook fetches, and is then only behind requests queued before it.
 // - A pause (429) stops every start until it ends; a concurrency cap bounds requests in flight.
+// - A deferral (another process on the key holds the shared window) also stops every start until
+//   it ends; it is not a 429 and is not reported as a pause. The shell asks the shared window
+//   before each start (readyAt, then poll with maxStarts 1) and defers when it refuses.
 import { AdaptiveLimit, type BudgetChange } from './adaptive-limit.js'
 import { SlidingWindow } from './sliding-window.js'
 
@@ -87,6 +90,7 @@ export class GovernorCore {
   #inFlight = 0
   #tat = Number.NEGATIVE_INFINITY
   #pausedUntil = Number.NEGATIVE_INFINITY
+  #deferredUntil = Number.NEGATIVE_INFINITY
   readonly #onStart: ((at: number) => void) | undefined
 
   constructor(options: GovernorOptions) {
@@ -120,6 +124,11 @@ export class GovernorCore {
     return this.#budget.effective
   }
 
+  /** The span in which at most the effective limit of starts may fall: the window plus the margin. */
+  get guardedWindowMs(): number {
+    return this.#window.windowMs + this.#marginMs
+  }
+
   enqueue(priority: Priority, now: number): Ticket {
     const level = PRIORITIES.indexOf(priority)
     if (level < 0) throw new RangeError(`unknown priority ${priority as string}`)
@@ -137,11 +146,24 @@ export class GovernorCore {
     return true
   }
 
-  /** Starts every ticket that may start at `now`; `wakeAt` is when to poll again (if waiting on time). */
-  poll(now: number): { started: Ticket[]; wakeAt: number | undefined } {
+  /**
+   * When the next queued request may start (`now` or later), without starting it: undefined when
+   * nothing waits or the concurrency cap is reached (a finish or an enqueue changes that).
+   */
+  readyAt(now: number): number | undefined {
+    this.#budget.recover(now)
+    if (this.#inFlight >= this.maxInFlight || this.#pick(now) === undefined) return undefined
+    return this.nextStartAt()
+  }
+
+  /**
+   * Starts every ticket that may start at `now`, at most `maxStarts`; `wakeAt` is when to poll
+   * again (if waiting on time).
+   */
+  poll(now: number, maxStarts = Number.POSITIVE_INFINITY): { started: Ticket[]; wakeAt: number | undefined } {
     this.#budget.recover(now)
     const started: Ticket[] = []
-    while (this.#inFlight < this.maxInFlight) {
+    while (this.#inFlight < this.maxInFlight && started.length < maxStarts) {
       const next = this.#pick(now)
       if (next === undefined) return { started, wakeAt: undefined }
       const at = this.nextStartAt()
@@ -163,7 +185,7 @@ export class GovernorCore {
     const spacing = (this.#window.windowMs + this.#marginMs) / effective
     const paced = this.#tat - spacing * (this.#burst - 1)
     const windowed = this.#window.nextFreeAt(effective) + this.#marginMs
-    return Math.ceil(Math.max(this.#pausedUntil, paced, windowed))
+    return Math.ceil(Math.max(this.#pausedUntil, this.#deferredUntil, paced, windowed))
   }
 
   finish(): void {
@@ -172,6 +194,11 @@ export class GovernorCore {
 
   pause(untilMs: number): void {
     this.#pausedUntil = Math.max(this.#pausedUntil, untilMs)
+  }
+
+  /** Holds every start until `untilMs`: the window shared with other processes is full until then. */
+  defer(untilMs: number): void {
+    this.#deferredUntil = Math.max(this.#deferredUntil, untilMs)
   }
 
   observe(o: RateObservation): BudgetChange | undefined {

@@ -1,6 +1,8 @@
 // The request governor: one per API key, shared by every caller. Callers wait for a start slot;
 // the pure GovernorCore decides who starts and when, this shell turns its answers into timers
 // and resolved promises. Every attempt of every request, retries included, takes a slot.
+// With a shared window (the mirror's request_starts), each start is also claimed there, so that
+// every process on the key together stays within the limit: the daemon beside a cron `reconcile`.
 import { abortReason, systemClock, type Clock } from './clock.js'
 import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './governor-core.js'
 import type { BudgetChange } from './adaptive-limit.js'
@@ -23,8 +25,20 @@ interface Waiter {
   onAbort: () => void
 }
 
+/** The window every process on the key shares. */
+export interface SharedWindow {
+  /**
+   * In one short write transaction (never across an await): counts every process's starts in the
+   * last `windowMs`; below `limit`, records a start now and grants it; otherwise says when the
+   * oldest start that stands in the way leaves the window. Must not throw.
+   */
+  claim(limit: number, windowMs: number): { granted: true } | { granted: false; retryAt: number }
+}
+
 export interface RequestGovernorOptions extends GovernorOptions {
   clock?: Clock
+  /** Claimed at each start on top of the in-process budget, which still orders and paces. */
+  shared?: SharedWindow
   /** Told whenever the adaptive budget moves (for a log line). */
   onBudgetChange?: (change: BudgetChange) => void
 }
@@ -34,6 +48,7 @@ export class RequestGovernor {
   readonly #clock: Clock
   readonly #waiters = new Map<number, Waiter>()
   readonly #onBudgetChange: ((change: BudgetChange) => void) | undefined
+  readonly #shared: SharedWindow | undefined
   #timerAt: number | undefined
   #cancelTimer: (() => void) | undefined
 
@@ -41,6 +56,7 @@ export class RequestGovernor {
     this.#clock = options.clock ?? systemClock
     this.#core = new GovernorCore({ priorStartsBefore: this.#clock.now(), ...options })
     this.#onBudgetChange = options.onBudgetChange
+    this.#shared = options.shared
   }
 
   get limit(): number {
@@ -101,15 +117,40 @@ export class RequestGovernor {
 
   #pump(): void {
     const now = this.#clock.now()
-    const { started, wakeAt } = this.#core.poll(now)
-    for (const ticket of started) {
-      const waiter = this.#waiters.get(ticket.id)
-      if (waiter === undefined) continue
-      this.#waiters.delete(ticket.id)
-      waiter.signal?.removeEventListener('abort', waiter.onAbort)
-      waiter.resolve(this.#slot(now))
+    if (this.#shared === undefined) {
+      const { started, wakeAt } = this.#core.poll(now)
+      for (const ticket of started) this.#grant(ticket, now)
+      this.#arm(wakeAt)
+      return
     }
-    this.#arm(wakeAt)
+    // One start at a time, each claimed in the shared window first.
+    for (;;) {
+      const at = this.#core.readyAt(now)
+      if (at === undefined || at > now) {
+        this.#arm(at)
+        return
+      }
+      const claim = this.#shared.claim(this.#core.effectiveLimit, this.#core.guardedWindowMs)
+      if (!claim.granted) {
+        this.#core.defer(Math.max(claim.retryAt, now + 1))
+        continue
+      }
+      const { started } = this.#core.poll(now, 1)
+      if (started.length === 0) {
+        // Cannot happen (readyAt said now); never spin on it.
+        this.#arm(this.#core.readyAt(now + 1))
+        return
+      }
+      for (const ticket of started) this.#grant(ticket, now)
+    }
+  }
+
+  #grant(ticket: Ticket, now: number): void {
+    const waiter = this.#waiters.get(ticket.id)
+    if (waiter === undefined) return
+    this.#waiters.delete(ticket.id)
+    waiter.signal?.removeEventListener('abort', waiter.onAbort)
+    waiter.resolve(this.#slot(now))
   }
 
   #slot(startedAt: number): Slot {

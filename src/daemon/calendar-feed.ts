@@ -90,8 +90,7 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
       const query: Record<string, string> = {}
       if (since !== undefined) query.since = since
       if (cursor !== null) query.cursor = cursor
-      const res = await client.get(ROUTE, query, { priority: 'trigger', signal: ctx.signal })
-      source.requests += res.attempts
+      const res = await client.get(ROUTE, query, source.counted({ priority: 'trigger', signal: ctx.signal }))
       const page = feedPage(res.body, res.data, res.meta)
       const rows = page.records.map(calendarChangeRow).filter((r): r is CalendarChangeRow => r !== undefined)
       records += rows.length

@@ -50,12 +50,10 @@ export async function runTrigger(ctx: SyncContext, client: Pick<ApiClient, 'post
   let notConnected = false
   const result = await trackedRun(ctx, 'trigger', name, async ({ source }) => {
     try {
-      const res = await client.post(`/api/v1/integrations/${name}/sync`, undefined, { priority: 'trigger', signal: ctx.signal })
-      source.requests += res.attempts
+      const res = await client.post(`/api/v1/integrations/${name}/sync`, undefined, source.counted({ priority: 'trigger', signal: ctx.signal }))
       const details = triggerDetails(res.data)
       return { rows: changedCount(details), details }
     } catch (err) {
-      source.requests += 1
       if (err instanceof ApiError && err.apiCode === 'INTEGRATION_NOT_CONNECTED') {
         notConnected = true
         throw new IntegrationNotConnectedError(name, { cause: err })

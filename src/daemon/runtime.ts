@@ -8,9 +8,9 @@ import type { Logger } from '../log/logger.js'
 import { openMirror, type Mirror } from '../store/mirror-database.js'
 import { RequestLedger } from '../store/request-ledger.js'
 import { SyncStateStore } from '../store/sync-state.js'
-import { isoNow } from '../store/timestamps.js'
 import type { SyncContext } from '../sync/sync-context.js'
 import { createProgress } from '../sync/progress.js'
+import { RunOwnership } from './run-ownership.js'
 
 export interface Runtime {
   config: Config
@@ -40,26 +40,34 @@ export interface RuntimeOptions {
 export async function createRuntime(config: Config, logger: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
-  const state = new SyncStateStore(mirror.sqlite)
-  const interrupted = state.abandonRunning(isoNow(Date.now()))
-  if (interrupted > 0) logger.warn({ runs: interrupted }, 'runs left unfinished by a previous process are marked interrupted; going on from their last checkpoint')
+  // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
+  const ownership = new RunOwnership(mirror.sqlite, logger)
+  const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
+  const abandoned = ownership.abandonGone(state)
+  if (abandoned.runs > 0) logger.warn({ runs: abandoned.runs, owners: abandoned.owners }, 'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint')
   // The sliding window outlives the process: what an earlier process on this mirror started in the
-  // last minute still counts (a restart after a crash, a cron run right after another).
+  // last minute still counts (a restart after a crash, a cron run right after another), and every
+  // process running at the same time claims each start in it (the daemon beside a cron reconcile).
   const ledger = new RequestLedger(mirror.sqlite)
   let ledgerFailed = false
   const priorStarts = ledger.recent(Date.now())
-  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by an earlier process count against this one\'s budget')
+  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by another process count against this one\'s budget')
   const governor = new RequestGovernor({
     limitPerMinute: config.rateLimit,
     priorStarts,
-    onStart: (at) => {
-      try {
-        ledger.record(at)
-      } catch (err) {
-        // The budget still holds for this process; only a restart within the minute would miss it.
-        if (!ledgerFailed) logger.warn({ err }, 'cannot record request starts in the mirror; a restart within a minute may exceed the budget')
-        ledgerFailed = true
-      }
+    shared: {
+      claim: (limit, windowMs) => {
+        try {
+          const claim = ledger.claim(limit, windowMs)
+          ledgerFailed = false
+          return claim
+        } catch (err) {
+          // The budget still holds for this process; other processes on the key cannot see this start.
+          if (!ledgerFailed) logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
+          ledgerFailed = true
+          return { granted: true }
+        }
+      },
     },
     maxInFlight: config.http.maxInFlight,
     // However much another client spends the key, keep a tenth of the budget so that the mirror
@@ -109,6 +117,7 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     }),
     close: async () => {
+      ownership.close()
       await client.close()
       await mirror.close()
     },

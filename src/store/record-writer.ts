@@ -1,6 +1,11 @@
 // Writes mirrored records: newer-wins upserts, child rows replaced with their parent, tombstones,
 // and one change_log row per real change (contract.md, Guarantees 1 and 2). Synchronous by design:
 // callers run it inside one SQLite transaction together with the cursor that covers the rows.
+// Called outside a transaction (reconciliation's GETs, one record at a time), each write is a
+// transaction of its own: a record's row, its change_log row and its child rows commit together or
+// not at all. Inside the caller's transaction it adds no savepoint, which the sweeps and the webhook
+// processor's fast path avoid on purpose; a caller that goes on after a failed write takes its own
+// savepoint, as the processor's careful path does.
 import type { Sqlite } from './mirror-database.js'
 
 export type SqlValue = string | number | bigint | null
@@ -59,6 +64,10 @@ export class RecordWriter {
   /** Key column and value shared by every row of this writer (custom_records: the slug). */
   private readonly scope: { column: string; value: string } | undefined
 
+  /** The writes wrapped once, for callers that hold no transaction. */
+  private readonly upsertTx: (rows: readonly RecordRow[], options: UpsertOptions) => WriteResult
+  private readonly markDeletedTx: (ids: readonly string[], now: string) => WriteResult
+
   constructor(
     private readonly sqlite: Sqlite,
     readonly table: string,
@@ -66,6 +75,8 @@ export class RecordWriter {
   ) {
     this.t = quote(table)
     this.scope = options.scope
+    this.upsertTx = sqlite.transaction((rows: readonly RecordRow[], o: UpsertOptions) => this.upsertRows(rows, o))
+    this.markDeletedTx = sqlite.transaction((ids: readonly string[], now: string) => this.markRowsDeleted(ids, now))
   }
 
   private get scopeWhere(): string {
@@ -82,6 +93,15 @@ export class RecordWriter {
   }
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
+    return this.sqlite.inTransaction ? this.upsertRows(rows, options) : this.upsertTx(rows, options)
+  }
+
+  /** Marks records deleted (never removes them). Returns the ids that changed. */
+  markDeleted(ids: readonly string[], now: string): WriteResult {
+    return this.sqlite.inTransaction ? this.markRowsDeleted(ids, now) : this.markDeletedTx(ids, now)
+  }
+
+  private upsertRows(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {
     const changed: string[] = []
     // The last changed version of each id: the one whose child rows stand.
     const latest = new Map<string, RecordRow>()
@@ -116,8 +136,7 @@ export class RecordWriter {
     return { changed }
   }
 
-  /** Marks records deleted (never removes them). Returns the ids that changed. */
-  markDeleted(ids: readonly string[], now: string): WriteResult {
+  private markRowsDeleted(ids: readonly string[], now: string): WriteResult {
     const mark = this.prepared('mark', () => `UPDATE ${this.t} SET deleted_at = ? WHERE ${this.scopeWhere}id = ? AND deleted_at IS NULL RETURNING updated_at`)
     const scoped = this.scope === undefined ? '' : `${quote(this.scope.column)}, `
     const conflict = this.scope === undefined ? 'id' : `${quote(this.scope.column)}, id`

@@ -42,7 +42,15 @@ export class SyncStateStore {
   private readonly finishRunStmt
   private readonly abandonStmt
 
-  constructor(sqlite: Sqlite) {
+  private readonly runningOwnersStmt
+  private readonly ownerId: number | null
+
+  /** `ownerId`: this process in run_owners; its runs carry it so that no other process abandons them while it lives. */
+  constructor(
+    private readonly sqlite: Sqlite,
+    options: { ownerId?: number } = {},
+  ) {
+    this.ownerId = options.ownerId ?? null
     this.getStmt = sqlite.prepare('SELECT * FROM sync_state WHERE stream = ?')
     this.allStmt = sqlite.prepare('SELECT * FROM sync_state ORDER BY stream')
     const upsert = (set: string) =>
@@ -55,12 +63,13 @@ export class SyncStateStore {
     this.successStmt = upsert('last_success_at = @successAt, last_run_id = @runId')
     this.errorStmt = upsert('last_error = @error, last_error_at = @errorAt, last_run_id = @runId')
     this.startRunStmt = sqlite.prepare(
-      `INSERT INTO sync_runs (kind, stream, started_at, outcome) VALUES (?, ?, ?, 'running') RETURNING id`,
+      `INSERT INTO sync_runs (kind, stream, started_at, outcome, owner_id) VALUES (?, ?, ?, 'running', ?) RETURNING id`,
     )
     this.finishRunStmt = sqlite.prepare(
       `UPDATE sync_runs SET ended_at = @now, outcome = @outcome, rows = @rows, requests = @requests, error = @error, details = @details WHERE id = @id`,
     )
-    this.abandonStmt = sqlite.prepare(`UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running'`)
+    this.abandonStmt = sqlite.prepare(`UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running' AND owner_id IS ?`)
+    this.runningOwnersStmt = sqlite.prepare(`SELECT DISTINCT owner_id FROM sync_runs WHERE outcome = 'running'`).pluck()
   }
 
   get(stream: string): StreamState | undefined {
@@ -89,7 +98,7 @@ export class SyncStateStore {
   }
 
   startRun(kind: RunKind, stream: string, now: string): number {
-    return (this.startRunStmt.get(kind, stream, now) as { id: number }).id
+    return (this.startRunStmt.get(kind, stream, now, this.ownerId) as { id: number }).id
   }
 
   finishRun(id: number, summary: RunSummary, now: string): void {
@@ -104,9 +113,17 @@ export class SyncStateStore {
     })
   }
 
-  /** Runs left `running` by a process that was killed: marked `interrupted` at the next start. */
-  abandonRunning(now: string): number {
-    return this.abandonStmt.run(now).changes
+  /**
+   * Runs left `running` by a process that is gone (killed, or a container that stopped): marked
+   * `interrupted`. Runs of a live process (a daemon beside this cron command) are left alone;
+   * `isGone` decides, given a run's owner id (null: a run from before owners were recorded).
+   */
+  abandonRunning(now: string, isGone: (ownerId: number | null) => boolean): number {
+    return this.sqlite.transaction(() => {
+      let n = 0
+      for (const owner of this.runningOwnersStmt.all() as (number | null)[]) if (isGone(owner)) n += this.abandonStmt.run(now, owner).changes
+      return n
+    }).immediate()
   }
 }
 

@@ -1,5 +1,6 @@
-// Wraps the client for one run: counts the requests the run spent (attempts, retries included) and
-// remembers when the latest request started, which is the moment a list page was observed.
+// Wraps the client for one run: counts the requests the run spent and remembers when the latest
+// request started, which is the moment a list page was observed. Attempts are counted where they
+// start (the client's onAttempt), so retries and a request that finally fails count in full.
 import type { ApiResponse, CallOptions } from '../api/api-client.js'
 import type { Query } from '../api/routes.js'
 import type { PageSource } from '../api/updated-at-keyset.js'
@@ -17,20 +18,20 @@ export class CountingSource implements PageSource {
     private readonly now: () => number,
   ) {}
 
-  async get(path: string, query: Query | undefined, options: CallOptions): Promise<ApiResponse> {
+  get(path: string, query: Query | undefined, options: CallOptions): Promise<ApiResponse> {
     this.lastStartedAt = this.now()
-    try {
-      const res = await this.upstream.get(path, query, options)
-      this.requests += res.attempts
-      return res
-    } catch (err) {
-      this.requests += attemptsOf(err)
-      throw err
+    return this.upstream.get(path, query, this.counted(options))
+  }
+
+  /** The options of a call made on the client directly (a POST): its attempts count for this run. */
+  counted<T extends CallOptions>(options: T): T {
+    const outer = options.onAttempt
+    return {
+      ...options,
+      onAttempt: () => {
+        this.requests++
+        outer?.()
+      },
     }
   }
-}
-
-function attemptsOf(err: unknown): number {
-  const n = (err as { attempts?: unknown }).attempts
-  return typeof n === 'number' && n > 0 ? n : 1
 }

@@ -12,6 +12,7 @@ import { calendarChanges } from './0008-calendar-changes.js'
 import { requestLedger } from './0009-request-ledger.js'
 import { mirrorProbe } from './0010-mirror-probe.js'
 import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
+import { runOwners } from './0012-run-owners.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -30,6 +31,8 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0010-mirror-probe': mirrorProbe,
   // 0011 moves webhook secrets out of the mirror into their own file; the inbox records skipped deliveries.
   '0011-secrets-file': secretsFile,
+  // 0012 records which process owns each run, so only runs of a process that is gone are abandoned.
+  '0012-run-owners': runOwners,
 }
 
 /** Code run beside some migrations' statements (see MigrationHooks), by migration name. */

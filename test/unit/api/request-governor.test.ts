@@ -125,4 +125,39 @@ describe('RequestGovernor', () => {
     await clock.advance(1_000)
     expect(starts).toEqual([0])
   })
+
+  test('with a shared window, each start is claimed there first; a refusal holds the governor until the start in the way leaves, without a pause', async () => {
+    const clock = new FakeClock()
+    const t0 = clock.now()
+    // Another process already started 2 of a limit of 3, 30 s ago and 10 s ago.
+    const shared = [t0 - 30_000, t0 - 10_000]
+    const claims: number[] = []
+    const governor = new RequestGovernor({
+      limitPerMinute: 3,
+      marginMs: 0,
+      burst: 3,
+      clock,
+      shared: {
+        claim: (limit, windowMs) => {
+          const now = clock.now()
+          claims.push(now - t0)
+          const inWindow = shared.filter((t) => t > now - windowMs).sort((a, b) => b - a)
+          const blocking = inWindow[limit - 1]
+          if (blocking !== undefined) return { granted: false, retryAt: blocking + windowMs }
+          shared.push(now)
+          return { granted: true }
+        },
+      },
+    })
+    const starts: number[] = []
+    for (let i = 0; i < 3; i++) void governor.schedule('sweep', (slot) => Promise.resolve(starts.push(slot.startedAt - t0)))
+    await clock.advance(1)
+    // One start fits now; the next waits for the other process's start of t0 - 30 s to leave.
+    expect(starts).toEqual([0])
+    expect(governor.state().pausedUntil).toBeNull()
+    await clock.advance(60_000)
+    expect(starts).toEqual([0, 30_000, 50_000])
+    // Asked only when a start was due: at t0, twice at t0 (granted, refused), then at each retry.
+    expect(claims).toEqual([0, 0, 30_000, 30_000, 50_000])
+  })
 })

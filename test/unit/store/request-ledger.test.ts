@@ -37,6 +37,27 @@ describe('RequestLedger', () => {
     const ledger = new RequestLedger(m.sqlite)
     for (const at of [1_000, 2_000, 3_000]) ledger.record(at)
     expect(new RequestLedger(m.sqlite).recent(62_500)).toEqual([3_000])
+    // A second past the window is kept (a governor claims over the window plus its margin).
+    expect(m.sqlite.prepare('SELECT at_ms FROM request_starts').pluck().all()).toEqual([2_000, 3_000])
+    expect(new RequestLedger(m.sqlite).recent(63_500)).toEqual([])
     expect(m.sqlite.prepare('SELECT at_ms FROM request_starts').pluck().all()).toEqual([3_000])
+  })
+
+  test('claim() grants while the window shared by every process on the mirror has room, then names when the start in the way leaves', () => {
+    let now = 1_000_000
+    const clock = () => now
+    const a = new RequestLedger(m.sqlite, 60_000, clock)
+    const b = new RequestLedger(m.sqlite, 60_000, clock)
+    expect(a.claim(3, 60_250)).toEqual({ granted: true })
+    now += 5_000
+    expect(b.claim(3, 60_250)).toEqual({ granted: true })
+    now += 5_000
+    expect(a.claim(3, 60_250)).toEqual({ granted: true })
+    now += 1_000
+    // Full: the oldest of the three (at 1,000,000) leaves at 1,060,250.
+    expect(b.claim(3, 60_250)).toEqual({ granted: false, retryAt: 1_060_250 })
+    now = 1_060_250
+    expect(b.claim(3, 60_250)).toEqual({ granted: true })
+    expect(a.recent(now)).toEqual([1_005_000, 1_010_000, 1_060_250])
   })
 })

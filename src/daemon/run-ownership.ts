@@ -1,0 +1,118 @@
+// This process as the owner of the runs it starts: registered once in run_owners, kept alive by a
+// heartbeat (one UPDATE every `heartbeatMs`), removed when the runtime closes. At start it marks
+// interrupted only the running runs whose owner is gone (see owner-liveness.ts), so a cron command
+// beside a live daemon leaves the daemon's runs alone.
+import { readlinkSync } from 'node:fs'
+import { hostname } from 'node:os'
+import type { Logger } from '../log/logger.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { ownerLiveness, type ProcessIdentity, type RunOwner } from '../store/owner-liveness.js'
+import { RunOwnerStore } from '../store/run-owners.js'
+import type { SyncStateStore } from '../store/sync-state.js'
+import { isoNow } from '../store/timestamps.js'
+
+/** How often a live process says so. */
+export const HEARTBEAT_MS = 10_000
+/** Silence after which an owner on another host (or a reused pid) is taken for gone: six missed beats. */
+export const STALE_AFTER_MS = 60_000
+
+export interface RunOwnershipOptions {
+  heartbeatMs?: number
+  staleAfterMs?: number
+  now?: () => number
+  identity?: ProcessIdentity
+  pidExists?: (pid: number) => boolean
+}
+
+export interface AbandonedOwner {
+  id: number | null
+  pid?: number
+  host?: string
+  reason: string
+}
+
+export class RunOwnership {
+  readonly id: number
+  readonly #store: RunOwnerStore
+  readonly #sqlite: Sqlite
+  readonly #self: Omit<RunOwner, 'heartbeatAt'>
+  readonly #now: () => number
+  readonly #staleAfterMs: number
+  readonly #pidExists: (pid: number) => boolean
+  readonly #timer: NodeJS.Timeout
+  #beatFailed = false
+
+  constructor(sqlite: Sqlite, logger: Logger, options: RunOwnershipOptions = {}) {
+    this.#sqlite = sqlite
+    this.#store = new RunOwnerStore(sqlite)
+    this.#now = options.now ?? Date.now
+    this.#staleAfterMs = options.staleAfterMs ?? STALE_AFTER_MS
+    this.#pidExists = options.pidExists ?? pidExists
+    const identity = options.identity ?? currentProcess()
+    const startedAt = isoNow(this.#now())
+    this.id = this.#store.register(identity, startedAt, startedAt)
+    this.#self = { ...identity, id: this.id, startedAt }
+    this.#timer = setInterval(() => {
+      try {
+        this.#store.beat(this.#self, isoNow(this.#now()))
+        this.#beatFailed = false
+      } catch (err) {
+        // Only matters to another host: after STALE_AFTER_MS of silence it may abandon our runs.
+        if (!this.#beatFailed) logger.warn({ err }, 'cannot refresh this process\'s heartbeat in the mirror; another host may take its runs for abandoned')
+        this.#beatFailed = true
+      }
+    }, options.heartbeatMs ?? HEARTBEAT_MS)
+    this.#timer.unref()
+  }
+
+  /** Marks interrupted the running runs of owners that are gone; returns them with the reason. */
+  abandonGone(state: SyncStateStore): { runs: number; owners: AbandonedOwner[] } {
+    const owners = new Map(this.#store.all().map((o) => [o.id, o]))
+    const now = this.#now()
+    const gone: AbandonedOwner[] = []
+    const runs = state.abandonRunning(isoNow(now), (id) => {
+      const owner = id === null ? undefined : owners.get(id)
+      const verdict = ownerLiveness(owner, this.#self, { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists })
+      if (!verdict.gone) return false
+      gone.push({ id, ...(owner === undefined ? {} : { pid: owner.pid, host: owner.host }), reason: verdict.reason })
+      return true
+    })
+    // Rows of gone owners (and of any owner whose runs all ended) are no longer needed.
+    this.#sqlite.transaction(() => {
+      for (const o of owners.values()) {
+        if (o.id !== this.id && ownerLiveness(o, this.#self, { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists }).gone) this.#store.prune(o.id)
+      }
+    })()
+    return { runs, owners: gone }
+  }
+
+  /** Stops the heartbeat and removes this process's row: a run it left running is then abandoned at the next start. */
+  close(): void {
+    clearInterval(this.#timer)
+    try {
+      this.#store.remove(this.id)
+    } catch {
+      // A mirror that cannot be written: the row goes stale and the next start abandons by heartbeat.
+    }
+  }
+}
+
+export function currentProcess(): ProcessIdentity {
+  let pidNamespace = ''
+  try {
+    pidNamespace = readlinkSync('/proc/self/ns/pid')
+  } catch {
+    // Not Linux: the hostname alone tells hosts apart.
+  }
+  return { pid: process.pid, host: hostname(), pidNamespace }
+}
+
+/** `process.kill(pid, 0)` sends nothing; ESRCH means no such process (EPERM: one exists, not ours). */
+export function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH'
+  }
+}

@@ -1,0 +1,91 @@
+// A command started beside a live daemon (a cron `reconcile` on the same mirror) must not mark the
+// daemon's running runs interrupted; once the daemon is gone, the next command does.
+import { describe, expect, test, vi } from 'vitest'
+import { Writable } from 'node:stream'
+import { RunOwnership } from '../../../src/daemon/run-ownership.js'
+import { createLogger } from '../../../src/log/logger.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { emulatorEnv } from '../../helpers/emulator-env.js'
+import { runCli } from '../../helpers/run-cli.js'
+import { tempDir, tempMirror } from '../../helpers/temp-mirror.js'
+import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+
+const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
+
+describe('runs of live processes', () => {
+  test('a reconcile started beside a running daemon leaves the daemon\'s running sweep alone; after a SIGKILL of the daemon it is interrupted', async () => {
+    const emu = await emulatorEnv({ counts: { clients: 10, jobs: 5, visitsPerJob: 1, invoices: 2, customRecords: 0 } })
+    const dir = tempDir()
+    const env = daemonEnv(emu, dir, await freePort(), {
+      streams: ['clients', 'jobs'],
+      schedules: { sweep: NEVER, reference: NEVER, reconcile: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+    })
+    const db = env.FSM_DB!
+    // The daemon's first sweep hangs on the jobs list, so its jobs run stays `running`.
+    await emu.control('POST', '/faults', { route: 'GET /api/v1/jobs*', latencyMs: 120_000 })
+    const daemon = startRun(env)
+    try {
+      const running = await until('the daemon\'s jobs sweep running', () => query(db, `SELECT id FROM sync_runs WHERE stream = 'jobs' AND outcome = 'running'`)[0]?.id)
+
+      const beside = await runCli(['reconcile', '--stream', 'clients'], env)
+      expect(beside.code, beside.stderr).toBe(0)
+      expect(query(db, `SELECT outcome FROM sync_runs WHERE stream = 'clients' AND kind = 'reconcile'`)).toEqual([{ outcome: 'success' }])
+      expect(query(db, `SELECT outcome FROM sync_runs WHERE id = ?`, running)).toEqual([{ outcome: 'running' }])
+
+      daemon.child.kill('SIGKILL')
+      await daemon.exited
+      const after = await runCli(['reconcile', '--stream', 'clients'], env)
+      expect(after.code, after.stderr).toBe(0)
+      expect(query(db, `SELECT outcome FROM sync_runs WHERE id = ?`, running)).toEqual([{ outcome: 'interrupted' }])
+    } finally {
+      daemon.child.kill('SIGKILL')
+      await emu.control('POST', '/faults', { clear: true })
+    }
+  }, 60_000)
+
+  test('another host\'s runs are left alone while it keeps beating, and abandoned once its heartbeat is older than the bound', async () => {
+    const m = await tempMirror()
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    try {
+      let now = Date.parse('2026-06-01T12:00:00.000Z')
+      const clock = () => now
+      const elapse = (ms: number) => {
+        for (let i = 0; i < ms / 1000; i++) {
+          now += 1000
+          vi.advanceTimersByTime(1000)
+        }
+      }
+      // Two other hosts on one volume: one keeps beating every 10 s, one stops (its container died).
+      // The same pid everywhere: pids mean nothing across hosts.
+      const identity = (host: string) => ({ pid: 7, host, pidNamespace: 'pid:[1]' })
+      const beating = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-b'), heartbeatMs: 10_000 })
+      const silent = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-c'), heartbeatMs: 3_600_000 })
+      const runOf = (o: RunOwnership) => new SyncStateStore(m.sqlite, { ownerId: o.id }).startRun('sweep', 'jobs', new Date(now).toISOString())
+      const beatingRun = runOf(beating)
+      const silentRun = runOf(silent)
+      const outcome = (id: number) => m.sqlite.prepare(`SELECT outcome FROM sync_runs WHERE id = ?`).pluck().get(id)
+      const here = { now: clock, identity: identity('host-a'), pidExists: () => false, heartbeatMs: 3_600_000 }
+      const startHere = () => {
+        const o = new RunOwnership(m.sqlite, quiet(), here)
+        const abandoned = o.abandonGone(new SyncStateStore(m.sqlite, { ownerId: o.id }))
+        o.close()
+        return abandoned
+      }
+
+      elapse(30_000)
+      expect(startHere().runs).toBe(0)
+      expect([outcome(beatingRun), outcome(silentRun)]).toEqual(['running', 'running'])
+
+      elapse(60_000)
+      expect(startHere()).toEqual({ runs: 1, owners: [{ id: silent.id, pid: 7, host: 'host-c', reason: 'no heartbeat for 90 s' }] })
+      expect([outcome(beatingRun), outcome(silentRun)]).toEqual(['running', 'interrupted'])
+      // One row per live process, refreshed in place: the heartbeat writes no row per run.
+      expect(m.sqlite.prepare(`SELECT host, heartbeat_at FROM run_owners ORDER BY id`).all()).toEqual([{ host: 'host-b', heartbeat_at: new Date(now).toISOString() }])
+      beating.close()
+      silent.close()
+    } finally {
+      vi.useRealTimers()
+      await m.dispose()
+    }
+  })
+})
