@@ -7,6 +7,8 @@
 // - Another host (two containers on one volume): pids mean nothing here; a heartbeat older than
 //   the bound is gone.
 
+import { parseInstant } from './timestamps.js'
+
 export interface ProcessIdentity {
   pid: number
   host: string
@@ -34,7 +36,7 @@ export type Liveness = { gone: false } | { gone: true; reason: string }
 export function ownerLiveness(owner: RunOwner | undefined, self: ProcessIdentity & { id: number }, rules: LivenessRules): Liveness {
   if (owner === undefined) return { gone: true, reason: 'no owner recorded (a run from before owners were kept, or an owner that stopped)' }
   if (owner.id === self.id) return { gone: false }
-  const silentMs = rules.now - Date.parse(owner.heartbeatAt)
+  const silentMs = rules.now - parseInstant(owner.heartbeatAt)
   if (!(silentMs <= rules.staleAfterMs)) return { gone: true, reason: `no heartbeat for ${Math.round(silentMs / 1000)} s` }
   if (owner.host !== self.host || owner.pidNamespace !== self.pidNamespace) return { gone: false }
   if (owner.pid === self.pid) return { gone: true, reason: `its pid ${owner.pid} is now this process` }

@@ -44,7 +44,7 @@ test('the daemon, a reconcile and a sync running at once never start more than F
       const entries = await log()
       const paths = ['/api/v1/invoices', '/api/v1/clients', '/api/v1/jobs']
       return paths.every((p) => entries.some((e) => e.path === p)) ? Math.min(...entries.map((e) => Date.parse(e.startedAt))) : undefined
-    }, 30_000)
+    }, 60_000)
     // Observe the shared key; an over-spend ends the wait as soon as it happens.
     await until('the observed spell, or an over-spend', async () => {
       const entries = await log()
@@ -61,4 +61,4 @@ test('the daemon, a reconcile and a sync running at once never start more than F
   // The three shared it: each got some of the budget, and the budget was used.
   expect(new Set(entries.map((e) => e.path)).size).toBe(3)
   expect(entries).toHaveLength(LIMIT)
-}, 90_000)
+}, 120_000)
