@@ -43,6 +43,10 @@ export async function openMirror(file: string, options: OpenMirrorOptions = {}):
   }
   sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   if (!readonly) {
+    // Lets retention give freed pages back to the file system. It takes effect only in a file with
+    // no table yet, and only before journal_mode is set; on an older mirror it changes nothing
+    // until a VACUUM (enableIncrementalVacuum, run once by the daemon).
+    sqlite.pragma('auto_vacuum = INCREMENTAL')
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
     // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).

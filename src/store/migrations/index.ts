@@ -10,6 +10,7 @@ import { integrations } from './0006-integrations.js'
 import { clientProperties } from './0007-client-properties.js'
 import { calendarChanges } from './0008-calendar-changes.js'
 import { requestLedger } from './0009-request-ledger.js'
+import { retention } from './0012-retention.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -24,4 +25,6 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0008-calendar-changes': calendarChanges,
   // 0009 keeps recent request start times, so a restart honours the sliding window (issue 8).
   '0009-request-ledger': requestLedger,
+  // 0012 lets retention drop the bodies of old applied deliveries, then their rows.
+  '0012-retention': retention,
 }
