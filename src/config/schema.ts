@@ -98,7 +98,7 @@ export const ConfigSchema = z.strictObject({
       runsDays: Days.default(90),
       calendarChangesDays: Days.default(90),
       /** Rows per delete transaction; the event loop is yielded between them (acks wait behind each). */
-      batchRows: int(10, 100_000).default(2_000),
+      batchRows: int(10, 100_000).default(500),
       /** Free pages returned to the file system per retention pass at most (4 KiB each). */
       vacuumPages: int(0, 10_000_000).default(65_536),
     })

@@ -52,6 +52,33 @@ export interface RetentionOptions {
 
 const DAY_MS = 86_400_000
 
+/**
+ * Drops the bodies of a batch of old applied deliveries. Each row is deleted and inserted again
+ * without its body (same delivery id and seq, a new rowid): shrinking rows in place would leave
+ * their pages mostly empty (SQLite does not merge pages on update), so the file would not shrink;
+ * deleted, their pages are freed whole, and the compact rows pack densely at the table's end.
+ */
+function compactBodies(sqlite: Sqlite): { run(droppedAt: unknown, cutoff: unknown, limit: unknown): { changes: number } } {
+  const pick = sqlite.prepare(
+    `SELECT rowid AS rid, delivery_id, seq, event, received_at, verified_with, processed_at, error, attempts FROM webhook_inbox
+     WHERE body_dropped_at IS NULL AND received_at < ? AND processed_at IS NOT NULL
+     ORDER BY received_at LIMIT ?`,
+  )
+  const remove = sqlite.prepare(`DELETE FROM webhook_inbox WHERE rowid = ?`)
+  const insert = sqlite.prepare(
+    `INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, raw_bytes, verified_with, processed_at, error, attempts, body_dropped_at)
+     VALUES (@delivery_id, @seq, @event, @received_at, '', NULL, @verified_with, @processed_at, @error, @attempts, @dropped)`,
+  )
+  type Row = { rid: number; delivery_id: string; seq: number; event: string; received_at: string; verified_with: string; processed_at: string; error: string | null; attempts: number }
+  const batch = sqlite.transaction((droppedAt: string, cutoff: string, limit: number) => {
+    const rows = pick.all(cutoff, limit) as Row[]
+    for (const r of rows) remove.run(r.rid)
+    for (const { rid: _rid, ...r } of rows) insert.run({ ...r, dropped: droppedAt })
+    return { changes: rows.length }
+  })
+  return { run: (droppedAt, cutoff, limit) => batch(droppedAt as string, cutoff as string, limit as number) }
+}
+
 export async function runRetention(sqlite: Sqlite, now: number, settings: RetentionSettings, options: RetentionOptions = {}): Promise<RetentionResult> {
   const pause = options.pause ?? (() => nextTurn())
   const removed: RetentionCounts = { webhook_inbox_bodies: 0, webhook_inbox: 0, sync_runs: 0, calendar_changes: 0 }
@@ -63,21 +90,17 @@ export async function runRetention(sqlite: Sqlite, now: number, settings: Retent
         if (aborted()) return
         const n = statement.run(...params, settings.batchRows).changes
         removed[label] += n
+        // A pause after every batch that wrote, short ones too: the next table's first batch
+        // must not join this one in the same turn of the event loop.
+        if (n > 0) await pause()
         if (n < settings.batchRows) return
-        await pause()
       }
     },
   })
 
   const bodies = cutoff(settings.deliveriesDays)
   if (bodies !== undefined) {
-    const drop = sqlite.prepare(
-      `UPDATE webhook_inbox SET raw = '', raw_bytes = NULL, body_dropped_at = ?
-       WHERE rowid IN (SELECT rowid FROM webhook_inbox
-                       WHERE body_dropped_at IS NULL AND received_at < ? AND processed_at IS NOT NULL
-                       ORDER BY received_at LIMIT ?)`,
-    )
-    await batches(drop, new Date(now).toISOString(), bodies).drain('webhook_inbox_bodies')
+    await batches(compactBodies(sqlite), new Date(now).toISOString(), bodies).drain('webhook_inbox_bodies')
     // An id outlives its body: a shorter setting is read as the body's horizon.
     const idDays = settings.deliveryIdsDays === 'off' ? undefined : Math.max(settings.deliveryIdsDays, settings.deliveriesDays as number)
     if (idDays !== undefined) {

@@ -81,9 +81,8 @@ describe('retention of webhook deliveries', () => {
       return Promise.resolve()
     }
     await runRetention(m.sqlite, NOW, { ...SETTINGS, batchRows: 10, vacuumPages: 0 }, { pause })
-    // Bodies 46 -> 36 -> 26 -> 16 -> 6 (then 1: a short batch ends the step), then rows 46 -> 36 -> ...
-    expect(seen.slice(0, 4)).toEqual([[36, 46], [26, 46], [16, 46], [6, 46]])
-    expect(seen.slice(4)).toEqual([[1, 36], [1, 26], [1, 16], [1, 6]])
+    // Bodies 46 -> 36 -> 26 -> 16 -> 6 -> 1 (a short batch ends the step), then rows 46 -> 36 -> ... -> 1.
+    expect(seen).toEqual([[36, 46], [26, 46], [16, 46], [6, 46], [1, 46], [1, 36], [1, 26], [1, 16], [1, 6], [1, 1]])
     expect(count(`SELECT count(*) FROM webhook_inbox`)).toBe(1)
   })
 
@@ -135,6 +134,19 @@ describe('the mirror file shrinks', () => {
     m.sqlite.pragma('wal_checkpoint(TRUNCATE)')
     expect(r.freedPages).toBeGreaterThan(1000)
     expect(fileBytes(m.path)).toBeLessThan(before / 4)
+  })
+
+  test('dropping bodies alone shrinks the file: the compact rows do not keep the pages of the bodies', async () => {
+    const body = JSON.stringify({ id: 'x', notes: 'n'.repeat(1000) })
+    m.sqlite.transaction(() => {
+      for (let i = 0; i < 6000; i++) delivery(`d${i}`, 20, 'applied', body)
+    })()
+    m.sqlite.pragma('wal_checkpoint(TRUNCATE)')
+    const before = fileBytes(m.path)
+    const r = await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
+    m.sqlite.pragma('wal_checkpoint(TRUNCATE)')
+    expect(r.removed).toMatchObject({ webhook_inbox_bodies: 6000, webhook_inbox: 0 })
+    expect(fileBytes(m.path)).toBeLessThan(before / 2)
   })
 
   test('vacuumPages bounds what one pass gives back; the next pass goes on', async () => {
