@@ -27,6 +27,7 @@ export const SCHEDULE_ENV_KEYS = {
   FSM_SCHEDULE_CALENDAR_B: 'calendarB',
   FSM_SCHEDULE_ACCOUNTING: 'accounting',
   FSM_SCHEDULE_DELIVERIES: 'deliveries',
+  FSM_SCHEDULE_RETENTION: 'retention',
 } as const satisfies Record<string, keyof Config['schedules']>
 
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */

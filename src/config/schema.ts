@@ -42,6 +42,13 @@ const Cron = z
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
 
+/** The retention value that keeps a table's rows forever. */
+export const RETENTION_OFF = 'off'
+
+/** A retention horizon in whole days, or "off": keep everything. */
+const DAYS_MESSAGE = 'must be a whole number of days from 1 to 36500, or "off" to keep everything'
+const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_MESSAGE).min(1, DAYS_MESSAGE).max(36_500, DAYS_MESSAGE)], { error: DAYS_MESSAGE })
+
 export const ConfigSchema = z.strictObject({
   baseUrl: z
     .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' })
@@ -114,6 +121,20 @@ export const ConfigSchema = z.strictObject({
       maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024).default(32 * 1024 * 1024),
     })
     .prefault({}),
+  retention: z
+    .strictObject({
+      /** Days an applied delivery keeps its body in webhook_inbox; its id stays (deliveryIdsDays). */
+      deliveriesDays: Days.default(14),
+      /** Days the id of an applied delivery is kept against replays, from its receipt; never less than deliveriesDays. */
+      deliveryIdsDays: Days.default(30),
+      runsDays: Days.default(90),
+      calendarChangesDays: Days.default(90),
+      /** Rows per delete transaction; the event loop is yielded between them (acks wait behind each). */
+      batchRows: int(10, 100_000).default(500),
+      /** Free pages returned to the file system per retention pass at most (4 KiB each). */
+      vacuumPages: int(0, 10_000_000).default(65_536),
+    })
+    .prefault({}),
   schedules: z
     .strictObject({
       sweep: Cron.default('*/5 * * * *'),
@@ -123,6 +144,7 @@ export const ConfigSchema = z.strictObject({
       calendarB: Cron.default('29 * * * *'),
       accounting: Cron.default('41 4 * * *'),
       deliveries: Cron.default('*/10 * * * *'),
+      retention: Cron.default('53 * * * *'),
     })
     .prefault({}),
 })

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ResponseEvent } from '../api/api-client.js'
 import type { GovernorState } from '../api/request-governor.js'
 import type { CheckpointStats } from '../store/background-checkpoints.js'
+import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../store/timestamps.js'
@@ -26,6 +27,7 @@ export class DaemonMetrics {
   readonly #durations
   readonly #lastSuccess
   readonly #notConnected
+  readonly #retention
 
   constructor(sources: MetricSources) {
     const registers = [this.registry]
@@ -43,6 +45,12 @@ export class DaemonMetrics {
     })
     this.#lastSuccess = new Gauge({ name: 'fsm_last_success_timestamp_seconds', help: 'Unix time of the last successful run per stream (alert on staleness)', labelNames: ['stream'], registers })
     this.#notConnected = new Counter({ name: 'fsm_integration_not_connected_total', help: 'Triggers refused with INTEGRATION_NOT_CONNECTED', labelNames: ['integration'], registers })
+    this.#retention = new Counter({
+      name: 'fsm_retention_deleted_rows_total',
+      help: 'Rows removed by retention passes, by table (webhook_inbox_bodies: bodies of applied deliveries dropped, their ids kept)',
+      labelNames: ['table'],
+      registers,
+    })
     const budget = (name: string, help: string, pick: (s: GovernorState) => number) =>
       new Gauge({ name, help, registers, collect() { this.set(pick(sources.governor())) } })
     budget('fsm_request_budget_limit', 'Configured requests per sliding minute (FSM_RATE_LIMIT)', (s) => s.limit)
@@ -88,6 +96,10 @@ export class DaemonMetrics {
     this.#runs.inc({ ...labels, outcome: r.outcome })
     this.#durations.observe(labels, r.durationMs / 1000)
     if (r.outcome === 'success') this.#lastSuccess.set({ stream: r.stream }, at / 1000)
+  }
+
+  retentionRemoved(counts: RetentionCounts): void {
+    for (const [table, n] of Object.entries(counts)) this.#retention.inc({ table }, n)
   }
 
   integrationNotConnected(integration: string): void {

@@ -13,6 +13,7 @@ import { RECORD_STREAMS } from '../../connectors/index.js'
 import { DaemonMetrics } from './daemon-metrics.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
 import { probeMirror } from './mirror-probe.js'
+import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { createRuntime, type Runtime } from './runtime.js'
 import { Scheduler } from './scheduler.js'
 import { syncJobs } from './sync-jobs.js'
@@ -38,6 +39,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // The client is built before the metrics (which read its governor): forward through a holder.
   const hook: { metrics?: DaemonMetrics } = {}
   const rt = await createRuntime(config, logger, { onResponse: (e) => hook.metrics?.onResponse(e) })
+  // Before anything else writes or listens: on an older mirror this is a VACUUM (retention-job.ts).
+  enableIncrementalVacuumAtStart(rt.mirror.sqlite, rt.mirror.path, logger)
   const webhooks = createWebhookService({
     sqlite: rt.mirror.sqlite,
     config,

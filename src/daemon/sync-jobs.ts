@@ -11,6 +11,7 @@ import { syncCalendarFeed } from './calendar-feed.js'
 import { pollCalendarStatus } from './integration-status.js'
 import { runTrigger, type IntegrationName } from './integration-triggers.js'
 import type { Runtime } from './runtime.js'
+import { retentionJob } from './retention-job.js'
 import type { JobDefinition } from './scheduler.js'
 
 /** A one-at-a-time lane: callers wait their turn in order. */
@@ -81,6 +82,7 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
         })
       },
     },
+    retentionJob({ sqlite: rt.mirror.sqlite, settings: rt.config.retention, cron: s.retention, logger: rt.logger, metrics }),
     {
       // design.md, The mirror: a reader holding a transaction stops automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.

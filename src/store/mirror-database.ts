@@ -91,6 +91,10 @@ function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions
   // Reads the first page: a file that is not a database (or not one any more) says so here, once.
   sqlite.prepare('SELECT count(*) FROM sqlite_master').pluck().get()
   if (!readonly) {
+    // Lets retention give freed pages back to the file system. It takes effect only in a file with
+    // no table yet, and only before journal_mode is set; on an older mirror it changes nothing
+    // until a VACUUM (enableIncrementalVacuum, run once by the daemon).
+    sqlite.pragma('auto_vacuum = INCREMENTAL')
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
     // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).

@@ -13,6 +13,7 @@ import { requestLedger } from './0009-request-ledger.js'
 import { mirrorProbe } from './0010-mirror-probe.js'
 import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
 import { runOwners } from './0012-run-owners.js'
+import { retention } from './0013-retention.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -33,6 +34,8 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0011-secrets-file': secretsFile,
   // 0012 records which process owns each run, so only runs of a process that is gone are abandoned.
   '0012-run-owners': runOwners,
+  // 0013 lets retention drop the bodies of old applied deliveries, then their rows.
+  '0013-retention': retention,
 }
 
 /** Code run beside some migrations' statements (see MigrationHooks), by migration name. */
