@@ -72,7 +72,7 @@ export interface ApiResponse {
   attempts: number
 }
 
-const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000, deadlineMs: 30_000 }
+const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 15_000, deadlineMs: 30_000 }
 
 type Attempt =
   | { ok: true; response: ApiResponse }

@@ -127,8 +127,10 @@ export class RequestDeadlineError extends NetworkError {
         errorCode: 'REQUEST_DEADLINE',
         reachedServer: true,
         message:
-          `Request deadline of ${data.deadlineMs} ms passed on ${data.target}: the upstream did not finish its answer (connect, headers and body) in time; ` +
-          'retried as a network error. Raise http.requestDeadlineMs only if the upstream is known to be this slow',
+          // Neutral on purpose: whether it is tried again depends on the method and the attempt
+          // (a POST never is, nor a GET's last try), which the retry policy decides after this.
+          `Request deadline of ${data.deadlineMs} ms passed on ${data.target}: the upstream did not finish its answer (connect, headers and body) in time. ` +
+          'Raise http.requestDeadlineMs only if the upstream is known to be this slow',
       },
       options,
     )

@@ -2,11 +2,10 @@
 // a stop that overruns its budget, ends the process at once with exit 1.
 import { startDaemon } from '../daemon/daemon.js'
 import type { Command } from './command.js'
+import { STOP_SIGNALS } from './stop-signals.js'
 
 /** contract.md: exit within 10 s of SIGTERM; leave a margin for the process to end. */
 const STOP_BUDGET_MS = 9000
-/** SIGHUP too: a closed terminal or a container runtime may send it, and by default it ends the process with no clean stop. */
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
 
 export const runCommand: Command = {
   command: 'run',

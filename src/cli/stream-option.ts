@@ -2,13 +2,13 @@
 // or one `reconcile` has nothing to do for, is a usage error (exit 2) that lists the valid names,
 // rather than a run that skips it or silently does nothing.
 import type { Argv } from 'yargs'
-import { STREAM_NAMES, StreamName } from '../config/index.js'
+import { OBJECT_STREAM, STREAM_NAMES, StreamName } from '../config/index.js'
 import { RECORD_STREAMS } from '../../connectors/index.js'
 
 /** Streams whose deletions `reconcile` finds: records whose lists hide deleted ones, and custom objects. */
 export const RECONCILABLE: readonly string[] = [...RECORD_STREAMS.filter((s) => s.deletions.reconcile).map((s) => s.name), 'objects']
 
-const isObject = (name: string) => /^objects:[A-Za-z0-9_-]+$/.test(name)
+const isObject = (name: string) => OBJECT_STREAM.test(name)
 
 /** Why `name` cannot be given to `--stream` of this command, or undefined when it can. */
 export function streamOptionProblem(command: 'sync' | 'reconcile', name: string): string | undefined {

@@ -2,9 +2,7 @@
 // then the run ends), and always closes the mirror.
 import { createRuntime, type Runtime } from '../daemon/runtime.js'
 import type { CommandContext } from './command.js'
-
-/** SIGHUP too: a closed terminal sends it, and by default it ends the process with no clean stop. */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+import { STOP_SIGNALS } from './stop-signals.js'
 
 export async function withRuntime(ctx: CommandContext, body: (rt: Runtime, signal: AbortSignal) => Promise<number>): Promise<number> {
   const rt = await createRuntime(ctx.config(), ctx.logger())

@@ -1,6 +1,8 @@
 // The one schema for every setting of contract.md. Environment variables and flags arrive as
 // strings, so numbers and lists are coerced here; the config file may use JSON types directly.
 import { z } from 'zod'
+import { HELD_SHARE } from '../webhooks/body-budget.js'
+import { INTAKE_LIMIT_DEFAULTS } from '../webhooks/intake-limits.js'
 import { cronProblem } from './cron-check.js'
 
 const STREAMS = [
@@ -9,10 +11,13 @@ const STREAMS = [
 export type CoreStreamName = (typeof STREAMS)[number]
 export const STREAM_NAMES: readonly CoreStreamName[] = STREAMS
 
-/** A stream name of contract.md, or `objects:<slug>` for one custom object. */
+/** `objects:<slug>`: one custom object by its slug (the slug is captured). */
+export const OBJECT_STREAM = /^objects:([A-Za-z0-9_-]+)$/
+
+/** A stream name of the product, or `objects:<slug>` for one custom object. */
 export const StreamName = z
   .string()
-  .refine((s) => (STREAMS as readonly string[]).includes(s) || /^objects:[A-Za-z0-9_-]+$/.test(s), {
+  .refine((s) => (STREAMS as readonly string[]).includes(s) || OBJECT_STREAM.test(s), {
     message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
   })
 
@@ -85,10 +90,20 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       connectTimeoutMs: int(100, 600_000).default(10_000),
       headersTimeoutMs: int(100, 600_000).default(30_000),
-      bodyTimeoutMs: int(100, 600_000).default(60_000),
-      /** Longest whole request (connect, headers and body), well inside the 60 s rate window. */
+      /** Longest gap between two chunks of a body; under the deadline, or it could never fire. */
+      bodyTimeoutMs: int(100, 600_000).default(15_000),
+      /** Longest whole request (connect, headers and body); by default half the 60 s rate window. */
       requestDeadlineMs: int(100, 600_000).default(30_000),
       maxInFlight: int(1, 64).default(4),
+    })
+    .superRefine((h, ctx) => {
+      if (h.bodyTimeoutMs > h.requestDeadlineMs) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bodyTimeoutMs'],
+          message: `${h.bodyTimeoutMs} ms is longer than http.requestDeadlineMs (${h.requestDeadlineMs} ms), so it could never end a request: lower http.bodyTimeoutMs or raise http.requestDeadlineMs`,
+        })
+      }
     })
     .prefault({}),
   sync: z
@@ -116,9 +131,21 @@ export const ConfigSchema = z.strictObject({
       maxBacklog: int(1, 10_000_000).default(100_000),
       rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),
       /** Bounds against slow and hostile clients (src/webhooks/intake-limits.ts has the reasons). */
-      maxConnections: int(16, 1_000_000).default(1024),
-      bodyTimeoutMs: int(100, 600_000).default(10_000),
-      maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024).default(32 * 1024 * 1024),
+      maxConnections: int(16, 1_000_000).default(INTAKE_LIMIT_DEFAULTS.maxConnections),
+      bodyTimeoutMs: int(100, 600_000).default(INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs),
+      maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024).default(INTAKE_LIMIT_DEFAULTS.maxBufferedBytes),
+    })
+    .superRefine((w, ctx) => {
+      // A body over 64 KiB may hold only HELD_SHARE of the buffer: below that, a body under the cap
+      // would always get 503 (never the 413 that tells the sender why).
+      const room = Math.floor(w.maxBufferedBytes * HELD_SHARE)
+      if (room < w.maxBodyBytes) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['maxBufferedBytes'],
+          message: `leaves ${room} bytes for large bodies (${HELD_SHARE * 100} % of ${w.maxBufferedBytes}), less than one body of webhooks.maxBodyBytes (${w.maxBodyBytes}): raise webhooks.maxBufferedBytes to at least ${Math.ceil(w.maxBodyBytes / HELD_SHARE)} or lower webhooks.maxBodyBytes`,
+        })
+      }
     })
     .prefault({}),
   retention: z

@@ -1,23 +1,34 @@
 // How many body bytes the intake holds in memory at once, across every request. A signature covers
 // the body, so an unsigned client cannot be told apart from the real sender before its body is read:
-// what bounds memory is this budget, with the connection cap and the body deadline. A request that
-// would pass it is answered 503 at once, before its bytes are read.
+// what bounds memory is this budget, with the connection cap and the body deadline.
 //
-// Small bodies (the real sender's deliveries are a few KB) may use the whole budget; larger ones
-// only LARGE_BODY_SHARE of it. Without that headroom, clients announcing bodies near the cap could
-// fill the budget to the last few bytes and every real delivery would then be refused.
+// Bytes are charged as they arrive, never on what a Content-Length announces: otherwise clients
+// sending only headers (a large Content-Length, then nothing) would fill the budget for free and
+// every real delivery would get 503. The chunk that would pass the ceiling is refused (503) and the
+// rest of that body is never read.
+//
+// Two ceilings keep the real sender's deliveries (a few KB, usually in one read) fitting while
+// others trickle: bytes of bodies still incomplete, and any bytes of bodies over SMALL_BODY_BYTES,
+// may fill only HELD_SHARE of the budget; the chunk that completes a small body may use the rest.
 
-/** Bodies up to this size may use the whole budget. */
+/** Bodies up to this size may complete in the whole budget. */
 export const SMALL_BODY_BYTES = 64 * 1024
-/** The share of the budget bodies over SMALL_BODY_BYTES may hold together. */
-export const LARGE_BODY_SHARE = 0.75
+/** The share of the budget that incomplete bodies, and bodies over SMALL_BODY_BYTES, may hold. */
+export const HELD_SHARE = 0.75
+
+export interface BodyChunk {
+  /** What the body will be at least: its Content-Length, or what it has grown to. */
+  bodyBytes: number
+  /** Whether this chunk ends the body (its last byte by Content-Length). */
+  completes: boolean
+}
 
 export class BodyBudget {
   #used = 0
-  readonly #largeCeiling: number
+  readonly #heldCeiling: number
 
   constructor(readonly limit: number) {
-    this.#largeCeiling = Math.floor(limit * LARGE_BODY_SHARE)
+    this.#heldCeiling = Math.floor(limit * HELD_SHARE)
   }
 
   /** Bytes held now. */
@@ -25,12 +36,9 @@ export class BodyBudget {
     return this.#used
   }
 
-  /**
-   * Takes `bytes` more for a body that will then be `bodyBytes` long (its Content-Length, or what
-   * it has grown to); false, taking nothing, when that would pass what such a body may use.
-   */
-  take(bytes: number, bodyBytes: number): boolean {
-    const ceiling = bodyBytes > SMALL_BODY_BYTES ? this.#largeCeiling : this.limit
+  /** Takes `bytes` more for one chunk of a body; false, taking nothing, when that would pass its ceiling. */
+  take(bytes: number, chunk: BodyChunk): boolean {
+    const ceiling = chunk.completes && chunk.bodyBytes <= SMALL_BODY_BYTES ? this.limit : this.#heldCeiling
     if (this.#used + bytes > ceiling) return false
     this.#used += bytes
     return true

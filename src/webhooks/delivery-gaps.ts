@@ -93,8 +93,17 @@ export class DeliveryGapCheck {
     // streams the mirror does not keep.
     const selection = deliverySelection(this.#o.selectedStreams)
     const plan = { ...found, streams: found.streams.filter((s) => selection.stream(s)) }
-    if (plan.missed.length > 0) {
-      this.#o.logger.warn({ deliveries: plan.missed.length, streams: plan.streams }, 'webhook deliveries failed upstream and will not be re-sent: sweeping the affected selected streams now')
+    const notSelected = found.streams.filter((s) => !selection.stream(s))
+    if (plan.streams.length > 0) {
+      this.#o.logger.warn(
+        { deliveries: plan.missed.length, streams: plan.streams, notSelected },
+        'webhook deliveries failed upstream and will not be re-sent: sweeping the affected selected streams now',
+      )
+    } else if (plan.missed.length > 0) {
+      this.#o.logger.info(
+        { deliveries: plan.missed.length, notSelected },
+        'webhook deliveries failed upstream, none of a selected stream: nothing to sweep (their streams are not in the config\'s streams)',
+      )
     }
     const commit = (): void => {
       this.#o.sqlite

@@ -7,7 +7,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from '../log/logger.js'
 import { InboxUnavailableError, type Delivery, type EnqueueResult } from './inbox.js'
 import { BodyBudget } from './body-budget.js'
-import { INTAKE_LIMIT_DEFAULTS } from './intake-limits.js'
 import type { WebhookMetrics } from './metrics.js'
 import { readRawBody, type RawBody } from './raw-body.js'
 import { verifySignature, type ActiveSecret } from './signature.js'
@@ -19,9 +18,9 @@ export interface IntakeHandlerOptions {
   /** Body cap in bytes (webhooks.maxBodyBytes, 1 MiB by default). */
   maxBodyBytes: number
   /** Deadline to receive a whole body (webhooks.bodyTimeoutMs): 408 past it. */
-  bodyTimeoutMs?: number
+  bodyTimeoutMs: number
   /** Body bytes held at once across requests (webhooks.maxBufferedBytes): 503 past it. */
-  maxBufferedBytes?: number
+  maxBufferedBytes: number
   logger: Logger
   metrics?: WebhookMetrics
 }
@@ -35,8 +34,8 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
   const log = options.logger.child({ component: 'webhook-intake' })
   const metrics = options.metrics
   let lastNoSecretLog = 0
-  const budget = new BodyBudget(options.maxBufferedBytes ?? INTAKE_LIMIT_DEFAULTS.maxBufferedBytes)
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs
+  const budget = new BodyBudget(options.maxBufferedBytes)
+  const bodyTimeoutMs = options.bodyTimeoutMs
   const refusals = { timeout: { count: 0, loggedAt: 0 }, 'over-budget': { count: 0, loggedAt: 0 } }
   // The requests completing in one turn share one read of the secrets: under load that turns a
   // store lookup per request (PRAGMA data_version at least) into one per turn, and a secret stored

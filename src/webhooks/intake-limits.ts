@@ -15,7 +15,7 @@ export interface IntakeLimits {
 }
 
 /**
- * Defaults (the config schema repeats them; a unit test keeps both equal). 1024 connections: well
+ * Defaults (the config schema's, which it takes from here). 1024 connections: well
  * above a sender's usual handful and the intake bench's 256. 10 s for a body: a delivery is a few KB
  * and arrives in milliseconds, so only a stalled or hostile client needs more. 32 MiB of bodies: a
  * thousand deliveries of 32 KB, or 24 bodies at the 1 MiB cap.

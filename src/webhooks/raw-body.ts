@@ -2,8 +2,10 @@
 // - a cap per body (1 MiB default, 413 whether or not Content-Length was sent): past it nothing
 //   more is buffered, the caller answers 413 and closes the connection, so an endless body costs
 //   no memory;
-// - a budget shared by every request (BodyBudget): a body whose Content-Length would pass it is
-//   refused before a byte is read, one without Content-Length as soon as a chunk would;
+// - a budget shared by every request (BodyBudget), charged as bytes arrive: the chunk that would
+//   pass it is refused (503) and the rest of its body never read. A Content-Length reserves
+//   nothing (headers alone cost a client nothing to send), but it tells the chunk that completes
+//   the body, and a large one picks the stricter ceiling from the first byte;
 // - a deadline to receive the whole body, so a client trickling bytes cannot hold its share of the
 //   budget (and its connection) for long.
 // The bytes taken from the budget are given back when `heldUntil` (the response) closes: the body
@@ -27,12 +29,6 @@ export function readRawBody(req: IncomingMessage, maxBytes: number, bounds?: Raw
   if (declared !== undefined && declared > maxBytes) return Promise.resolve({ ok: false, reason: 'too-large' })
   let taken = 0
   if (bounds !== undefined) bounds.heldUntil.once('close', () => bounds.budget.give(taken))
-  // With a Content-Length the whole body is taken at once: the client cannot send more than it
-  // announced (the parser stops there), and one refused before it is read costs nothing.
-  if (bounds !== undefined && declared !== undefined && declared > 0) {
-    if (!bounds.budget.take(declared, declared)) return Promise.resolve({ ok: false, reason: 'over-budget' })
-    taken = declared
-  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -57,8 +53,9 @@ export function readRawBody(req: IncomingMessage, maxBytes: number, bounds?: Raw
     const onData = (chunk: Buffer): void => {
       size += chunk.length
       if (size > maxBytes) return stop('too-large')
-      if (bounds !== undefined && size > taken) {
-        if (!bounds.budget.take(size - taken, size)) return stop('over-budget')
+      if (bounds !== undefined) {
+        const chunkInfo = { bodyBytes: Math.max(size, declared ?? 0), completes: declared !== undefined && size >= declared }
+        if (!bounds.budget.take(chunk.length, chunkInfo)) return stop('over-budget')
         taken = size
       }
       chunks.push(chunk)

@@ -75,11 +75,9 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     selection: deliverySelection(options.selectedStreams),
   })
   const w = options.config.webhooks
-  const limits: IntakeLimits = {
-    maxConnections: w.maxConnections ?? INTAKE_LIMIT_DEFAULTS.maxConnections,
-    bodyTimeoutMs: w.bodyTimeoutMs ?? INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs,
-    maxBufferedBytes: w.maxBufferedBytes ?? INTAKE_LIMIT_DEFAULTS.maxBufferedBytes,
-  }
+  // One fallback for callers that leave limits out (tests, the bench): the config schema's defaults.
+  const limits: IntakeLimits = { ...INTAKE_LIMIT_DEFAULTS }
+  for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) if (w[key] !== undefined) limits[key] = w[key]
   const handler = createIntakeHandler({
     inbox,
     secrets: secretSource({ envSecrets: options.config.webhookSecrets, store: secrets, graceHours: options.config.webhooks.rotationGraceHours, now }),

@@ -6,16 +6,21 @@ import { BodyBudget, SMALL_BODY_BYTES } from '../../../src/webhooks/body-budget.
 import { INTAKE_LIMIT_DEFAULTS, intakeServerOptions } from '../../../src/webhooks/intake-limits.js'
 
 describe('body budget', () => {
-  test('large bodies fill at most three quarters of it; small ones may use the rest', () => {
+  const held = (bodyBytes: number) => ({ bodyBytes, completes: false })
+  const last = (bodyBytes: number) => ({ bodyBytes, completes: true })
+
+  test('incomplete bodies and large ones fill at most three quarters of it; the chunk completing a small body may use the rest', () => {
     const budget = new BodyBudget(1000 * 1024)
     const large = SMALL_BODY_BYTES + 1
     let admitted = 0
-    while (budget.take(large, large)) admitted++
-    // 750 KiB / (64 KiB + 1) = 11 large bodies; a 12th would pass the large ceiling.
+    while (budget.take(large, last(large))) admitted++
+    // 750 KiB / (64 KiB + 1) = 11 large bodies; a 12th would pass the held ceiling.
     expect(admitted).toBe(11)
-    expect(budget.take(4096, 4096)).toBe(true)
-    expect(budget.take(budget.limit - budget.used, SMALL_BODY_BYTES)).toBe(true)
-    expect(budget.take(1, 1)).toBe(false)
+    // A chunk of a body still incomplete is refused past three quarters, even a small one.
+    expect(budget.take(48 * 1024, held(SMALL_BODY_BYTES))).toBe(false)
+    expect(budget.take(4096, last(4096))).toBe(true)
+    expect(budget.take(budget.limit - budget.used, last(SMALL_BODY_BYTES))).toBe(true)
+    expect(budget.take(1, last(1))).toBe(false)
   })
 
   test.each([
@@ -23,18 +28,18 @@ describe('body budget', () => {
     { name: 'a body that fits exactly', take: [[600, 600]], then: [400, 400], expected: true, used: 1000 },
   ])('$name', ({ take, then, expected, used }) => {
     const budget = new BodyBudget(1000)
-    for (const [bytes, body] of take) expect(budget.take(bytes!, body!)).toBe(true)
-    expect(budget.take(then[0]!, then[1]!)).toBe(expected)
+    for (const [bytes, body] of take) expect(budget.take(bytes!, last(body!))).toBe(true)
+    expect(budget.take(then[0]!, last(then[1]!))).toBe(expected)
     expect(budget.used).toBe(used)
   })
 
   test('bytes given back are taken again; never below zero', () => {
     const budget = new BodyBudget(1000)
-    expect(budget.take(1000, 1000)).toBe(true)
+    expect(budget.take(1000, last(1000))).toBe(true)
     budget.give(1000)
     budget.give(10)
     expect(budget.used).toBe(0)
-    expect(budget.take(1000, 1000)).toBe(true)
+    expect(budget.take(1000, last(1000))).toBe(true)
   })
 })
 
