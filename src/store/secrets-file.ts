@@ -131,3 +131,10 @@ export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly 
   for (const e of out) if (e !== newest && e.supersededAt === null) e.supersededAt = newest.createdAt
   return out
 }
+
+/** Adds `incoming` to the file (mergeSecrets), writing it durably only when something was added. */
+export function mergeIntoSecretsFile(file: string, incoming: readonly SecretEntry[]): void {
+  const stored = readSecretsFile(file)
+  const merged = mergeSecrets(stored, incoming)
+  if (merged.length !== stored.length) writeSecretsFile(file, merged)
+}
