@@ -73,7 +73,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const probe = await probeMirror(rt.mirror.sqlite)
+      const probe = await probeMirror(rt.mirror.sqlite, config.webhooks.maxBodyBytes)
       if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
       const fault = webhooks.processor.fault
