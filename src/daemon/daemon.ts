@@ -39,7 +39,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // The client is built before the metrics (which read its governor): forward through a holder.
   const hook: { metrics?: DaemonMetrics } = {}
   const rt = await createRuntime(config, logger, { onResponse: (e) => hook.metrics?.onResponse(e) })
-  // Before anything else writes or listens: on an older mirror this is a VACUUM (retention-job.ts).
+  // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(rt.mirror.sqlite, rt.mirror.path, logger)
   const webhooks = createWebhookService({
     sqlite: rt.mirror.sqlite,
@@ -73,7 +73,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const probe = await probeMirror(rt.mirror.sqlite)
+      const probe = await probeMirror(rt.mirror.sqlite, config.webhooks.maxBodyBytes)
       if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
       const fault = webhooks.processor.fault

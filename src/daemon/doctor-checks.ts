@@ -85,7 +85,7 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
     return [{ ok: false, label: 'mirror writable, migrations applied', detail: known ? err.message : `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
   }
   try {
-    const probe = await probeMirror(mirror.sqlite)
+    const probe = await probeMirror(mirror.sqlite, config.webhooks.maxBodyBytes)
     const checks: Check[] = [
       probe.ok
         ? { ok: true, label: 'mirror writable, migrations applied', detail: `${config.db} (${probe.migrations} migrations)` }

@@ -4,8 +4,9 @@
 // - rewrites its one row (mirror_probe) and commits, with no busy wait: a lock held by another
 //   writer means the file is writable, just busy, and counts as ready;
 // - checks there is room to grow: pages left under max_page_count plus free pages, and free space
-//   on the disk, each at least MIN_ROOM_BYTES (a full-size delivery). A rewrite in place needs no
-//   new page, so on a full mirror it succeeds while every insert fails;
+//   on the disk, each at least `minRoomBytes` (the caller's `webhooks.maxBodyBytes`: one full-size
+//   delivery). A rewrite in place needs no new page, so on a full mirror it succeeds while every
+//   insert fails;
 // - syncs the -wal file (fdatasync on libuv's pool, not the event loop), as the inbox does for acks.
 // It costs one small commit and one sync per call; calls made while one runs share its answer.
 import fs from 'node:fs'
@@ -13,29 +14,28 @@ import path from 'node:path'
 import { MIGRATIONS } from '../store/migrations/index.js'
 import { mirrorFault } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { mainFileOf, syncWalFile } from '../store/wal-file.js'
 
 export type ProbeResult = { ok: true; migrations: number } | { ok: false; reason: string }
 
-/** Room the mirror must have left to be ready: one delivery at the intake's 1 MiB cap. */
-export const MIN_ROOM_BYTES = 1024 * 1024
-
 const inFlight = new WeakMap<Sqlite, Promise<ProbeResult>>()
 
-export function probeMirror(sqlite: Sqlite, busyTimeoutMs = 5000): Promise<ProbeResult> {
+/** `minRoomBytes`: room the mirror and its disk must have left to be ready (one delivery at the intake's cap). */
+export function probeMirror(sqlite: Sqlite, minRoomBytes: number): Promise<ProbeResult> {
   const running = inFlight.get(sqlite)
   if (running !== undefined) return running
-  const probe = run(sqlite, busyTimeoutMs).finally(() => inFlight.delete(sqlite))
+  const probe = run(sqlite, minRoomBytes).finally(() => inFlight.delete(sqlite))
   inFlight.set(sqlite, probe)
   return probe
 }
 
-async function run(sqlite: Sqlite, busyTimeoutMs: number): Promise<ProbeResult> {
-  const written = write(sqlite, busyTimeoutMs)
+async function run(sqlite: Sqlite, minRoomBytes: number): Promise<ProbeResult> {
+  const written = write(sqlite)
   if (!written.ok) return written
-  const room = await roomLeft(sqlite)
+  const room = await roomLeft(sqlite, minRoomBytes)
   if (room !== undefined) return { ok: false, reason: room }
   try {
-    await syncLog(sqlite)
+    await syncWalFile(sqlite)
   } catch (err) {
     return { ok: false, reason: `syncing the mirror's log to disk failed (${(err as Error).message}): check the disk` }
   }
@@ -43,7 +43,7 @@ async function run(sqlite: Sqlite, busyTimeoutMs: number): Promise<ProbeResult> 
 }
 
 /** The synchronous part: migrations and the row's rewrite. */
-function write(sqlite: Sqlite, busyTimeoutMs: number): ProbeResult {
+function write(sqlite: Sqlite): ProbeResult {
   if (!sqlite.open) return { ok: false, reason: 'the mirror is closed' }
   if (sqlite.readonly) return { ok: false, reason: 'the mirror is open read-only' }
   let applied: number
@@ -57,6 +57,8 @@ function write(sqlite: Sqlite, busyTimeoutMs: number): ProbeResult {
   // A transaction of ours is open (between two synchronous statements this never happens, but the
   // probe must not commit someone else's): the connection is evidently writable.
   if (sqlite.inTransaction) return { ok: true, migrations: applied }
+  // The connection's own timeout (the mirror's setting), put back after the write that must not wait.
+  const busyTimeoutMs = sqlite.pragma('busy_timeout', { simple: true }) as number
   try {
     sqlite.pragma('busy_timeout = 0')
     sqlite
@@ -71,38 +73,20 @@ function write(sqlite: Sqlite, busyTimeoutMs: number): ProbeResult {
   return { ok: true, migrations: applied }
 }
 
-async function roomLeft(sqlite: Sqlite): Promise<string | undefined> {
+async function roomLeft(sqlite: Sqlite, minRoomBytes: number): Promise<string | undefined> {
   if (!sqlite.open) return 'the mirror is closed'
   const num = (pragma: string) => sqlite.pragma(pragma, { simple: true }) as number
   const pageSize = num('page_size')
   const pages = num('max_page_count') - num('page_count') + num('freelist_count')
-  if (pages * pageSize < MIN_ROOM_BYTES) {
+  if (pages * pageSize < minRoomBytes) {
     return `the mirror is full: ${pages} free pages of ${pageSize} bytes left under its max_page_count (${num('max_page_count')}); deliveries are answered 503 until it has room`
   }
-  const file = mainFile(sqlite)
+  const file = mainFileOf(sqlite)
   if (file === undefined) return undefined
   const disk = await fs.promises.statfs(path.dirname(file))
   const free = disk.bavail * disk.bsize
-  if (free < MIN_ROOM_BYTES) return `the disk holding the mirror is full: ${free} bytes free in ${path.dirname(file)}; free space on it (deliveries are answered 503 until then)`
+  if (free < minRoomBytes) return `the disk holding the mirror is full: ${free} bytes free in ${path.dirname(file)}; free space on it (deliveries are answered 503 until then)`
   return undefined
-}
-
-async function syncLog(sqlite: Sqlite): Promise<void> {
-  const file = mainFile(sqlite)
-  if (file === undefined || sqlite.pragma('journal_mode', { simple: true }) !== 'wal') return
-  const handle = await fs.promises.open(`${file}-wal`, 'r+')
-  try {
-    await handle.datasync()
-  } finally {
-    await handle.close()
-  }
-}
-
-/** SQLite's own name for the file (symlinks resolved); undefined for an in-memory mirror. */
-function mainFile(sqlite: Sqlite): string | undefined {
-  if (sqlite.memory) return undefined
-  const main = (sqlite.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main')?.file
-  return main !== undefined && main !== '' ? main : path.resolve(sqlite.name)
 }
 
 function describe(err: unknown, fallback: string): string {

@@ -1,20 +1,40 @@
 // Retention in the daemon: the scheduled pass (`schedules.retention`), and the one-time switch of
 // an older mirror to incremental auto-vacuum at start.
 //
-// Why the switch runs at daemon start: it is a full VACUUM, which needs the only writer. Later, a
-// separate command would meet the running daemon's writer (and make it wait, with webhook acks
-// behind it); at start nothing listens yet, it happens once per mirror, and it is logged with its
-// duration. A mirror that cannot be switched (no disk space for the copy) still works: retention
-// deletes as usual and the file stops growing, it just does not shrink.
+// The switch is a full VACUUM: synchronous, it holds the event loop and the only writer until done,
+// before the daemon listens. That is fine for a small mirror (seconds), not for a large one: for
+// minutes deliveries would be refused (the sender never re-sends), /healthz would not answer, a
+// liveness probe would kill the process, the VACUUM would roll back and the next start would try
+// again. So a mirror above START_VACUUM_MAX_BYTES is left as it is, with a warning at every start
+// saying how to switch it with the daemon stopped. It still works: retention deletes as usual and
+// SQLite reuses the freed pages, so the file stops growing; it just does not shrink.
 import type { Logger } from '../log/logger.js'
-import { enableIncrementalVacuum } from '../store/incremental-vacuum.js'
+import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../store/incremental-vacuum.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { runRetention, type RetentionSettings } from '../store/retention.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import type { JobDefinition } from './scheduler.js'
 
-export function enableIncrementalVacuumAtStart(sqlite: Sqlite, file: string, logger: Logger): void {
+/**
+ * Largest mirror (file plus -wal) switched at daemon start: 256 MiB. A VACUUM rewrites it at disk
+ * speed, a few seconds on an ordinary SSD or cloud volume, well inside the 30 s a liveness probe
+ * usually allows, and needs at most about 512 MiB of free disk.
+ */
+export const START_VACUUM_MAX_BYTES = 256 * 1024 * 1024
+
+const MIB = 1024 * 1024
+
+export function enableIncrementalVacuumAtStart(sqlite: Sqlite, file: string, logger: Logger, maxBytes = START_VACUUM_MAX_BYTES): void {
   logger.debug('checking that the mirror gives freed pages back (incremental auto-vacuum)')
+  if (incrementalVacuumEnabled(sqlite)) return
+  const bytes = fileBytes(file)
+  if (bytes > maxBytes) {
+    logger.warn(
+      { file, bytes, maxBytes, diskNeededBytes: 2 * bytes },
+      `the mirror (${Math.ceil(bytes / MIB)} MiB) was created before incremental auto-vacuum and is too large to switch at start (over ${Math.round(maxBytes / MIB)} MiB): retention still deletes old rows and their space is reused, but the file will not shrink. To switch it, stop the daemon and run: sqlite3 '${file}' "PRAGMA auto_vacuum=INCREMENTAL; VACUUM" (it needs about ${Math.ceil((2 * bytes) / MIB)} MiB free on that disk, twice the mirror), then start the daemon again`,
+    )
+    return
+  }
   try {
     const done = enableIncrementalVacuum(sqlite, file)
     if (done !== undefined) {
@@ -25,8 +45,8 @@ export function enableIncrementalVacuumAtStart(sqlite: Sqlite, file: string, log
     }
   } catch (err) {
     logger.warn(
-      { err },
-      'cannot switch the mirror to incremental auto-vacuum (a VACUUM needs free disk space as large as the mirror): retention still deletes old rows, but the file will not shrink; free some space and restart the daemon to try again',
+      { err, diskNeededBytes: 2 * bytes },
+      `cannot switch the mirror to incremental auto-vacuum (a VACUUM needs about twice the mirror's size in free disk, ${Math.ceil((2 * bytes) / MIB)} MiB): retention still deletes old rows and their space is reused, but the file will not shrink; free some space and restart the daemon to try again`,
     )
   }
 }

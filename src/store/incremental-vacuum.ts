@@ -49,9 +49,10 @@ export interface Conversion {
 
 /**
  * Switches a mirror created before incremental auto-vacuum to it: one full VACUUM, which rewrites
- * the whole file (it needs as much free disk space as the mirror, and holds the writer throughout).
- * Returns undefined when the mirror already has it. Run it where nothing else writes: the daemon
- * does it once at start, before it listens.
+ * the whole file and holds the writer throughout. It needs about twice the mirror's size in free
+ * disk: the rewritten pages go through the -wal (which grows to the mirror's size) and SQLite builds
+ * the copy in a temporary file first. Returns undefined when the mirror already has it. Run it where
+ * nothing else writes; the daemon does it at start only for a small mirror (retention-job.ts).
  */
 export function enableIncrementalVacuum(sqlite: Sqlite, file: string, now: () => number = () => performance.now()): Conversion | undefined {
   if (incrementalVacuumEnabled(sqlite)) return undefined

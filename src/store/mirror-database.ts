@@ -1,7 +1,10 @@
 // Opens the SQLite mirror: one writer connection with WAL, a busy timeout and migrations applied,
 // or a read-only connection for `query` and outside readers. The mirror holds no secret (webhook
 // secrets live in their own 0600 file beside it, secrets-file.ts), so its mode is a setting
-// (FSM_DB_MODE, default 0640): a warehouse user in the file's group may read it.
+// (FSM_DB_MODE, default 0640): a warehouse user in the file's group may read it. That mode is set
+// only once the mirror is known to hold no secret: a new file is created 0600, and a mirror from an
+// older release, with its secrets table or with their bytes maybe still in its -wal (a scrub the
+// secrets migration could not finish), is kept 0600 until they are gone.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -9,9 +12,11 @@ import { Kysely, SqliteDialect } from 'kysely'
 import type { Logger } from '../log/logger.js'
 import { runMigrations, type Migrations } from './migration-runner.js'
 import { MIGRATION_HOOKS, MIGRATIONS } from './migrations/index.js'
+import { secretsLeftInMirror } from './migrations/0011-secrets-file.js'
 import type { MigrationHooks } from './migrations/types.js'
 import { MirrorError } from './mirror-error.js'
 import { explainMirrorError } from './mirror-fault.js'
+import { SECRETS_FILE_MODE } from './secrets-file.js'
 
 export { MirrorError } from './mirror-error.js'
 export { explainMirrorError } from './mirror-fault.js'
@@ -53,7 +58,7 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
   const readonly = options.readonly ?? false
   let sqlite: Sqlite
   try {
-    if (!readonly) prepareFile(file, options.mode ?? DEFAULT_DB_MODE)
+    if (!readonly) createFile(file)
     sqlite = new Database(file, { readonly, fileMustExist: readonly })
   } catch (err) {
     const hint = readonly && !existsSync(file) ? ': no mirror there yet; run `fsm-sync sync` first' : ''
@@ -74,10 +79,21 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
   const mirror: Mirror = { path: file, sqlite, db, close }
   if (!readonly) {
     try {
+      // Before anything writes: an older mirror may have been widened by an earlier open.
+      if (secretsLeftInMirror(sqlite) !== undefined) setMode(file, SECRETS_FILE_MODE)
       const hooks: Readonly<Record<string, MigrationHooks>> = options.migrations === undefined ? MIGRATION_HOOKS : {}
       const report = runMigrations(sqlite, file, options.migrations ?? MIGRATIONS, hooks)
       for (const r of report.repaired) options.logger?.warn({ migration: r.migration, objects: r.objects }, 'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again')
       runAfterMigrations(sqlite, file, hooks)
+      const left = secretsLeftInMirror(sqlite)
+      if (left === undefined) setMode(file, options.mode ?? DEFAULT_DB_MODE)
+      else {
+        setMode(file, SECRETS_FILE_MODE)
+        options.logger?.warn(
+          { file, mode: SECRETS_FILE_MODE.toString(8) },
+          `the -wal file of the mirror ${file} may still hold the webhook secrets moved out of it (another process was reading an older snapshot, so the log could not be emptied): the mirror and its -wal/-shm stay mode 0600, not FSM_DB_MODE, until it is. Close the other readers (sqlite3, warehouse tools, fsm-sync query) and restart fsm-sync: the next open empties the log and sets FSM_DB_MODE`,
+        )
+      }
     } catch (err) {
       sqlite.close()
       throw explainMirrorError(file, err)
@@ -108,12 +124,17 @@ function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions
   }
 }
 
-function prepareFile(file: string, mode: number): void {
+/** Creates a missing mirror 0600 (it gets its configured mode once migrated), never wider. */
+function createFile(file: string): void {
   mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
-  // Create the file ourselves so it never exists with a wider mode, then set an old one's too
-  // (0600 before the secrets left the mirror). SQLite creates -wal and -shm with the mode of the
-  // database file, but leaves existing ones as they are: set those as well.
-  closeSync(openSync(file, 'a', mode))
+  closeSync(openSync(file, 'a', SECRETS_FILE_MODE))
+}
+
+/**
+ * Sets the mode of the mirror and of its -wal and -shm: SQLite creates those with the mode of the
+ * database file, but leaves existing ones as they are.
+ */
+function setMode(file: string, mode: number): void {
   chmodSync(file, mode)
   for (const suffix of ['-wal', '-shm']) {
     try {

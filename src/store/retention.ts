@@ -52,28 +52,36 @@ export interface RetentionOptions {
 
 const DAY_MS = 86_400_000
 
+/** Columns the compact row gets its own values for: the body, and when it was dropped. */
+const BODY_COLUMNS = new Set(['raw', 'raw_bytes', 'body_dropped_at'])
+
 /**
  * Drops the bodies of a batch of old applied deliveries. Each row is deleted and inserted again
  * without its body (same delivery id and seq, a new rowid): shrinking rows in place would leave
  * their pages mostly empty (SQLite does not merge pages on update), so the file would not shrink;
- * deleted, their pages are freed whole, and the compact rows pack densely at the table's end.
+ * deleted, their pages are freed whole, and the compact rows pack densely at the table's end. The
+ * columns copied are read from the table itself, so a column a later migration adds (or one
+ * written by stream selection, `skipped`) is kept rather than silently lost.
  */
 function compactBodies(sqlite: Sqlite): { run(droppedAt: unknown, cutoff: unknown, limit: unknown): { changes: number } } {
-  const pick = sqlite.prepare(
-    `SELECT rowid AS rid, delivery_id, seq, event, received_at, verified_with, processed_at, error, attempts FROM webhook_inbox
-     WHERE body_dropped_at IS NULL AND received_at < ? AND processed_at IS NOT NULL
-     ORDER BY received_at LIMIT ?`,
-  )
+  const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
+  const kept = (sqlite.pragma('table_info(webhook_inbox)') as { name: string }[]).map((c) => c.name).filter((c) => !BODY_COLUMNS.has(c))
+  const pick = sqlite
+    .prepare(
+      `SELECT rowid, ${kept.map(quote).join(', ')} FROM webhook_inbox
+       WHERE body_dropped_at IS NULL AND received_at < ? AND processed_at IS NOT NULL
+       ORDER BY received_at LIMIT ?`,
+    )
+    .raw()
   const remove = sqlite.prepare(`DELETE FROM webhook_inbox WHERE rowid = ?`)
   const insert = sqlite.prepare(
-    `INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, raw_bytes, verified_with, processed_at, error, attempts, body_dropped_at)
-     VALUES (@delivery_id, @seq, @event, @received_at, '', NULL, @verified_with, @processed_at, @error, @attempts, @dropped)`,
+    `INSERT INTO webhook_inbox (${kept.map(quote).join(', ')}, raw, raw_bytes, body_dropped_at)
+     VALUES (${kept.map(() => '?').join(', ')}, '', NULL, ?)`,
   )
-  type Row = { rid: number; delivery_id: string; seq: number; event: string; received_at: string; verified_with: string; processed_at: string; error: string | null; attempts: number }
   const batch = sqlite.transaction((droppedAt: string, cutoff: string, limit: number) => {
-    const rows = pick.all(cutoff, limit) as Row[]
-    for (const r of rows) remove.run(r.rid)
-    for (const { rid: _rid, ...r } of rows) insert.run({ ...r, dropped: droppedAt })
+    const rows = pick.all(cutoff, limit) as unknown[][]
+    for (const [rowid] of rows) remove.run(rowid)
+    for (const [, ...values] of rows) insert.run(...values, droppedAt)
     return { changes: rows.length }
   })
   return { run: (droppedAt, cutoff, limit) => batch(droppedAt as string, cutoff as string, limit as number) }

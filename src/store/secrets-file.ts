@@ -67,7 +67,9 @@ export function readSecretsFile(file: string): SecretEntry[] {
   try {
     value = JSON.parse(text)
   } catch (err) {
-    throw new SecretsFileError('SECRETS_FILE_INVALID', file, `the webhook secrets file ${file} is not valid JSON; restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`, { cause: err })
+    // No cause and no message of the parser's: V8 quotes the text around the fault, which is a
+    // secret here, and error serializers log causes. The position is enough to find it.
+    throw new SecretsFileError('SECRETS_FILE_INVALID', file, `the webhook secrets file ${file} is not valid JSON (${jsonFault(text, err)}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`)
   }
   const parsed = FileSchema.safeParse(value)
   if (!parsed.success) {
@@ -76,6 +78,19 @@ export function readSecretsFile(file: string): SecretEntry[] {
     throw new SecretsFileError('SECRETS_FILE_INVALID', file, `the webhook secrets file ${file} does not have the expected shape (at ${where}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`)
   }
   return parsed.data.secrets
+}
+
+/** Where JSON.parse failed, without any of the text: a position when V8 gives one. */
+function jsonFault(text: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : ''
+  const at = /at position (\d+)/.exec(message)
+  if (at !== null) {
+    const position = Number(at[1])
+    const before = text.slice(0, position).split('\n')
+    return `at position ${position}, line ${before.length} column ${before[before.length - 1]!.length + 1}`
+  }
+  if (/end of JSON input/.test(message)) return `it ends early, after ${text.length} characters`
+  return 'an unexpected character in it'
 }
 
 /** Replaces the file with `entries`, durably: on return the new content survives a power loss. */
@@ -130,4 +145,11 @@ export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly 
   const newest = out[out.length - 1]!
   for (const e of out) if (e !== newest && e.supersededAt === null) e.supersededAt = newest.createdAt
   return out
+}
+
+/** Adds `incoming` to the file (mergeSecrets), writing it durably only when something was added. */
+export function mergeIntoSecretsFile(file: string, incoming: readonly SecretEntry[]): void {
+  const stored = readSecretsFile(file)
+  const merged = mergeSecrets(stored, incoming)
+  if (merged.length !== stored.length) writeSecretsFile(file, merged)
 }

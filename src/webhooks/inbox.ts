@@ -21,9 +21,9 @@
 // around the inbox's own transaction, on the event loop.
 import { isUtf8 } from 'node:buffer'
 import fs from 'node:fs'
-import path from 'node:path'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { walFileOf } from '../store/wal-file.js'
 import type { WebhookMetrics } from './metrics.js'
 
 export interface Delivery {
@@ -134,11 +134,9 @@ export class WebhookInbox {
     const previous = sqlite.pragma('synchronous', { simple: true }) as number
     this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
     this.#restore = sqlite.prepare(`PRAGMA synchronous = ${previous}`)
-    const wal = sqlite.pragma('journal_mode', { simple: true }) === 'wal' && !sqlite.memory && sqlite.name !== ''
-    // SQLite's own name for the file (symlinks resolved): the -wal file lives beside that one, and
-    // syncing a stale -wal beside a symlink would ack deliveries that are not on disk.
-    const main = (sqlite.pragma('database_list') as { name: string; file: string }[]).find((d) => d.name === 'main')?.file
-    this.#walPath = wal ? `${main !== undefined && main !== '' ? main : path.resolve(sqlite.name)}-wal` : undefined
+    // Beside SQLite's own name for the file (wal-file.ts): syncing a stale -wal beside a symlink
+    // would ack deliveries that are not on disk.
+    this.#walPath = walFileOf(sqlite)
     this.#pendingStmt = sqlite.prepare(
       `SELECT delivery_id, seq, event, raw, raw_bytes FROM webhook_inbox
        WHERE processed_at IS NULL AND error IS NULL AND seq > ? ORDER BY seq LIMIT ?`,

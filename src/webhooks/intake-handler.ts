@@ -38,7 +38,7 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
   const bodyTimeoutMs = options.bodyTimeoutMs
   const refusals = { timeout: { count: 0, loggedAt: 0 }, 'over-budget': { count: 0, loggedAt: 0 } }
   // The requests completing in one turn share one read of the secrets: under load that turns a
-  // store lookup per request (PRAGMA data_version at least) into one per turn, and a secret stored
+  // store lookup per request (a stat of the secrets file at least) into one per turn, and a secret stored
   // by another process is still seen by the next turn's requests.
   let turnSecrets: readonly ActiveSecret[] | undefined
   const currentSecrets = (): readonly ActiveSecret[] => {

@@ -3,7 +3,7 @@
 // own 0600 file next to the mirror (src/store/secrets-file.ts), never in the mirror, which
 // warehouse readers may be given; no table, log line or output ever holds a secret. A superseded
 // secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
-import { mergeSecrets, readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
+import { readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
 import { parseInstant } from '../store/timestamps.js'
 
@@ -81,11 +81,6 @@ export class SecretStore {
   /** Records a url change that issued no new secret: the current secret keeps serving the new url. */
   updateUrl(endpointId: string, url: string): void {
     this.#update((entries) => entries.map((e) => (e.endpointId === endpointId && e.supersededAt === null ? { ...e, url } : e)))
-  }
-
-  /** Adds secrets found elsewhere (an older mirror's table), each once; see mergeSecrets. */
-  merge(incoming: readonly SecretEntry[]): void {
-    this.#update((entries) => mergeSecrets(entries, incoming))
   }
 
   #update(change: (entries: readonly SecretEntry[]) => SecretEntry[]): void {

@@ -4,7 +4,8 @@ import type { MigrationStatements } from './types.js'
 
 export const webhooks: MigrationStatements = [
   // delivery_id is the key (contract.md, Tables): the upstream's X-Service-Delivery, the replay and
-  // duplicate defence (design.md, Webhooks), kept for good. seq is the receipt order the processor
+  // duplicate defence (design.md, Webhooks), kept until retention removes the row
+  // (`retention.deliveryIdsDays` after receipt, retention.ts). seq is the receipt order the processor
   // follows (an explicit column: VACUUM may renumber an implicit rowid).
   // The body is kept as signed: `raw` holds it when the bytes are valid UTF-8 (every real delivery);
   // otherwise `raw` is NULL and `raw_bytes` holds the exact bytes, so the signature can be re-checked.

@@ -4,12 +4,13 @@
 //
 // Order, so that a kill at any point loses and duplicates nothing: the rows are first merged into
 // the secrets file, durably (each secret once, so a re-run adds nothing); only then is the table
-// dropped. With secure_delete on, SQLite zeroes the pages the drop frees, and the log frames of
-// earlier versions are removed by a checkpoint that truncates the -wal (after the commit, outside
-// any transaction). A reader holding the log may keep that checkpoint from finishing: a marker in
-// webhook_state keeps it pending until an open that can.
+// dropped. With secure_delete on for the drop, SQLite zeroes the pages it frees (the zeroed pages
+// reach the file through the -wal like any write), and the log frames of earlier versions are
+// removed by a checkpoint that truncates the -wal (after the commit, outside any transaction). A
+// reader holding the log may keep that checkpoint from finishing: a marker in webhook_state keeps
+// it pending until an open that can. Until then the mirror stays 0600 (mirror-database.ts).
 import type { Sqlite } from '../mirror-database.js'
-import { mergeSecrets, readSecretsFile, secretsPathFor, writeSecretsFile, type SecretEntry } from '../secrets-file.js'
+import { mergeIntoSecretsFile, secretsPathFor, type SecretEntry } from '../secrets-file.js'
 import type { MigrationHooks, MigrationStatements } from './types.js'
 
 const SCRUB_KEY = 'secrets-scrub'
@@ -32,30 +33,45 @@ interface LegacyRow {
   superseded_at: string | null
 }
 
+/** secure_delete as it was before the migration turned it on, per writer connection. */
+const secureDeleteBefore = new WeakMap<Sqlite, number>()
+
 export const secretsFileHooks: MigrationHooks = {
   before(sqlite) {
-    // Zeroes what the drop frees, instead of leaving the bytes in free pages. It stays on for this
-    // connection until afterMigrations: the checkpoint copies the zeroed pages over the old ones.
+    // Zeroes what the drop frees, instead of leaving the bytes in free pages. Only the drop needs it:
+    // afterMigrations turns it back, or every later delete (retention's) would zero pages too.
+    if (!secureDeleteBefore.has(sqlite)) secureDeleteBefore.set(sqlite, sqlite.pragma('secure_delete', { simple: true }) as number)
     sqlite.pragma('secure_delete = ON')
     const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_secrets'`).get()
     if (table === undefined) return
     const rows = sqlite.prepare(`SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets ORDER BY id`).all() as LegacyRow[]
     if (rows.length === 0) return
     const entries: SecretEntry[] = rows.map((r) => ({ endpointId: r.endpoint_id, url: r.url, secret: r.secret, createdAt: r.created_at, supersededAt: r.superseded_at }))
-    const file = secretsPathFor(sqlite.name)
-    const stored = readSecretsFile(file)
-    const merged = mergeSecrets(stored, entries)
-    if (merged.length !== stored.length) writeSecretsFile(file, merged)
+    mergeIntoSecretsFile(secretsPathFor(sqlite.name), entries)
   },
   afterMigrations(sqlite) {
+    const previous = secureDeleteBefore.get(sqlite)
+    if (previous !== undefined) {
+      secureDeleteBefore.delete(sqlite)
+      sqlite.pragma(`secure_delete = ${previous}`)
+    }
     if (!scrubPending(sqlite)) return
-    sqlite.pragma('secure_delete = ON')
     // TRUNCATE waits (busy_timeout) for readers of older snapshots, then empties the -wal file.
     const [result] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[]
-    sqlite.pragma('secure_delete = OFF')
     if (result !== undefined && result.busy !== 0) return
     sqlite.prepare(`DELETE FROM webhook_state WHERE key = ?`).run(SCRUB_KEY)
   },
+}
+
+/**
+ * What of the secrets may still be in the mirror's files: the old table (migration not applied
+ * yet), a scrub still pending (the -wal may hold them), or nothing. Safe on any mirror, new or old.
+ */
+export function secretsLeftInMirror(sqlite: Sqlite): 'table' | 'log' | undefined {
+  const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`)
+  if (table.get('webhook_secrets') !== undefined) return 'table'
+  if (table.get('webhook_state') !== undefined && scrubPending(sqlite)) return 'log'
+  return undefined
 }
 
 function scrubPending(sqlite: Sqlite): boolean {

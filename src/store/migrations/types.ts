@@ -9,9 +9,9 @@ export type MigrationStatements = readonly string[]
  */
 export interface MigrationHooks {
   /**
-   * Runs on the writer connection right before the migration's statements (inside the migration's
-   * transaction when the runner uses one). Must be idempotent: a run killed before the migration is
-   * recorded runs it again.
+   * Runs on the writer connection right before the migration's statements, inside the migration's
+   * transaction (the runner gives each migration one). Must be idempotent: a run killed before the
+   * migration is recorded runs it again.
    */
   before?(sqlite: Sqlite): void
   /**

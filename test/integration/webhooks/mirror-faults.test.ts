@@ -42,17 +42,17 @@ const bulky = (i: number) => jobPayload(hex(i), T(i), { notes: 'x'.repeat(2000) 
 describe('/readyz says ready when the mirror cannot be written', () => {
   test('the probe writes and syncs a row, and reports a full mirror while deliveries get 503', async () => {
     env = await webhookEnv()
-    expect(await probeMirror(env.mirror.sqlite)).toMatchObject({ ok: true })
+    expect(await probeMirror(env.mirror.sqlite, 1 << 20)).toMatchObject({ ok: true })
     expect(env.rows('SELECT id FROM mirror_probe')).toEqual([{ id: 1 }])
     fill(env.mirror)
     let refused = 0
     for (let i = 1; i <= 50 && refused === 0; i++) if ((await env.deliver(`d${i}`, 'job.updated', bulky(i))).status === 503) refused++
     expect(refused).toBe(1)
-    const probe = await probeMirror(env.mirror.sqlite)
+    const probe = await probeMirror(env.mirror.sqlite, 1 << 20)
     expect(probe).toMatchObject({ ok: false })
     expect(probe.ok ? '' : probe.reason).toContain('the mirror is full')
     unfill(env.mirror)
-    expect(await probeMirror(env.mirror.sqlite)).toMatchObject({ ok: true })
+    expect(await probeMirror(env.mirror.sqlite, 1 << 20)).toMatchObject({ ok: true })
     expect((await env.deliver('after', 'job.updated', bulky(99))).status).toBe(200)
   })
 })

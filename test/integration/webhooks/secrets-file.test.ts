@@ -2,7 +2,7 @@
 // rotation and intake against the emulator leave no secret's bytes in the mirror, its -wal or -shm;
 // a mirror created by older releases (secrets in a table) has them moved to the 0600 file beside
 // it, keeps verifying deliveries with them, and keeps no trace of them; `query` cannot reach them.
-import { copyFileSync, existsSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
@@ -228,5 +228,83 @@ describe('a mirror created by older releases, with its secrets inside', () => {
     await mirror.close()
     expect(readSecretsFile(secretsPathFor(db)).map((e) => e.secret)).toEqual([OLD, CURRENT])
     expect(filesHolding(db, [OLD, CURRENT])).toEqual([])
+  })
+})
+
+describe('the mirror is never group-readable while it may hold a secret', () => {
+  const captured = () => {
+    const lines: Record<string, unknown>[] = []
+    const destination = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>)
+        cb()
+      },
+    })
+    return { lines, logger: createLogger({ level: 'info', destination }) }
+  }
+
+  test('an older mirror upgraded while a reader holds a snapshot stays 0600 with a warning until its log is emptied, then gets FSM_DB_MODE', async () => {
+    const dir = tempDir()
+    const db = legacyMirror(dir)
+    // As an earlier open (or a copy) may have left it: readable by others.
+    chmodSync(db, 0o644)
+    chmodSync(`${db}-wal`, 0o644)
+    const reader = new Database(db)
+    reader.exec('BEGIN')
+    reader.prepare('SELECT count(*) FROM sqlite_master').get()
+    const { lines, logger } = captured()
+    const mirror = await openMirror(db, { mode: 0o640, busyTimeoutMs: 100, logger })
+    try {
+      // The checkpoint could not empty the log: the secrets' bytes are still in the -wal.
+      expect(filesHolding(db, [OLD, CURRENT]).length).toBeGreaterThan(0)
+      for (const f of [db, `${db}-wal`, `${db}-shm`]) expect([f, mode(f)]).toEqual([f, 0o600])
+      const warn = lines.filter((l) => l.level === 'warn')
+      expect(warn).toHaveLength(1)
+      expect(String(warn[0]!.msg)).toMatch(/may still hold the webhook secrets.*stay mode 0600.*restart fsm-sync/)
+    } finally {
+      reader.exec('COMMIT')
+      reader.close()
+      await mirror.close()
+    }
+    const again = captured()
+    const reopened = await openMirror(db, { mode: 0o640, logger: again.logger })
+    try {
+      for (const f of [db, `${db}-wal`, `${db}-shm`]) expect([f, mode(f)]).toEqual([f, 0o640])
+      expect(again.lines.filter((l) => l.level === 'warn')).toEqual([])
+      expect(filesHolding(db, [OLD, CURRENT])).toEqual([])
+    } finally {
+      await reopened.close()
+    }
+  })
+
+  test('a new mirror is created 0600: one whose first migration fails is never left wider', async () => {
+    const db = path.join(tempDir(), 'new.db')
+    await expect(openMirror(db, { mode: 0o644, migrations: { '0001-broken': ['CREATE TABLE t (x)', 'NOT SQL'] } })).rejects.toThrow(/0001-broken/)
+    expect(mode(db)).toBe(0o600)
+    const ok = await openMirror(db, { mode: 0o644, migrations: { '0001-fine': ['CREATE TABLE t (x)'] } })
+    await ok.close()
+    expect(mode(db)).toBe(0o644)
+  })
+})
+
+describe('secure_delete is on only for the drop of the secrets table', () => {
+  test("a new mirror's writer has secure_delete off after open, so retention's deletes do not zero pages", async () => {
+    const mirror = await openMirror(path.join(tempDir(), 'fresh.db'))
+    try {
+      expect(mirror.sqlite.pragma('secure_delete', { simple: true })).toBe(0)
+    } finally {
+      await mirror.close()
+    }
+  })
+
+  test("an older mirror's writer has secure_delete off after its secrets were moved and wiped", async () => {
+    const db = legacyMirror(tempDir())
+    const mirror = await openMirror(db)
+    try {
+      expect(filesHolding(db, [OLD, CURRENT])).toEqual([])
+      expect(mirror.sqlite.pragma('secure_delete', { simple: true })).toBe(0)
+    } finally {
+      await mirror.close()
+    }
   })
 })

@@ -55,8 +55,8 @@ test('trigger lines', () => {
 
 test('the mirror probe: ready when migrated and writable, not once closed', async () => {
   const mirror = await tempMirror()
-  const probe = await probeMirror(mirror.sqlite)
+  const probe = await probeMirror(mirror.sqlite, 1 << 20)
   expect(probe.ok).toBe(true)
   await mirror.dispose()
-  expect(await probeMirror(mirror.sqlite)).toEqual({ ok: false, reason: 'the mirror is closed' })
+  expect(await probeMirror(mirror.sqlite, 1 << 20)).toEqual({ ok: false, reason: 'the mirror is closed' })
 })

@@ -56,6 +56,20 @@ describe('retention of webhook deliveries', () => {
     expect(insert.run('replayed', new Date(NOW).toISOString()).changes).toBe(0)
   })
 
+  test('a skipped delivery keeps its reason, and every other column, when its body is dropped', async () => {
+    delivery('skipped', 20, 'applied')
+    delivery('newest', 1, 'applied')
+    m.sqlite.prepare(`UPDATE webhook_inbox SET skipped = 'stream jobs is not selected', attempts = 3 WHERE delivery_id = 'skipped'`).run()
+    // A column a later migration adds is carried over too.
+    m.sqlite.exec(`ALTER TABLE webhook_inbox ADD COLUMN added_later TEXT`)
+    m.sqlite.prepare(`UPDATE webhook_inbox SET added_later = 'kept' WHERE delivery_id = 'skipped'`).run()
+    const before = m.sqlite.prepare(`SELECT * FROM webhook_inbox WHERE delivery_id = 'skipped'`).get() as Record<string, unknown>
+    await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
+    const after = m.sqlite.prepare(`SELECT * FROM webhook_inbox WHERE delivery_id = 'skipped'`).get() as Record<string, unknown>
+    expect(after).toEqual({ ...before, raw: '', raw_bytes: null, body_dropped_at: new Date(NOW).toISOString() })
+    expect(after).toMatchObject({ skipped: 'stream jobs is not selected', added_later: 'kept', attempts: 3 })
+  })
+
   test('the newest delivery row stays however old, so receipt order keeps counting up from it', async () => {
     for (let i = 0; i < 5; i++) delivery(`d${i}`, 60, 'applied')
     await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
