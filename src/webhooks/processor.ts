@@ -94,6 +94,12 @@ export class WebhookProcessor {
   #fault: ProcessorFault | undefined
   /** The delivery whose row holds the current fault's error (markFault), put back in line before the next try. */
   #faultRow: string | undefined
+  /**
+   * The deliveries an earlier process kept with a mirror fault are still to be put back in line:
+   * the mirror failed at start too. Until they are, none is applied (they would be skipped and
+   * later deliveries applied ahead of them).
+   */
+  #requeuePending = false
   #wakeTimer: NodeJS.Timeout | undefined
   #busy = false
   /** The inbox was `filling` at the last slice (logged when it changes). */
@@ -183,14 +189,22 @@ export class WebhookProcessor {
       const n = this.#o.inbox.requeueErrors(OBJECTS_DEFERRED)
       if (n > 0) this.#log.info({ deliveries: n }, 'custom-object deliveries kept until an applier existed are applied now')
     }
+    this.#requeuePending = true
     try {
-      const n = this.#o.inbox.requeueFaults()
-      if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
+      this.#requeueFaults()
     } catch (err) {
+      // Tried again at the top of each slice loop, before anything is applied.
       this.#backOff(err, undefined)
       return
     }
     this.wake()
+  }
+
+  #requeueFaults(): void {
+    if (!this.#requeuePending) return
+    const n = this.#o.inbox.requeueFaults()
+    this.#requeuePending = false
+    if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
   }
 
   /** New rows were stored (the inbox's onStored): a slice starts after `gatherMs`. */
@@ -285,6 +299,7 @@ export class WebhookProcessor {
       let rows: InboxRow[] = rest
       let settled: Settled[]
       try {
+        this.#requeueFaults()
         if (this.#faultRow !== undefined) {
           this.#o.inbox.clearFault(this.#faultRow)
           this.#faultRow = undefined

@@ -111,4 +111,58 @@ describe('a processor that meets a failing mirror records the error on the deliv
     await processor.stop()
     await next.close()
   })
+
+  test('a delivery kept with a mirror fault is put back in line even when the mirror still fails at the next start', async () => {
+    mirror = await tempMirror()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const body = (s: number) => Buffer.from(JSON.stringify(jobPayload(hex(1), T(s))))
+    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: body(1), verifiedWith: 'test' })
+    inbox.markFault('d1', 'the mirror is full')
+    await inbox.enqueue({ deliveryId: 'd2', event: 'job.updated', body: body(2), verifiedWith: 'test' })
+    await inbox.close()
+    const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    // The mirror refuses every write at start (SQLITE_READONLY), then works again.
+    mirror.sqlite.pragma('query_only = ON')
+    processor.start()
+    await until('the first failed try', () => processor.fault, 10_000)
+    mirror.sqlite.pragma('query_only = OFF')
+    await until('the later delivery applied', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL FROM webhook_inbox WHERE delivery_id = 'd2'`).pluck().get() === 1, 10_000)
+    await processor.drained()
+    // Both applied, in receipt order: the earlier one is not skipped behind the later one.
+    const rows = mirror.sqlite.prepare('SELECT delivery_id, error, processed_at FROM webhook_inbox ORDER BY seq').all() as { delivery_id: string; error: string | null; processed_at: string | null }[]
+    expect(rows.map((r) => [r.delivery_id, r.error, r.processed_at !== null])).toEqual([['d1', null, true], ['d2', null, true]])
+    expect(rows[0]!.processed_at! <= rows[1]!.processed_at!).toBe(true)
+    expect(processor.fault).toBeUndefined()
+    await processor.stop()
+    await next.close()
+  })
+
+  test('a delivery kept with a mirror fault is put back in line even when the mirror still fails at the next start', async () => {
+    mirror = await tempMirror()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const body = (s: number) => Buffer.from(JSON.stringify(jobPayload(hex(1), T(s))))
+    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: body(1), verifiedWith: 'test' })
+    inbox.markFault('d1', 'the mirror is full')
+    await inbox.enqueue({ deliveryId: 'd2', event: 'job.updated', body: body(2), verifiedWith: 'test' })
+    await inbox.close()
+    const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    // The mirror refuses every write at start (SQLITE_READONLY), then works again.
+    mirror.sqlite.pragma('query_only = ON')
+    processor.start()
+    await until('the first failed try', () => processor.fault, 10_000)
+    mirror.sqlite.pragma('query_only = OFF')
+    await until('the later delivery applied', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL FROM webhook_inbox WHERE delivery_id = 'd2'`).pluck().get() === 1, 10_000)
+    await processor.drained()
+    // Both applied, in receipt order: the earlier one is not skipped behind the later one.
+    const rows = mirror.sqlite.prepare('SELECT delivery_id, error, processed_at FROM webhook_inbox ORDER BY seq').all() as { delivery_id: string; error: string | null; processed_at: string | null }[]
+    expect(rows.map((r) => [r.delivery_id, r.error, r.processed_at !== null])).toEqual([['d1', null, true], ['d2', null, true]])
+    expect(rows[0]!.processed_at! <= rows[1]!.processed_at!).toBe(true)
+    expect(processor.fault).toBeUndefined()
+    await processor.stop()
+    await next.close()
+  })
 })
