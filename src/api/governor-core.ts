@@ -91,6 +91,8 @@ export class GovernorCore {
   #tat = Number.NEGATIVE_INFINITY
   #pausedUntil = Number.NEGATIVE_INFINITY
   #deferredUntil = Number.NEGATIVE_INFINITY
+  /** The latest `now` seen: a smaller one means the clock stepped back (see #see). */
+  #lastNow = Number.NEGATIVE_INFINITY
   readonly #onStart: ((at: number) => void) | undefined
 
   constructor(options: GovernorOptions) {
@@ -130,6 +132,7 @@ export class GovernorCore {
   }
 
   enqueue(priority: Priority, now: number): Ticket {
+    this.#see(now)
     const level = PRIORITIES.indexOf(priority)
     if (level < 0) throw new RangeError(`unknown priority ${priority as string}`)
     const ticket: Ticket = { id: this.#nextId++, priority, level, enqueuedAt: now, status: 'queued' }
@@ -151,6 +154,7 @@ export class GovernorCore {
    * nothing waits or the concurrency cap is reached (a finish or an enqueue changes that).
    */
   readyAt(now: number): number | undefined {
+    this.#see(now)
     this.#budget.recover(now)
     if (this.#inFlight >= this.maxInFlight || this.#pick(now) === undefined) return undefined
     return this.nextStartAt()
@@ -161,6 +165,7 @@ export class GovernorCore {
    * again (if waiting on time).
    */
   poll(now: number, maxStarts = Number.POSITIVE_INFINITY): { started: Ticket[]; wakeAt: number | undefined } {
+    this.#see(now)
     this.#budget.recover(now)
     const started: Ticket[] = []
     while (this.#inFlight < this.maxInFlight && started.length < maxStarts) {
@@ -207,6 +212,7 @@ export class GovernorCore {
   }
 
   state(now: number): GovernorState {
+    this.#see(now)
     this.#budget.recover(now)
     const queued = Object.fromEntries(PRIORITIES.map((p, i) => [p, this.#counts[i] ?? 0])) as Record<Priority, number>
     return {
@@ -223,6 +229,24 @@ export class GovernorCore {
   effectiveLevel(ticket: Ticket, now: number): number {
     if (!(this.#agingMs > 0) || !Number.isFinite(this.#agingMs)) return ticket.level
     return Math.max(0, ticket.level - Math.floor((now - ticket.enqueuedAt) / this.#agingMs))
+  }
+
+  /**
+   * A clock that stepped back (NTP, a VM restored) leaves the pacing time and recorded starts in
+   * the future: kept there, they would hold every start for as long as the step (an hour's step,
+   * an hour). Starts after `now` count as made now, and the pacing time, the pause and the deferral
+   * keep only what they were ahead of the clock before the step.
+   */
+  #see(now: number): void {
+    const step = this.#lastNow - now
+    if (step > 0) {
+      this.#window.pullBackTo(now)
+      const back = (t: number) => (t > now ? Math.max(now, t - step) : t)
+      this.#tat = back(this.#tat)
+      this.#pausedUntil = back(this.#pausedUntil)
+      this.#deferredUntil = back(this.#deferredUntil)
+    }
+    this.#lastNow = now
   }
 
   #start(now: number): void {
