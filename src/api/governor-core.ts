@@ -126,6 +126,10 @@ export class GovernorCore {
     return this.#budget.effective
   }
 
+  get windowMs(): number {
+    return this.#window.windowMs
+  }
+
   /** The span in which at most the effective limit of starts may fall: the window plus the margin. */
   get guardedWindowMs(): number {
     return this.#window.windowMs + this.#marginMs
@@ -206,8 +210,13 @@ export class GovernorCore {
     this.#deferredUntil = Math.max(this.#deferredUntil, untilMs)
   }
 
-  observe(o: RateObservation): BudgetChange | undefined {
-    const ourStarts = this.#window.countSince(o.startedAt - this.#window.windowMs)
+  /**
+   * Feeds an answer's rate-limit headers to the adaptive limit. `sharedStarts`: the starts every
+   * process on this mirror made in the window (the shared window's count), when known; they are
+   * all "ours", so only clients outside the mirror lower the limit. Without it, this core's own.
+   */
+  observe(o: RateObservation, sharedStarts?: number): BudgetChange | undefined {
+    const ourStarts = sharedStarts ?? this.#window.countSince(o.startedAt - this.#window.windowMs)
     return this.#budget.observe({ at: o.at, status: o.status, ourStarts, limitHeader: o.limitHeader, remainingHeader: o.remainingHeader })
   }
 

@@ -16,6 +16,7 @@ export class RequestLedger {
   readonly #insert
   readonly #prune
   readonly #recent
+  readonly #since
   readonly #windowMs: number
   readonly #now: () => number
   readonly #claim: (limit: number, windowMs: number) => { granted: true } | { granted: false; retryAt: number }
@@ -30,6 +31,7 @@ export class RequestLedger {
     // out, a process would get a whole window's worth of starts on top of it (91 in 60 s after a
     // 30 s step back); kept at its own time, it would hold every start until the clock caught up.
     this.#recent = sqlite.prepare('SELECT min(at_ms, ?) FROM request_starts WHERE at_ms > ? ORDER BY at_ms').pluck()
+    this.#since = sqlite.prepare('SELECT count(*) FROM request_starts WHERE at_ms > ?').pluck()
     // The limit-th most recent start in the window: while there is one, the window is full.
     const blocking = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?').pluck()
     const tx = sqlite.transaction((limit: number, windowMs: number): { granted: true } | { granted: false; retryAt: number } => {
@@ -63,6 +65,11 @@ export class RequestLedger {
     // Pruned here too: a short run (a cron `sync` of a few requests) never reaches PRUNE_EVERY.
     this.#prune.run(now - this.#windowMs - PRUNE_SLACK_MS)
     return this.#recent.all(now, now - this.#windowMs) as number[]
+  }
+
+  /** Starts of every process on this mirror after `from` (a start in the future included). */
+  startsSince(from: number): number {
+    return this.#since.get(from) as number
   }
 
   record(at: number): void {
