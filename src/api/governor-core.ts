@@ -91,6 +91,8 @@ export class GovernorCore {
   #tat = Number.NEGATIVE_INFINITY
   #pausedUntil = Number.NEGATIVE_INFINITY
   #deferredUntil = Number.NEGATIVE_INFINITY
+  /** The latest `now` seen: a smaller one means the clock stepped back (see #see). */
+  #lastNow = Number.NEGATIVE_INFINITY
   readonly #onStart: ((at: number) => void) | undefined
 
   constructor(options: GovernorOptions) {
@@ -124,12 +126,17 @@ export class GovernorCore {
     return this.#budget.effective
   }
 
+  get windowMs(): number {
+    return this.#window.windowMs
+  }
+
   /** The span in which at most the effective limit of starts may fall: the window plus the margin. */
   get guardedWindowMs(): number {
     return this.#window.windowMs + this.#marginMs
   }
 
   enqueue(priority: Priority, now: number): Ticket {
+    this.#see(now)
     const level = PRIORITIES.indexOf(priority)
     if (level < 0) throw new RangeError(`unknown priority ${priority as string}`)
     const ticket: Ticket = { id: this.#nextId++, priority, level, enqueuedAt: now, status: 'queued' }
@@ -151,6 +158,7 @@ export class GovernorCore {
    * nothing waits or the concurrency cap is reached (a finish or an enqueue changes that).
    */
   readyAt(now: number): number | undefined {
+    this.#see(now)
     this.#budget.recover(now)
     if (this.#inFlight >= this.maxInFlight || this.#pick(now) === undefined) return undefined
     return this.nextStartAt()
@@ -161,6 +169,7 @@ export class GovernorCore {
    * again (if waiting on time).
    */
   poll(now: number, maxStarts = Number.POSITIVE_INFINITY): { started: Ticket[]; wakeAt: number | undefined } {
+    this.#see(now)
     this.#budget.recover(now)
     const started: Ticket[] = []
     while (this.#inFlight < this.maxInFlight && started.length < maxStarts) {
@@ -201,12 +210,18 @@ export class GovernorCore {
     this.#deferredUntil = Math.max(this.#deferredUntil, untilMs)
   }
 
-  observe(o: RateObservation): BudgetChange | undefined {
-    const ourStarts = this.#window.countSince(o.startedAt - this.#window.windowMs)
+  /**
+   * Feeds an answer's rate-limit headers to the adaptive limit. `sharedStarts`: the starts every
+   * process on this mirror made in the window (the shared window's count), when known; they are
+   * all "ours", so only clients outside the mirror lower the limit. Without it, this core's own.
+   */
+  observe(o: RateObservation, sharedStarts?: number): BudgetChange | undefined {
+    const ourStarts = sharedStarts ?? this.#window.countSince(o.startedAt - this.#window.windowMs)
     return this.#budget.observe({ at: o.at, status: o.status, ourStarts, limitHeader: o.limitHeader, remainingHeader: o.remainingHeader })
   }
 
   state(now: number): GovernorState {
+    this.#see(now)
     this.#budget.recover(now)
     const queued = Object.fromEntries(PRIORITIES.map((p, i) => [p, this.#counts[i] ?? 0])) as Record<Priority, number>
     return {
@@ -223,6 +238,24 @@ export class GovernorCore {
   effectiveLevel(ticket: Ticket, now: number): number {
     if (!(this.#agingMs > 0) || !Number.isFinite(this.#agingMs)) return ticket.level
     return Math.max(0, ticket.level - Math.floor((now - ticket.enqueuedAt) / this.#agingMs))
+  }
+
+  /**
+   * A clock that stepped back (NTP, a VM restored) leaves the pacing time and recorded starts in
+   * the future: kept there, they would hold every start for as long as the step (an hour's step,
+   * an hour). Starts after `now` count as made now, and the pacing time, the pause and the deferral
+   * keep only what they were ahead of the clock before the step.
+   */
+  #see(now: number): void {
+    const step = this.#lastNow - now
+    if (step > 0) {
+      this.#window.pullBackTo(now)
+      const back = (t: number) => (t > now ? Math.max(now, t - step) : t)
+      this.#tat = back(this.#tat)
+      this.#pausedUntil = back(this.#pausedUntil)
+      this.#deferredUntil = back(this.#deferredUntil)
+    }
+    this.#lastNow = now
   }
 
   #start(now: number): void {

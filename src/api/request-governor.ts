@@ -33,6 +33,12 @@ export interface SharedWindow {
    * oldest start that stands in the way leaves the window. Must not throw.
    */
   claim(limit: number, windowMs: number): { granted: true } | { granted: false; retryAt: number }
+  /**
+   * Starts of every process on the key after `from` (this one's included), or undefined when it
+   * cannot tell. Must not throw. Without it, the adaptive limit counts this process's starts only
+   * and takes a sibling process for a foreign client.
+   */
+  startsSince?(from: number): number | undefined
 }
 
 export interface RequestGovernorOptions extends GovernorOptions {
@@ -105,7 +111,7 @@ export class RequestGovernor {
 
   /** Feeds the rate-limit headers of an answer to the adaptive budget. */
   observe(o: RateObservation): BudgetChange | undefined {
-    const change = this.#core.observe(o)
+    const change = this.#core.observe(o, this.#shared?.startsSince?.(o.startedAt - this.#core.windowMs))
     if (change !== undefined) this.#onBudgetChange?.(change)
     this.#pump()
     return change

@@ -39,6 +39,15 @@ export class SlidingWindow {
     return this.#at(this.#size - n) + this.#windowMs
   }
 
+  /**
+   * Moves every start recorded after `now` back to `now` (the wall clock stepped back): each still
+   * counts, as made now, instead of holding the window until the clock catches up.
+   */
+  pullBackTo(now: number): void {
+    // Sorted oldest first, so the later ones are at the end; they stay sorted once moved.
+    for (let i = this.#size - 1; i >= 0 && this.#at(i) > now; i--) this.#starts[(this.#head + i) % this.#capacity] = now
+  }
+
   /** Starts in the window that ends at `now` (the last `windowMs`, `now` included). */
   countSince(from: number): number {
     // Starts are recorded in time order, so a binary search finds the first one after `from`.

@@ -7,11 +7,12 @@ import { ApiError, ForbiddenError, NetworkError, UnauthorizedError } from '../ap
 import { RequestGovernor } from '../api/request-governor.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
-import { MirrorError, explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
+import { MirrorError, explainMirrorError, openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
 import { selectStreams } from '../sync/sync-engine.js'
 import { SecretStore } from '../webhooks/secret-store.js'
 import { customObjects } from '../../connectors/custom-objects.js'
 import { webhookEndpoints } from '../../connectors/account-metadata.js'
+import { createApiAccess } from './api-access.js'
 import { probeMirror } from './mirror-probe.js'
 
 export interface Check {
@@ -33,15 +34,28 @@ export function scopeProbes(config: Config): { label: string; path: string; quer
 }
 
 export async function apiChecks(config: Config & { baseUrl: string; apiKey: string }, logger: Logger): Promise<Check[]> {
-  const governor = new RequestGovernor({ limitPerMinute: config.rateLimit, maxInFlight: 1 })
-  const client = new ApiClient({
-    baseUrl: config.baseUrl,
-    apiKey: config.apiKey,
-    governor,
-    logger,
-    retryPolicy: { maxRetries: 0, delaysMs: [], maxDelayMs: 0 },
-    timeouts: { connectMs: Math.min(config.http.connectTimeoutMs, 5000), headersMs: Math.min(config.http.headersTimeoutMs, 10_000), bodyMs: config.http.bodyTimeoutMs },
-  })
+  // The checks spend the key's budget like any command: counted in the mirror's shared window, so a
+  // daemon running beside stays within the limit. A mirror that does not open is mirrorChecks'
+  // finding; the checks then run on this process's budget alone.
+  let mirror: Mirror | undefined
+  try {
+    mirror = await openMirror(config.db, { mode: config.dbMode })
+  } catch {
+    mirror = undefined
+  }
+  const retryPolicy = { maxRetries: 0, delaysMs: [], maxDelayMs: 0 }
+  const access = { maxInFlight: 1, retryPolicy, connectTimeoutMaxMs: 5000, headersTimeoutMaxMs: 10_000 }
+  const client =
+    mirror === undefined
+      ? new ApiClient({
+          baseUrl: config.baseUrl,
+          apiKey: config.apiKey,
+          governor: new RequestGovernor({ limitPerMinute: config.rateLimit, maxInFlight: 1 }),
+          logger,
+          retryPolicy,
+          timeouts: { connectMs: Math.min(config.http.connectTimeoutMs, 5000), headersMs: Math.min(config.http.headersTimeoutMs, 10_000), bodyMs: config.http.bodyTimeoutMs, deadlineMs: config.http.requestDeadlineMs },
+        })
+      : createApiAccess(config, logger, mirror.sqlite, access).client
   const checks: Check[] = []
   try {
     // The key routes check no scope (spec: API keys), so they test the key alone.
@@ -72,6 +86,7 @@ export async function apiChecks(config: Config & { baseUrl: string; apiKey: stri
     return checks
   } finally {
     await client.close()
+    await mirror?.close()
   }
 }
 

@@ -67,23 +67,27 @@ export class RunOwnership {
 
   /** Marks interrupted the running runs of owners that are gone; returns them with the reason. */
   abandonGone(state: SyncStateStore): { runs: number; owners: AbandonedOwner[] } {
-    const owners = new Map(this.#store.all().map((o) => [o.id, o]))
     const now = this.#now()
-    const gone: AbandonedOwner[] = []
-    const runs = state.abandonRunning(isoNow(now), (id) => {
-      const owner = id === null ? undefined : owners.get(id)
-      const verdict = ownerLiveness(owner, this.#self, { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists })
-      if (!verdict.gone) return false
-      gone.push({ id, ...(owner === undefined ? {} : { pid: owner.pid, host: owner.host }), reason: verdict.reason })
-      return true
-    })
-    // Rows of gone owners (and of any owner whose runs all ended) are no longer needed.
-    this.#sqlite.transaction(() => {
+    const rules = { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists }
+    // The owners are read under the same write lock that marks runs interrupted: read before it, a
+    // process that registers and starts a run in between would have its live run taken for one
+    // with no owner.
+    return this.#sqlite.transaction(() => {
+      const owners = new Map(this.#store.all().map((o) => [o.id, o]))
+      const gone: AbandonedOwner[] = []
+      const runs = state.abandonRunning(isoNow(now), (id) => {
+        const owner = id === null ? undefined : owners.get(id)
+        const verdict = ownerLiveness(owner, this.#self, rules)
+        if (!verdict.gone) return false
+        gone.push({ id, ...(owner === undefined ? {} : { pid: owner.pid, host: owner.host }), reason: verdict.reason })
+        return true
+      })
+      // Rows of gone owners (and of any owner whose runs all ended) are no longer needed.
       for (const o of owners.values()) {
-        if (o.id !== this.id && ownerLiveness(o, this.#self, { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists }).gone) this.#store.prune(o.id)
+        if (o.id !== this.id && ownerLiveness(o, this.#self, rules).gone) this.#store.prune(o.id)
       }
-    })()
-    return { runs, owners: gone }
+      return { runs, owners: gone }
+    }).immediate()
   }
 
   /** Stops the heartbeat and removes this process's row: a run it left running is then abandoned at the next start. */

@@ -1,15 +1,15 @@
 // Builds the object graph once per process (style.md: dependencies are passed in, never looked up):
 // the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
-import { ApiClient, type ResponseEvent } from '../api/api-client.js'
-import { RequestGovernor } from '../api/request-governor.js'
+import type { ApiClient, ResponseEvent } from '../api/api-client.js'
+import type { RequestGovernor } from '../api/request-governor.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { openMirror, type Mirror } from '../store/mirror-database.js'
-import { RequestLedger } from '../store/request-ledger.js'
 import { SyncStateStore } from '../store/sync-state.js'
 import type { SyncContext } from '../sync/sync-context.js'
 import { createProgress } from '../sync/progress.js'
+import { createApiAccess } from './api-access.js'
 import { RunOwnership } from './run-ownership.js'
 
 export interface Runtime {
@@ -45,49 +45,8 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0) logger.warn({ runs: abandoned.runs, owners: abandoned.owners }, 'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint')
-  // The sliding window outlives the process: what an earlier process on this mirror started in the
-  // last minute still counts (a restart after a crash, a cron run right after another), and every
-  // process running at the same time claims each start in it (the daemon beside a cron reconcile).
-  const ledger = new RequestLedger(mirror.sqlite)
-  let ledgerFailed = false
-  const priorStarts = ledger.recent(Date.now())
-  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by another process count against this one\'s budget')
-  const governor = new RequestGovernor({
-    limitPerMinute: config.rateLimit,
-    priorStarts,
-    shared: {
-      claim: (limit, windowMs) => {
-        try {
-          const claim = ledger.claim(limit, windowMs)
-          ledgerFailed = false
-          return claim
-        } catch (err) {
-          // The budget still holds for this process; other processes on the key cannot see this start.
-          if (!ledgerFailed) logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
-          ledgerFailed = true
-          return { granted: true }
-        }
-      },
-    },
-    maxInFlight: config.http.maxInFlight,
-    // However much another client spends the key, keep a tenth of the budget so that the mirror
-    // still moves; a 429 then pauses us anyway.
-    minLimit: Math.max(1, Math.ceil(config.rateLimit / 10)),
-    onBudgetChange: (change) => logger.warn({ change }, 'request budget adapted to what the rate-limit headers say'),
-  })
-  const client = new ApiClient({
-    baseUrl,
-    apiKey,
-    governor,
-    logger,
-    timeouts: {
-      connectMs: config.http.connectTimeoutMs,
-      headersMs: config.http.headersTimeoutMs,
-      bodyMs: config.http.bodyTimeoutMs,
-      deadlineMs: config.http.requestDeadlineMs,
-    },
-    ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
-  })
+  // One budget for the key across processes (see api-access.ts).
+  const { governor, client } = createApiAccess({ ...config, baseUrl, apiKey }, logger, mirror.sqlite, options.onResponse === undefined ? {} : { onResponse: options.onResponse })
   const now = () => Date.now()
   return {
     config,

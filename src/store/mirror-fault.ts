@@ -43,6 +43,18 @@ export function mirrorFault(err: unknown): MirrorFault | undefined {
 }
 
 /**
+ * Whether the error is SQLite's "database is locked" (SQLITE_BUSY, SQLITE_LOCKED and their extended
+ * codes): another connection held the lock past the busy timeout (a cron `sync`, `reconcile`,
+ * `doctor`). Like a mirror fault, it is no fault of the row being written: the write waits and is
+ * tried again.
+ */
+export function mirrorLocked(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err).code) : ''
+  const base = code.split('_').slice(0, 2).join('_')
+  return base === 'SQLITE_BUSY' || base === 'SQLITE_LOCKED'
+}
+
+/**
  * The error to report for a failure to open or read the mirror at `file`: one line with the path,
  * what is wrong and what to do (a MirrorError), or `err` itself when it is not about the file.
  */

@@ -2,8 +2,10 @@
 // interrupted. Pure: the clock and the pid probe are passed in.
 //
 // - Same host (hostname and pid namespace): a pid that no longer exists is gone, and so is one
-//   that is now this very process (a container restarted as pid 1). A pid reused by another
-//   process keeps existing but stops beating: the heartbeat bound catches it.
+//   that is now this very process (its pid was reused by us). A pid reused by another process
+//   keeps existing but stops beating: the heartbeat bound catches it. A restarted container is
+//   not this case: it gets a new pid namespace, so its earlier process counts as another host and
+//   is taken for gone by the heartbeat bound (STALE_AFTER_MS, 60 s).
 // - Another host (two containers on one volume): pids mean nothing here; a heartbeat older than
 //   the bound is gone.
 

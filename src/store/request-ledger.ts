@@ -16,6 +16,7 @@ export class RequestLedger {
   readonly #insert
   readonly #prune
   readonly #recent
+  readonly #since
   readonly #windowMs: number
   readonly #now: () => number
   readonly #claim: (limit: number, windowMs: number) => { granted: true } | { granted: false; retryAt: number }
@@ -26,15 +27,19 @@ export class RequestLedger {
     this.#now = now
     this.#insert = sqlite.prepare('INSERT INTO request_starts (at_ms) VALUES (?)')
     this.#prune = sqlite.prepare('DELETE FROM request_starts WHERE at_ms <= ?')
-    this.#recent = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? AND at_ms <= ? ORDER BY at_ms').pluck()
+    // A start recorded after `now` (the wall clock stepped back since) counts as one made now: left
+    // out, a process would get a whole window's worth of starts on top of it (91 in 60 s after a
+    // 30 s step back); kept at its own time, it would hold every start until the clock caught up.
+    this.#recent = sqlite.prepare('SELECT min(at_ms, ?) FROM request_starts WHERE at_ms > ? ORDER BY at_ms').pluck()
+    this.#since = sqlite.prepare('SELECT count(*) FROM request_starts WHERE at_ms > ?').pluck()
     // The limit-th most recent start in the window: while there is one, the window is full.
-    const blocking = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? AND at_ms <= ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?').pluck()
+    const blocking = sqlite.prepare('SELECT at_ms FROM request_starts WHERE at_ms > ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?').pluck()
     const tx = sqlite.transaction((limit: number, windowMs: number): { granted: true } | { granted: false; retryAt: number } => {
       // Read inside the write lock: a start another process committed while we waited for the lock
-      // is at or before this instant, so it is counted.
+      // is counted.
       const now = this.#now()
-      const oldest = blocking.get(now - windowMs, now, Math.max(0, limit - 1)) as number | undefined
-      if (oldest !== undefined) return { granted: false, retryAt: oldest + windowMs }
+      const oldest = blocking.get(now - windowMs, Math.max(0, limit - 1)) as number | undefined
+      if (oldest !== undefined) return { granted: false, retryAt: Math.min(oldest, now) + windowMs }
       this.record(now)
       return { granted: true }
     })
@@ -53,13 +58,18 @@ export class RequestLedger {
 
   /**
    * Starts within the window that ends at `now`, oldest first (what a new governor must count).
-   * A start after `now` means the wall clock stepped back since it was recorded: it is left out,
-   * since counting it would hold every request until the clock caught up.
+   * A start after `now` means the wall clock stepped back since it was recorded: it is counted as
+   * made at `now`.
    */
   recent(now: number): number[] {
     // Pruned here too: a short run (a cron `sync` of a few requests) never reaches PRUNE_EVERY.
     this.#prune.run(now - this.#windowMs - PRUNE_SLACK_MS)
-    return this.#recent.all(now - this.#windowMs, now) as number[]
+    return this.#recent.all(now, now - this.#windowMs) as number[]
+  }
+
+  /** Starts of every process on this mirror after `from` (a start in the future included). */
+  startsSince(from: number): number {
+    return this.#since.get(from) as number
   }
 
   record(at: number): void {

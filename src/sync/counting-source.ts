@@ -1,6 +1,8 @@
 // Wraps the client for one run: counts the requests the run spent and remembers when the latest
-// request started, which is the moment a list page was observed. Attempts are counted where they
-// start (the client's onAttempt), so retries and a request that finally fails count in full.
+// request started, which is the moment a list page was observed. Both are taken where an attempt
+// starts (the client's onAttempt, once the governor granted its slot), so retries and a request
+// that finally fails count in full, and a call that waited minutes in the queue (reconcile
+// priority) is not taken for older than it is.
 import type { ApiResponse, CallOptions } from '../api/api-client.js'
 import type { Query } from '../api/routes.js'
 import type { PageSource } from '../api/updated-at-keyset.js'
@@ -19,7 +21,6 @@ export class CountingSource implements PageSource {
   ) {}
 
   get(path: string, query: Query | undefined, options: CallOptions): Promise<ApiResponse> {
-    this.lastStartedAt = this.now()
     return this.upstream.get(path, query, this.counted(options))
   }
 
@@ -30,6 +31,7 @@ export class CountingSource implements PageSource {
       ...options,
       onAttempt: () => {
         this.requests++
+        this.lastStartedAt = this.now()
         outer?.()
       },
     }

@@ -9,7 +9,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Logger } from '../log/logger.js'
-import { mirrorFault } from '../store/mirror-fault.js'
+import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { DeliveryApplier, OBJECTS_DEFERRED, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
 import { FollowUps, type FollowUpClient } from './follow-ups.js'
@@ -94,6 +94,12 @@ export class WebhookProcessor {
   #fault: ProcessorFault | undefined
   /** The delivery whose row holds the current fault's error (markFault), put back in line before the next try. */
   #faultRow: string | undefined
+  /**
+   * The deliveries an earlier process kept with a mirror fault are still to be put back in line:
+   * the mirror failed at start too. Until they are, none is applied (they would be skipped and
+   * later deliveries applied ahead of them).
+   */
+  #requeuePending = false
   #wakeTimer: NodeJS.Timeout | undefined
   #busy = false
   /** The inbox was `filling` at the last slice (logged when it changes). */
@@ -158,8 +164,9 @@ export class WebhookProcessor {
         try {
           return { row, outcome: savepoint(row, now) }
         } catch (err) {
-          // The mirror failed, not the row: the whole slice rolls back and waits (see #loop).
-          if (mirrorFault(err) !== undefined) throw err
+          // The mirror failed, or another process held its lock past the busy timeout, not the
+          // row: the whole slice rolls back and waits (see #loop); the row stays pending.
+          if (mirrorFault(err) !== undefined || mirrorLocked(err)) throw err
           const error = (err as Error).message
           options.inbox.markFailed(row.delivery_id, error)
           return { row, outcome: { kind: 'failed', error } }
@@ -183,14 +190,22 @@ export class WebhookProcessor {
       const n = this.#o.inbox.requeueErrors(OBJECTS_DEFERRED)
       if (n > 0) this.#log.info({ deliveries: n }, 'custom-object deliveries kept until an applier existed are applied now')
     }
+    this.#requeuePending = true
     try {
-      const n = this.#o.inbox.requeueFaults()
-      if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
+      this.#requeueFaults()
     } catch (err) {
+      // Tried again at the top of each slice loop, before anything is applied.
       this.#backOff(err, undefined)
       return
     }
     this.wake()
+  }
+
+  #requeueFaults(): void {
+    if (!this.#requeuePending) return
+    const n = this.#o.inbox.requeueFaults()
+    this.#requeuePending = false
+    if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
   }
 
   /** New rows were stored (the inbox's onStored): a slice starts after `gatherMs`. */
@@ -285,6 +300,7 @@ export class WebhookProcessor {
       let rows: InboxRow[] = rest
       let settled: Settled[]
       try {
+        this.#requeueFaults()
         if (this.#faultRow !== undefined) {
           this.#o.inbox.clearFault(this.#faultRow)
           this.#faultRow = undefined
@@ -306,7 +322,8 @@ export class WebhookProcessor {
   }
 
   /**
-   * The mirror failed (disk full, corrupt pages, I/O), not a row: nothing of the slice was kept.
+   * The mirror failed (disk full, corrupt pages, I/O) or another process held its lock past the busy
+   * timeout, not a row: nothing of the slice was kept.
    * The error is recorded on the delivery at the head of the line when the mirror still takes that
    * write (`status` shows it), and applying waits, twice as long after each failure up to the cap,
    * with one log line per wait and no stack trace: arriving deliveries are still stored and
@@ -314,7 +331,13 @@ export class WebhookProcessor {
    */
   #backOff(err: unknown, head: InboxRow | undefined): void {
     const fault = mirrorFault(err)
-    const error = fault === undefined ? (err as Error).message : `${fault.what}: ${fault.fix}`
+    const locked = mirrorLocked(err)
+    const error =
+      fault !== undefined
+        ? `${fault.what}: ${fault.fix}`
+        : locked
+          ? `the mirror is locked by another process (${(err as Error).message}): applying waits for it; if this lasts, look for a process that holds the mirror open in a long write (a \`sqlite3\` shell, a stuck \`fsm-sync\` command)`
+          : (err as Error).message
     const first = this.#o.storeRetryMs ?? 1_000
     const attempts = (this.#fault?.attempts ?? 0) + 1
     const retryInMs = Math.min(this.#o.storeRetryMaxMs ?? 60_000, first * 2 ** (attempts - 1))
@@ -331,7 +354,7 @@ export class WebhookProcessor {
     }
     const fields = { error, code: (err as { code?: unknown }).code, attempts, retryInMs, deliveryId: head?.delivery_id, recorded }
     // An unknown failure gets its stack once; a known mirror fault never needs it.
-    if (fault === undefined && attempts === 1) this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
+    if (fault === undefined && !locked && attempts === 1) this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
     else this.#log.error(fields, 'applying webhook deliveries failed: the mirror does not work; trying again later')
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined

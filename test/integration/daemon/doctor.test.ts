@@ -1,6 +1,7 @@
 // `fsm-sync doctor` on a good setup and on each kind of bad one: one line per check, exit 1 on
 // any failure, and the key is never printed.
 import path from 'node:path'
+import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
 import { cleanEnv, runCli } from '../../helpers/run-cli.js'
@@ -65,4 +66,19 @@ test('no webhook secret', async () => {
   const r = await runCli(['doctor'], rest)
   expect(r.code).toBe(1)
   expect(r.stdout).toMatch(/^✗ webhook secret: none: run `fsm-sync webhooks register/m)
+})
+
+test('doctor spends the key\'s budget inside the window shared with the other processes on the mirror', async () => {
+  const { emu, good } = await setup()
+  const r = await runCli(['doctor'], good)
+  expect(r.code, r.stdout + r.stderr).toBe(0)
+  const upstream = ((await emu.control('GET', '/requests')) as unknown[]).length
+  expect(upstream).toBeGreaterThan(5)
+  // Every GET doctor made is a start in the mirror's request_starts, where a daemon beside counts it.
+  const db = new Database(good.FSM_DB, { readonly: true })
+  try {
+    expect(db.prepare('SELECT count(*) FROM request_starts').pluck().get()).toBe(upstream)
+  } finally {
+    db.close()
+  }
 })

@@ -1,7 +1,9 @@
 // A command started beside a live daemon (a cron `reconcile` on the same mirror) must not mark the
 // daemon's running runs interrupted; once the daemon is gone, the next command does.
 import { describe, expect, test, vi } from 'vitest'
+import path from 'node:path'
 import { Writable } from 'node:stream'
+import Database from 'better-sqlite3'
 import { RunOwnership } from '../../../src/daemon/run-ownership.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
@@ -85,6 +87,40 @@ describe('runs of live processes', () => {
       silent.close()
     } finally {
       vi.useRealTimers()
+      await m.dispose()
+    }
+  })
+
+  test('a process that registers and starts a run while another one starts up keeps its run running', async () => {
+    const m = await tempMirror()
+    // A second process on the mirror, as its own connection; it never waits for a lock.
+    const other = new Database(path.join(m.dir, 'mirror.db'))
+    other.pragma('busy_timeout = 0')
+    try {
+      // The starting process's clock is read once between its constructor and its look at the
+      // runs: the other process registers and starts its run at that moment.
+      let between: (() => void) | undefined
+      const clock = () => {
+        const step = between
+        between = undefined
+        step?.()
+        return Date.now()
+      }
+      const starting = new RunOwnership(m.sqlite, quiet(), { now: clock, pidExists: () => true })
+      let otherOwner: RunOwnership | undefined
+      let otherRun = 0
+      between = () => {
+        otherOwner = new RunOwnership(other, quiet(), { identity: { pid: 7, host: 'host-b', pidNamespace: 'pid:[1]' } })
+        otherRun = new SyncStateStore(other, { ownerId: otherOwner.id }).startRun('sweep', 'jobs', new Date().toISOString())
+      }
+      const abandoned = starting.abandonGone(new SyncStateStore(m.sqlite, { ownerId: starting.id }))
+      expect(otherRun).toBeGreaterThan(0)
+      expect(abandoned).toEqual({ runs: 0, owners: [] })
+      expect(m.sqlite.prepare(`SELECT outcome FROM sync_runs WHERE id = ?`).pluck().get(otherRun)).toBe('running')
+      otherOwner?.close()
+      starting.close()
+    } finally {
+      other.close()
       await m.dispose()
     }
   })

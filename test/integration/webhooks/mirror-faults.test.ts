@@ -1,7 +1,10 @@
 // The mirror itself failing under the daemon (a full disk, here SQLite's max_page_count on the
 // writer connection, which fails writes with SQLITE_FULL the way a full disk does): /readyz must
 // say so, and the processor must record it, back off and resume, losing nothing it acknowledged.
+import { createRequire } from 'node:module'
+import path from 'node:path'
 import { Writable } from 'node:stream'
+import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, test } from 'vitest'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { createLogger } from '../../../src/log/logger.js'
@@ -110,5 +113,78 @@ describe('a processor that meets a failing mirror records the error on the deliv
     expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([{ done: 1, error: null }])
     await processor.stop()
     await next.close()
+  })
+
+  test('a delivery kept with a mirror fault is put back in line even when the mirror still fails at the next start', async () => {
+    mirror = await tempMirror()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const body = (s: number) => Buffer.from(JSON.stringify(jobPayload(hex(1), T(s))))
+    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: body(1), verifiedWith: 'test' })
+    inbox.markFault('d1', 'the mirror is full')
+    await inbox.enqueue({ deliveryId: 'd2', event: 'job.updated', body: body(2), verifiedWith: 'test' })
+    await inbox.close()
+    const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    // The mirror refuses every write at start (SQLITE_READONLY), then works again.
+    mirror.sqlite.pragma('query_only = ON')
+    processor.start()
+    await until('the first failed try', () => processor.fault, 10_000)
+    mirror.sqlite.pragma('query_only = OFF')
+    await until('the later delivery applied', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL FROM webhook_inbox WHERE delivery_id = 'd2'`).pluck().get() === 1, 10_000)
+    await processor.drained()
+    // Both applied, in receipt order: the earlier one is not skipped behind the later one.
+    const rows = mirror.sqlite.prepare('SELECT delivery_id, error, processed_at FROM webhook_inbox ORDER BY seq').all() as { delivery_id: string; error: string | null; processed_at: string | null }[]
+    expect(rows.map((r) => [r.delivery_id, r.error, r.processed_at !== null])).toEqual([['d1', null, true], ['d2', null, true]])
+    expect(rows[0]!.processed_at! <= rows[1]!.processed_at!).toBe(true)
+    expect(processor.fault).toBeUndefined()
+    await processor.stop()
+    await next.close()
+  })
+})
+
+/**
+ * Another connection (a thread here, standing in for a cron `fsm-sync sync`) takes the mirror's
+ * write lock, then lets it go after `holdMs`; resolves once the lock is held.
+ */
+async function holdWriteLock(file: string, holdMs: number): Promise<Worker> {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads')
+     const db = new (require(workerData.driver))(workerData.file)
+     db.exec('BEGIN IMMEDIATE')
+     parentPort.postMessage('locked')
+     setTimeout(() => { db.exec('COMMIT'); db.close(); parentPort.postMessage('released') }, workerData.holdMs)`,
+    { eval: true, workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, holdMs } },
+  )
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve())
+    worker.once('error', reject)
+  })
+  return worker
+}
+
+describe('a processor that finds the mirror locked by another process keeps the delivery pending', () => {
+  test('a lock held past the busy timeout and released while the row is being marked does not fail the delivery for good', async () => {
+    mirror = await tempMirror()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, gatherMs: 0, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    processor.start()
+    await processor.drained()
+    // Stored without waking the processor: it is woken below, once the lock is held.
+    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))), verifiedWith: 'test' })
+    // Each write waits 300 ms for the lock: the slice's first write gives up at about 300 ms, the
+    // row-by-row retry at about 600 ms, and the lock is released at 750 ms, while the next write
+    // (the one that kept the row's error) is waiting.
+    mirror.sqlite.pragma('busy_timeout = 300')
+    const holder = await holdWriteLock(path.join(mirror.dir, 'mirror.db'), 750)
+    processor.wake()
+    await until('the delivery settled', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL OR (error IS NOT NULL AND error NOT LIKE ? || '%') FROM webhook_inbox WHERE delivery_id = 'd1'`).pluck().get(MIRROR_FAULT_PREFIX) === 1, 10_000)
+    await processor.drained()
+    await holder.terminate()
+    expect(mirror.sqlite.prepare(`SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox`).all()).toEqual([{ done: 1, error: null }])
+    expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(1)
+    await processor.stop()
+    await inbox.close()
   })
 })

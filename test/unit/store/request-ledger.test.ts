@@ -25,13 +25,34 @@ describe('RequestLedger', () => {
     expect(new RequestLedger(m.sqlite).recent(30_000)).toEqual([5_000])
     expect(new RequestLedger(m.sqlite).recent(65_000)).toEqual([])
   })
-  // Review finding (2026-11-23): a wall clock stepped back between two processes left starts "in
-  // the future" that held every request of the next process until the clock caught up.
-  test('a start later than now (the clock stepped back) is left out', () => {
+  // A wall clock stepped back between two processes leaves starts "in the future": held at their
+  // own time they would block every request until the clock caught up; left out, they would let
+  // the next process spend a whole window on top of them.
+  test('a start later than now (the clock stepped back) counts as made now', () => {
     const ledger = new RequestLedger(m.sqlite)
     ledger.record(100_000)
     ledger.record(700_000)
-    expect(ledger.recent(110_000)).toEqual([100_000])
+    expect(ledger.recent(110_000)).toEqual([100_000, 110_000])
+  })
+  test('a second process after the wall clock stepped back is not granted more than the limit in the window', () => {
+    let now = 1_000_000_000
+    const first = new RequestLedger(m.sqlite, 60_000, () => now)
+    // The first process spends the budget over 30 s, then the clock steps back 40 s.
+    let granted = 0
+    for (let i = 0; i < 60; i++, now += 500) if (first.claim(60, 60_000).granted) granted++
+    expect(granted).toBe(60)
+    now -= 40_000
+    const second = new RequestLedger(m.sqlite, 60_000, () => now)
+    let more = 0
+    let refusal: { granted: boolean; retryAt?: number } = { granted: true }
+    for (let i = 0; i < 60 && refusal.granted; i++) {
+      refusal = second.claim(60, 60_000)
+      if (refusal.granted) more++
+    }
+    expect(more).toBe(0)
+    // The oldest start in the way counts as made now: free one window from now, not later.
+    expect(refusal).toEqual({ granted: false, retryAt: now + 60_000 })
+    expect(second.recent(now)).toHaveLength(60)
   })
   test('reading at start prunes what has left the window (short runs never reach the prune interval)', () => {
     const ledger = new RequestLedger(m.sqlite)

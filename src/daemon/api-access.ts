@@ -1,0 +1,78 @@
+// The request governor and the client for the key, built one way for every command that calls the
+// API (the daemon, `sync`, `reconcile`, `doctor`): with the mirror's shared window, what an earlier
+// process started in the last minute counts (a restart after a crash, a cron run right after
+// another), every process running at the same time claims each start in it (the daemon beside a
+// cron reconcile), and the adaptive limit counts all of them as ours.
+import { ApiClient, type ApiClientOptions, type ResponseEvent } from '../api/api-client.js'
+import { RequestGovernor } from '../api/request-governor.js'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { RequestLedger } from '../store/request-ledger.js'
+
+export interface ApiAccessOptions {
+  /** Called after every upstream attempt (the daemon's request metrics). */
+  onResponse?: (event: ResponseEvent) => void
+  /** Requests in flight at once. Default: http.maxInFlight. */
+  maxInFlight?: number
+  retryPolicy?: ApiClientOptions['retryPolicy']
+  /** Caps on the configured connect and headers timeouts (doctor answers quickly). */
+  connectTimeoutMaxMs?: number
+  headersTimeoutMaxMs?: number
+}
+
+export function createApiAccess(config: Config & { baseUrl: string; apiKey: string }, logger: Logger, sqlite: Sqlite, options: ApiAccessOptions = {}): { governor: RequestGovernor; client: ApiClient } {
+  const ledger = new RequestLedger(sqlite)
+  let ledgerFailed = false
+  const failed = (err: unknown) => {
+    // The budget still holds for this process; other processes on the key cannot see this start.
+    if (!ledgerFailed) logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
+    ledgerFailed = true
+  }
+  const priorStarts = ledger.recent(Date.now())
+  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by another process count against this one\'s budget')
+  const governor = new RequestGovernor({
+    limitPerMinute: config.rateLimit,
+    priorStarts,
+    shared: {
+      claim: (limit, windowMs) => {
+        try {
+          const claim = ledger.claim(limit, windowMs)
+          ledgerFailed = false
+          return claim
+        } catch (err) {
+          failed(err)
+          return { granted: true }
+        }
+      },
+      startsSince: (from) => {
+        try {
+          return ledger.startsSince(from)
+        } catch (err) {
+          failed(err)
+          return undefined
+        }
+      },
+    },
+    maxInFlight: options.maxInFlight ?? config.http.maxInFlight,
+    // However much another client spends the key, keep a tenth of the budget so that the mirror
+    // still moves; a 429 then pauses us anyway.
+    minLimit: Math.max(1, Math.ceil(config.rateLimit / 10)),
+    onBudgetChange: (change) => logger.warn({ change }, 'request budget adapted to what the rate-limit headers say'),
+  })
+  const client = new ApiClient({
+    baseUrl: config.baseUrl,
+    apiKey: config.apiKey,
+    governor,
+    logger,
+    timeouts: {
+      connectMs: Math.min(config.http.connectTimeoutMs, options.connectTimeoutMaxMs ?? Number.POSITIVE_INFINITY),
+      headersMs: Math.min(config.http.headersTimeoutMs, options.headersTimeoutMaxMs ?? Number.POSITIVE_INFINITY),
+      bodyMs: config.http.bodyTimeoutMs,
+      deadlineMs: config.http.requestDeadlineMs,
+    },
+    ...(options.retryPolicy === undefined ? {} : { retryPolicy: options.retryPolicy }),
+    ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
+  })
+  return { governor, client }
+}
