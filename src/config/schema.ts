@@ -24,6 +24,9 @@ export const StreamName = z
 // Decimal digits only: z.coerce.number() would also take "0x10" (16), "1e3", " 12 " and "" (0).
 // A JSON number from the config file passes as it is.
 const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
+/** The default longest gap between two chunks of an upstream body (http.bodyTimeoutMs). */
+const DEFAULT_BODY_GAP_MS = 15_000
+
 const int = (min: number, max: number) =>
   z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), z.number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) }).int({ error: INT_MESSAGE }).min(min).max(max))
 
@@ -90,14 +93,17 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       connectTimeoutMs: int(100, 600_000).default(10_000),
       headersTimeoutMs: int(100, 600_000).default(30_000),
-      /** Longest gap between two chunks of a body; under the deadline, or it could never fire. */
-      bodyTimeoutMs: int(100, 600_000).default(15_000),
+      /**
+       * Longest gap between two chunks of a body; under the deadline, or it could never fire. Unset,
+       * it is 15 s or the deadline if that is shorter, so lowering the deadline alone stays valid.
+       */
+      bodyTimeoutMs: int(100, 600_000).optional(),
       /** Longest whole request (connect, headers and body); by default half the 60 s rate window. */
       requestDeadlineMs: int(100, 600_000).default(30_000),
       maxInFlight: int(1, 64).default(4),
     })
     .superRefine((h, ctx) => {
-      if (h.bodyTimeoutMs > h.requestDeadlineMs) {
+      if (h.bodyTimeoutMs !== undefined && h.bodyTimeoutMs > h.requestDeadlineMs) {
         ctx.addIssue({
           code: 'custom',
           path: ['bodyTimeoutMs'],
@@ -105,6 +111,7 @@ export const ConfigSchema = z.strictObject({
         })
       }
     })
+    .transform((h) => ({ ...h, bodyTimeoutMs: h.bodyTimeoutMs ?? Math.min(DEFAULT_BODY_GAP_MS, h.requestDeadlineMs) }))
     .prefault({}),
   sync: z
     .strictObject({

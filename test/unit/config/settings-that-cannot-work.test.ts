@@ -40,4 +40,6 @@ test('an http.bodyTimeoutMs longer than http.requestDeadlineMs is refused, namin
   expect(defaults.bodyTimeoutMs).toBe(15_000)
   expect(defaults.bodyTimeoutMs).toBeLessThan(defaults.requestDeadlineMs)
   expect(loadConfig({ overrides: { http: { bodyTimeoutMs: 60_000, requestDeadlineMs: 60_000 } }, env: {} }).http.bodyTimeoutMs).toBe(60_000)
+  // Lowering the deadline alone is valid: the unset gap follows it down.
+  expect(loadConfig({ overrides: { http: { requestDeadlineMs: 5_000 } }, env: {} }).http.bodyTimeoutMs).toBe(5_000)
 })
