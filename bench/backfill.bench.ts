@@ -1,4 +1,4 @@
-// Backfill economy (issue 4): a backfill of 20,000 and 100,000 clients from the emulator, through
+// Backfill economy: a backfill of 20,000 and 100,000 clients from the emulator, through
 // the real CLI in its own process, at a scaled budget that makes each run last about 50 s.
 // Figures: achieved requests/min ÷ budget (goal >= 0.97), rows per request (goal >= 99), and the
 // sync process's peak RSS (goal < 150 MB, flat as the record count grows).
@@ -80,5 +80,5 @@ export default async function backfillBench(): Promise<BenchResult> {
   notes.push(
     'Rows per request is at most 99 on a 100-row page: since is inclusive (spec, Shared list parameters), so each page re-reads the last row of the one before, which the walk drops by id; stepping pages instead would skip rows under concurrent writes.',
   )
-  return { name: 'backfill', issue: 4, figures, notes }
+  return { name: 'backfill', topic: 'mirror', figures, notes }
 }

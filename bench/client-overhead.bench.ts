@@ -1,4 +1,4 @@
-// Client overhead (issue 2, Measure): time per request through client + governor (budget set very
+// Client overhead: time per request through client + governor (budget set very
 // high) against a bare `undici.request` loop on the same loopback server, in the same run. Both are
 // sequential loops that parse the JSON body; they alternate in rounds so drift hits both alike.
 import http from 'node:http'
@@ -60,7 +60,7 @@ export default async function (): Promise<BenchResult> {
   const ratio = Math.round((perClient / perBare) * 1000) / 1000
   return {
     name: 'client-overhead',
-    issue: 2,
+    topic: 'governor',
     figures: [
       { metric: 'time per request, client + governor / bare undici.request', value: ratio, unit: 'ratio', ...atMost(ratio, 1.3), baseline: `bare ${(perBare * 1000).toFixed(0)} µs, client ${(perClient * 1000).toFixed(0)} µs` },
     ],

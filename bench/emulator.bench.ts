@@ -1,4 +1,4 @@
-// Issue 3: the emulator must never be the bottleneck. Measures 100-row list requests per second on
+// The emulator must never be the bottleneck. Measures 100-row list requests per second on
 // loopback (rate limit off, an undici keep-alive pool with concurrency, run in a worker thread so
 // the client does not share the emulator's thread), beside a baseline: a bare node:http server
 // answering a prebuilt body of the same size to the same client. Also the time to seed 10,000
@@ -97,7 +97,7 @@ export default async function (): Promise<BenchResult> {
   const bare = await baseline(list.avgBytes)
   return {
     name: 'emulator',
-    issue: 3,
+    topic: 'emulator',
     figures: [
       {
         metric: '100-row list requests per second (loopback, rate limit off)', value: list.perSecond, unit: 'req/s', ...atLeast(list.perSecond, 2000),

@@ -1,4 +1,4 @@
-// Budget use (issue 2, Measure): 2,000 requests through client + governor to a loopback server at a
+// Budget use: 2,000 requests through client + governor to a loopback server at a
 // scaled budget of 3,000/min. Starts are timed at the server. Figures: achieved rate / budget, and
 // the most starts in any 60 s window. A 40 s run cannot fill a 60 s window, so a second run keeps
 // the same rate with a 4 s window (200 per 4 s) to show the sliding window holding under load.
@@ -55,7 +55,7 @@ export default async function (): Promise<BenchResult> {
   const scaledUse = Math.round(((((scaled.length - 1) / scaledSpan) * 4_000) / 200) * 1000) / 1000
   return {
     name: 'governor-budget',
-    issue: 2,
+    topic: 'governor',
     figures: [
       { metric: 'achieved rate / budget (3,000/min, 2,000 requests)', value: use, unit: 'ratio', ...atLeast(use, 0.97), baseline: `${Math.round(ratePerMin)}/min achieved` },
       { metric: 'most starts in any 60 s window (server side)', value: most60, unit: 'starts', ...atMost(most60, BUDGET) },

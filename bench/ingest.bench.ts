@@ -1,6 +1,6 @@
 // Ingest: rows/s from parsed pages into the mirror (newer-wins upsert, child rows, change_log,
 // cursor per page) against a plain better-sqlite3 prepared-statement loop writing the same rows.
-// Goal (issue 4): >= 0.6 of the plain loop, and >= 50,000 rows/s.
+// Goal: >= 0.6 of the plain loop, and >= 50,000 rows/s.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -116,7 +116,7 @@ export default async function ingest(): Promise<BenchResult> {
   const ratio = ours / plain
   return {
     name: 'ingest',
-    issue: 4,
+    topic: 'mirror',
     figures: [
       { metric: 'ingest rate (100,000 job rows, pages of 100)', value: Math.round(ours), unit: 'rows/s', ...atLeast(ours, 50_000), baseline: `plain prepared loop ${Math.round(plain)} rows/s` },
       { metric: 'ingest rate / plain prepared loop', value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.6) },

@@ -16,7 +16,8 @@ export interface Figure {
 
 export interface BenchResult {
   name: string
-  issue: number
+  /** What the bench measures, in a word: governor, emulator, mirror, intake, retention, soak. */
+  topic: string
   figures: Figure[]
   notes?: string[]
 }

@@ -180,7 +180,7 @@ export default async function bench(): Promise<BenchResult> {
   ]
   return {
     name: 'retention',
-    issue: 16,
+    topic: 'retention',
     figures,
     notes: [
       `${total} signed job.updated deliveries of about 1 KB (${JOBS} distinct jobs) over ${CONNECTIONS} loopback keep-alive connections into the real intake (inbox group commits with the log synced, processor applying, checkpoints on the worker thread), a fake clock advanced ${interval} ms per delivery: ${DAYS} simulated days at ${RATE}/s in ${seconds.toFixed(0)} s.`,

@@ -1,4 +1,4 @@
-// Webhook intake (issue 6): signed ~1 KB deliveries over loopback keep-alive connections into the
+// Webhook intake: signed ~1 KB deliveries over loopback keep-alive connections into the
 // real intake (signature check, JSON check, durable inbox group commits, processor applying)
 // against a bare node:http handler that reads the body and answers 200, in the same run. Servers
 // run in a child process so that the load generator does not share their event loop.
@@ -288,7 +288,7 @@ export default async function webhookIntake(): Promise<BenchResult> {
   const ms = (x: number) => Number(x.toFixed(2))
   return {
     name: 'webhook-intake',
-    issue: 6,
+    topic: 'intake',
     figures: [
       {
         metric: `deliveries/s at saturation (1 KB, signed; each server's best of ${CONNECTION_COUNTS.join(', ')} keep-alive connections; median of ${ROUNDS} rounds)`,

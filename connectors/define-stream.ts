@@ -1,5 +1,5 @@
 // A stream is data: what to read, how to page, which table, how a payload becomes rows, and how
-// deletions show (style.md, Declarative connectors). Connectors do no I/O.
+// deletions show: connectors are declarations and do no I/O (docs/architecture.md, Layers).
 import type { ChildRows, RecordRow, SqlValue } from '../src/store/record-writer.js'
 import type { Payload } from './mapping.js'
 import { canonicalTime, canonicalTimeOrText } from '../src/store/timestamps.js'

@@ -1,5 +1,5 @@
-// The emulator: a stateful, faithful local fake of the whole upstream API
-// (../../shared/spec/fsm-api.md), with a control API under /__emulator/. See emulator/README.md.
+// The emulator: a stateful, faithful local fake of the whole upstream API, written from the
+// API's specification, with a control API under /__emulator/. See emulator/README.md.
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'

@@ -1,6 +1,6 @@
-// `npm run soak [-- --minutes N] [--seed S]`: the soak of issue 8 (soak/soak.ts). Prints the report,
-// writes bench/results/soak.json in the benches' format and regenerates the results table; exits 1
-// when a goal is missed.
+// `npm run soak [-- --minutes N] [--seed S]`: the soak (soak/soak.ts; README.md, Soak). Prints the
+// report, writes bench/results/soak.json in the benches' format and regenerates the results table;
+// exits 1 when a goal is missed.
 import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -21,7 +21,7 @@ if (!(minutes > 0) || !Number.isInteger(seed)) {
 const report = await runSoak({ durationMs: minutes * 60_000, seed, log: (line) => process.stdout.write(`[soak] ${line}\n`) })
 const figures = soakFigures(report)
 process.stdout.write(`\n${formatReport(report)}\n`)
-const stored = { name: 'soak', issue: 8, figures, notes: soakNotes(report), date: new Date().toISOString(), machine: machine() }
+const stored = { name: 'soak', topic: 'soak', figures, notes: soakNotes(report), date: new Date().toISOString(), machine: machine() }
 writeFileSync(path.join(ROOT, 'bench/results/soak.json'), JSON.stringify(stored, null, 2) + '\n')
 // bench/run.ts with a name that matches no *.bench.ts runs no bench and only rewrites the table.
 spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/run.ts'), 'soak'], { cwd: ROOT, stdio: 'inherit' })

@@ -1,6 +1,6 @@
-// The soak (issue 8): the daemon under churn, faults, a 429 storm and random SIGKILLs, with an
-// external reader on its mirror; then one sweep and one reconcile and an exact comparison with the
-// emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/soak.test.ts.
+// The soak (README.md, Soak): the daemon under churn, faults, a 429 storm and random SIGKILLs, with
+// an external reader on its mirror; then one sweep and one reconcile and an exact comparison with
+// the emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/soak.test.ts.
 import { mkdtempSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'

@@ -1,5 +1,5 @@
 // A small seeded PRNG (mulberry32) so that the same seed gives the same account: ids, names and
-// timestamps (issue 3: "deterministic data from a seed"). Not for secrets: keys use node:crypto.
+// timestamps (deterministic data from a seed). Not for secrets: keys use node:crypto.
 
 export class Prng {
   private state: number

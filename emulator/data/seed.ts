@@ -1,4 +1,4 @@
-// Builds a whole account from a seed (issue 3): same seed and anchor day, same data.
+// Builds a whole account from a seed: same seed and anchor day, same data.
 import { ObjectIdFactory, Prng } from '../core/prng.js'
 import { clientSchema, objectDefinitions } from '../objects/object-definitions.js'
 import { SchemaCache } from '../objects/schema-cache.js'

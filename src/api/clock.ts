@@ -1,5 +1,5 @@
 // Time as a dependency: everything in src/api that waits or reads the time takes a Clock, so tests
-// drive hours of governor time in milliseconds of real time (style.md: time-dependent logic takes a clock).
+// drive hours of governor time in milliseconds of real time.
 
 export interface Clock {
   /** Milliseconds since the epoch. */

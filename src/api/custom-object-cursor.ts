@@ -1,7 +1,7 @@
 // The custom-object list walk: `meta.next.cursor` until it is null (spec, Custom objects). The list
 // is id-ordered and not a snapshot, so a record updated behind the walk is missed by it; the next
 // `updated_since` bookmark is therefore the time the walk began (the upstream `Date` header of the
-// first answer) minus a margin, not the largest updatedAt seen (design.md, Custom objects).
+// first answer) minus a margin, not the largest updatedAt seen.
 import { systemClock, type Clock } from './clock.js'
 import { MalformedResponseError } from './errors.js'
 import { extractRows } from './page-rows.js'

@@ -1,6 +1,7 @@
 // A plain page walk, page=1..N until `page * limit >= meta.total` (spec, Conventions 6). Under
-// concurrent writes it can skip rows (design.md): use it for reconciliation of ids (which confirms
-// each candidate with a GET) and for small reference lists, not for incremental sweeps.
+// concurrent writes it can skip rows (a record moved to an earlier page while the walk runs): use
+// it for reconciliation of ids (which confirms each candidate with a GET) and for small reference
+// lists, not for incremental sweeps.
 import type { CallOptions } from './api-client.js'
 import { extractRows } from './page-rows.js'
 import type { Priority } from './request-governor.js'

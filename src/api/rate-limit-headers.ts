@@ -1,5 +1,5 @@
-// Reading Retry-After and X-RateLimit-* tolerantly. The spec names the headers but not their forms
-// (design.md, "not shown"): X-RateLimit-Reset may be epoch seconds, epoch milliseconds, seconds
+// Reading Retry-After and X-RateLimit-* tolerantly. The API's specification names the headers but
+// does not show their forms: X-RateLimit-Reset may be epoch seconds, epoch milliseconds, seconds
 // until the reset, or an HTTP date; Retry-After seconds or an HTTP date. One parser takes them all.
 import { parseInstant } from '../store/timestamps.js'
 

@@ -1,14 +1,14 @@
-// The incremental sweep of clients, jobs, visits and invoices (design.md, Incremental sweeps):
-// `sort=updatedAt:asc&since=<cursor>&page=1`, the cursor moving to each page's last `updatedAt`.
-// `since` is inclusive, so rows at the cursor come again and are dropped by id. A tie larger than a
-// page is stepped through with page=2,3,... at the same `since`; because stepping pages can skip a
-// row when an earlier row of the tie is updated meanwhile (the rest shift left), the tie is then
-// read again from page 1 until a pass finds nothing new, and the walk goes on from just after the
-// tie's timestamp. Updated rows move to the end and are met again later, with their latest version.
-// A route that ignores `page` answers a stepped tie page with rows the pass already received: the
-// rest of the tie is out of reach, so the stepping ends and the walk fails (moving past the tie
-// would skip its unread rows). Any other walk that stops moving fails after a bounded number of
-// requests (stallLimit) instead of spending the budget forever.
+// The incremental sweep of clients, jobs, visits and invoices (README.md, How the sync stays
+// exact): `sort=updatedAt:asc&since=<cursor>&page=1`, the cursor moving to each page's last
+// `updatedAt`. `since` is inclusive, so rows at the cursor come again and are dropped by id. A tie
+// larger than a page is stepped through with page=2,3,... at the same `since`; because stepping
+// pages can skip a row when an earlier row of the tie is updated meanwhile (the rest shift left),
+// the tie is then read again from page 1 until a pass finds nothing new, and the walk goes on from
+// just after the tie's timestamp. Updated rows move to the end and are met again later, with their
+// latest version. A route that ignores `page` answers a stepped tie page with rows the pass already
+// received: the rest of the tie is out of reach, so the stepping ends and the walk fails (moving
+// past the tie would skip its unread rows). Any other walk that stops moving fails after a bounded
+// number of requests (stallLimit) instead of spending the budget forever.
 import type { ApiResponse, CallOptions } from './api-client.js'
 import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'

@@ -1,5 +1,5 @@
 // The CLI entry: global options, one command per file, strict parsing. Exit codes: 0 success,
-// 1 the command failed, 2 usage or configuration error (contract.md).
+// 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors).
 import yargs from 'yargs'
 import { loadConfig, ConfigError, type Config } from '../config/index.js'
 import { createLogger, type Logger } from '../log/logger.js'

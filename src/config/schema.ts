@@ -1,5 +1,6 @@
-// The one schema for every setting of contract.md. Environment variables and flags arrive as
-// strings, so numbers and lists are coerced here; the config file may use JSON types directly.
+// The one schema for every setting (README.md, Configuration; config/README.md). Environment
+// variables and flags arrive as strings, so numbers and lists are coerced here; the config file may
+// use JSON types directly.
 import { z } from 'zod'
 import { HELD_SHARE } from '../webhooks/body-budget.js'
 import { INTAKE_LIMIT_DEFAULTS } from '../webhooks/intake-limits.js'
@@ -115,7 +116,10 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   sync: z
     .strictObject({
-      /** Seconds subtracted from a stored cursor, against upstream commit lag (design.md). */
+      /**
+       * Seconds subtracted from a stored cursor, against upstream commit lag: a row committed
+       * upstream just after a page was read may carry an earlier updatedAt.
+       */
       lookbackSeconds: int(0, 86_400).default(5),
       pageSize: int(1, 100).default(100),
     })

@@ -1,6 +1,6 @@
 // `fsm-sync run` assembled: runtime (migrations), webhook service, metrics, the HTTP listener and
-// the schedules; `stop()` undoes it in order within the shutdown budget (contract.md: exit 0
-// within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
+// the schedules; `stop()` undoes it in order within the shutdown budget (README.md, Commands: exit
+// 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
 // page being written commits and the run ends; the next start resumes from that checkpoint.
 import type { Server } from 'node:http'
 import type { Config } from '../config/index.js'

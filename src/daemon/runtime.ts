@@ -1,4 +1,4 @@
-// Builds the object graph once per process (style.md: dependencies are passed in, never looked up):
+// Builds the object graph once per process (dependencies are passed in, never looked up):
 // the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
 import type { ApiClient, ResponseEvent } from '../api/api-client.js'
 import type { RequestGovernor } from '../api/request-governor.js'

@@ -84,7 +84,7 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
     },
     retentionJob({ sqlite: rt.mirror.sqlite, settings: rt.config.retention, cron: s.retention, logger: rt.logger, metrics }),
     {
-      // design.md, The mirror: a reader holding a transaction stops automatic checkpoints. The
+      // A reader holding a transaction stops SQLite's automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.
       name: 'checkpoint',
       cron: '*/5 * * * *',

@@ -1,4 +1,4 @@
-// One SQL view per custom object, `obj_<slug>`, with one column per schema field (issue 5). Slugs
+// One SQL view per custom object, `obj_<slug>`, with one column per schema field. Slugs
 // and field names come from the account, so they are only ever SQL string literals or quoted
 // identifiers, never pasted into SQL as they are. Pure: returns the statements to run.
 

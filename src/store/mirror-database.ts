@@ -32,7 +32,7 @@ export interface Mirror {
 
 export interface OpenMirrorOptions {
   readonly?: boolean
-  /** Busy timeout in ms (design.md: about 5 s). */
+  /** Busy timeout in ms (about 5 s). */
   busyTimeoutMs?: number
   /** Mode of the mirror file and its -wal/-shm (config dbMode). Default DEFAULT_DB_MODE. */
   mode?: number
@@ -113,7 +113,7 @@ function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions
     sqlite.pragma('auto_vacuum = INCREMENTAL')
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
-    // Bounds the WAL file left behind after a checkpoint (design.md, The mirror).
+    // Bounds the WAL file left behind after a checkpoint.
     sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`)
     // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
     // on a timer. A bigger page cache keeps index updates of large backfills in memory.

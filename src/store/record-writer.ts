@@ -1,11 +1,11 @@
 // Writes mirrored records: newer-wins upserts, child rows replaced with their parent, tombstones,
-// and one change_log row per real change (contract.md, Guarantees 1 and 2). Synchronous by design:
-// callers run it inside one SQLite transaction together with the cursor that covers the rows.
-// Called outside a transaction (reconciliation's GETs, one record at a time), each write is a
-// transaction of its own: a record's row, its change_log row and its child rows commit together or
-// not at all. Inside the caller's transaction it adds no savepoint, which the sweeps and the webhook
-// processor's fast path avoid on purpose; a caller that goes on after a failed write takes its own
-// savepoint, as the processor's careful path does.
+// and one change_log row per real change (docs/guarantees.md, The mirror is exact and Newer wins).
+// Synchronous by design: callers run it inside one SQLite transaction together with the cursor that
+// covers the rows. Called outside a transaction (reconciliation's GETs, one record at a time), each
+// write is a transaction of its own: a record's row, its change_log row and its child rows commit
+// together or not at all. Inside the caller's transaction it adds no savepoint, which the sweeps
+// and the webhook processor's fast path avoid on purpose; a caller that goes on after a failed
+// write takes its own savepoint, as the processor's careful path does.
 import type { Sqlite } from './mirror-database.js'
 
 export type SqlValue = string | number | bigint | null

@@ -1,6 +1,6 @@
 // Cursors, last success and last error per stream (sync_state), and one row per sweep,
 // reconciliation or trigger (sync_runs). Cursor writes are synchronous so that the engine can put
-// them in the same transaction as the page they cover (contract.md, Guarantees 3).
+// them in the same transaction as the page they cover (docs/guarantees.md, Killed at any moment).
 import type { Sqlite } from './mirror-database.js'
 
 export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'

@@ -1,7 +1,7 @@
-// Custom objects (issue 5): discovery, schemas (views follow them), and the records of every known
-// object through the id-ordered cursor walk with `updated_since`. The bookmark for the next walk is
-// the time this walk began minus a margin (design.md, Custom objects), and a walk interrupted
-// mid-way resumes from its page cursor with the same bookmark.
+// Custom objects: discovery, schemas (views follow them), and the records of every known object
+// through the id-ordered cursor walk with `updated_since`. The bookmark for the next walk is the
+// time this walk began minus a margin (the list is not a snapshot: see custom-object-cursor.ts),
+// and a walk interrupted mid-way resumes from its page cursor with the same bookmark.
 import { customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'

@@ -1,8 +1,8 @@
-// Reconciliation of one record stream (design.md, Deletions): lists never show deleted records, so
-// walk every live id, take the mirror's live ids that the walk did not meet as candidates, confirm
-// each with a GET (404 = deleted; a page walk can skip rows under concurrent writes), and mark the
-// confirmed ones deleted. A run that would mark more than `maxDeleteShare` of the table marks
-// nothing: an outage or a broken list must not look like a mass deletion.
+// Reconciliation of one record stream (README.md, How the sync stays exact): lists never show
+// deleted records, so walk every live id, take the mirror's live ids that the walk did not meet as
+// candidates, confirm each with a GET (404 = deleted; a page walk can skip rows under concurrent
+// writes), and mark the confirmed ones deleted. A run that would mark more than `maxDeleteShare` of
+// the table marks nothing: an outage or a broken list must not look like a mass deletion.
 import type { RecordStream } from '../../connectors/index.js'
 import { NotFoundError } from '../api/errors.js'
 import { pageWalk } from '../api/page-walk.js'

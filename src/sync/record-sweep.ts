@@ -1,6 +1,7 @@
-// The incremental sweep of one record stream: the updatedAt keyset of design.md, each page's rows
-// and the cursor that covers them committed in one transaction, so a kill loses at most the page
-// in flight and the next run goes on from the last checkpoint (contract.md, Guarantees 3).
+// The incremental sweep of one record stream: the updatedAt keyset (README.md, How the sync stays
+// exact), each page's rows and the cursor that covers them committed in one transaction, so a kill
+// loses at most the page in flight and the next run goes on from the last checkpoint
+// (docs/guarantees.md, Killed at any moment).
 import type { RecordStream } from '../../connectors/index.js'
 import { updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
@@ -28,7 +29,8 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       cursor: stored,
       limit: ctx.options.pageSize,
       lookbackMs: stored === undefined ? 0 : ctx.options.lookbackMs,
-      // A first walk is a backfill: it yields to incremental sweeps of other streams (design.md).
+      // A first walk is a backfill: it yields to incremental sweeps of other streams (README.md,
+      // The request budget).
       priority: stored === undefined ? 'reconcile' : 'sweep',
       ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
     })) {

@@ -6,7 +6,7 @@ import type { Upstream } from './counting-source.js'
 import type { ProgressSink } from './progress.js'
 
 export interface SyncOptions {
-  /** Subtracted from a stored cursor (design.md: guards against upstream commit lag). */
+  /** Subtracted from a stored cursor (guards against upstream commit lag). */
   lookbackMs: number
   pageSize: number
   /** Largest share of a table one reconciliation may mark deleted. */

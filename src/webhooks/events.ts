@@ -36,7 +36,7 @@ export function isWebhookEvent(name: string): name is WebhookEvent {
   return (WEBHOOK_EVENTS as readonly string[]).includes(name)
 }
 
-/** The stream (contract.md, Stream names) an event belongs to, or undefined for an unknown name. */
+/** The stream (as `--stream` names it) an event belongs to, or undefined for an unknown name. */
 export function streamOfEvent(event: string): string | undefined {
   if (!isWebhookEvent(event)) return undefined
   return STREAM_OF_RESOURCE[event.slice(0, event.indexOf('.'))]

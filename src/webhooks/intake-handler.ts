@@ -1,8 +1,9 @@
 // The intake of webhook deliveries, a node:http request handler the daemon mounts at
-// `webhooks.path`. Order of checks (contract.md, Guarantees 5; spec, Events, Delivery format):
-// bytes under the cap (413), signature over those exact bytes (401), event and delivery headers and
-// a JSON object body (400), then stored durably in the inbox, and only then 200. Never 410: senders
-// take it as "disable this endpoint". Store unavailable or backlog full: 503 with a clear log line.
+// `webhooks.path`. Order of checks (docs/guarantees.md, Acknowledged means stored; the API's
+// specification, Events, Delivery format): bytes under the cap (413), signature over those exact
+// bytes (401), event and delivery headers and a JSON object body (400), then stored durably in the
+// inbox, and only then 200. Never 410: senders take it as "disable this endpoint". Store
+// unavailable or backlog full: 503 with a clear log line.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from '../log/logger.js'
 import { InboxUnavailableError, type Delivery, type EnqueueResult } from './inbox.js'

@@ -1,5 +1,5 @@
 // A minimal node:http server that routes the webhook path to the intake handler and answers 404
-// elsewhere. The daemon (issue 7) mounts the handler in its own server beside /healthz and
+// elsewhere. The daemon (src/daemon) mounts the handler in its own server beside /healthz and
 // /metrics; this one serves tests, the bench and anyone running intake alone.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'

@@ -1,4 +1,4 @@
-// Counters of the webhook path, for `status` and the daemon's /metrics (issue 7 renders them).
+// Counters of the webhook path, for `status` and the daemon's /metrics (which renders them).
 // Plain numbers: the intake's hot path increments a field, nothing more.
 
 export class WebhookMetrics {

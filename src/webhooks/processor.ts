@@ -1,4 +1,4 @@
-// Applies inbox rows in receipt order, after the ack (design.md, Webhooks: store first, answer
+// Applies inbox rows in receipt order, after the ack (README.md, Webhooks: store first, answer
 // second, apply third). Rows are applied in short time slices, each one transaction that also marks
 // the rows applied. A row that cannot be applied rolls back alone and is kept with its error: it is
 // counted, shown by `status`, and never picked up again. Rows a crash left unapplied are applied at
@@ -11,7 +11,7 @@ import type { Payload } from '../../connectors/mapping.js'
 import type { Logger } from '../log/logger.js'
 import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
-import { DeliveryApplier, OBJECTS_DEFERRED, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
+import { DeliveryApplier, OBJECTS_DEFERRED_TEXTS, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
 import { FollowUps, type FollowUpClient } from './follow-ups.js'
 import type { InboxRow, WebhookInbox } from './inbox.js'
 import type { WebhookMetrics } from './metrics.js'
@@ -187,7 +187,9 @@ export class WebhookProcessor {
     if (this.#started) return
     this.#started = true
     if (this.#o.objectSink !== undefined) {
-      const n = this.#o.inbox.requeueErrors(OBJECTS_DEFERRED)
+      // Both the current text and the one earlier releases stored (OBJECTS_DEFERRED_TEXTS).
+      let n = 0
+      for (const text of OBJECTS_DEFERRED_TEXTS) n += this.#o.inbox.requeueErrors(text)
       if (n > 0) this.#log.info({ deliveries: n }, 'custom-object deliveries kept until an applier existed are applied now')
     }
     this.#requeuePending = true

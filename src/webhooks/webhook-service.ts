@@ -1,5 +1,5 @@
-// The webhook path assembled once (style.md: createApp builds the graph): secret store, inbox,
-// intake handler, processor and counters. The daemon (issue 7) mounts `handler` at
+// The webhook path assembled once, its dependencies passed in: secret store, inbox,
+// intake handler, processor and counters. The daemon (src/daemon) mounts `handler` at
 // `config.webhooks.path`, calls `start()` once it listens, and `stop()` on shutdown.
 import type { RecordStream } from '../../connectors/index.js'
 import type { Config } from '../config/index.js'

@@ -1,4 +1,4 @@
-// The short soak (issue 8) in CI: about 75 s of churn, faults, a 429 storm and SIGKILLs of the
+// The short soak in CI: about 75 s of churn, faults, a 429 storm and SIGKILLs of the
 // daemon, then one sweep and one reconcile; the mirror must be exact and no promise broken.
 // Asserts exactness and limits only, never wall time. `npm run soak` runs the 10-minute version.
 import { rmSync } from 'node:fs'

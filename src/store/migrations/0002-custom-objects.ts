@@ -1,4 +1,4 @@
-// Custom objects (issue 5): discovery and schema per slug, and every record as JSON. One view per
+// Custom objects: discovery and schema per slug, and every record as JSON. One view per
 // object (obj_<slug>) is generated from the schema at run time, not here.
 import type { MigrationStatements } from './types.js'
 

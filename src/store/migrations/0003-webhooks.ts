@@ -1,10 +1,10 @@
-// Webhook intake (issue 6): the inbox of accepted deliveries, the secret store of registered
+// Webhook intake: the inbox of accepted deliveries, the secret store of registered
 // endpoints, and a small key/value table for the delivery-gap cursor.
 import type { MigrationStatements } from './types.js'
 
 export const webhooks: MigrationStatements = [
-  // delivery_id is the key (contract.md, Tables): the upstream's X-Service-Delivery, the replay and
-  // duplicate defence (design.md, Webhooks), kept until retention removes the row
+  // delivery_id is the key: the upstream's X-Service-Delivery, the replay and
+  // duplicate defence (README.md, Webhooks), kept until retention removes the row
   // (`retention.deliveryIdsDays` after receipt, retention.ts). seq is the receipt order the processor
   // follows (an explicit column: VACUUM may renumber an implicit rowid).
   // The body is kept as signed: `raw` holds it when the bytes are valid UTF-8 (every real delivery);

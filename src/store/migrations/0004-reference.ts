@@ -1,4 +1,4 @@
-// Reference data read through the legacy routes (issue 5): full snapshots; rows missing from a
+// Reference data read through the legacy routes: full snapshots; rows missing from a
 // complete snapshot get deleted_at. Legacy records carry no reliable updatedAt, so `updated_at`
 // holds theirs when sent and '' otherwise, and a changed payload replaces the row.
 import type { MigrationStatements } from './types.js'

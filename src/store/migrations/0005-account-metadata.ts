@@ -1,4 +1,4 @@
-// Account metadata (issue 5): webhook endpoints, their delivery records, and API keys. Never a
+// Account metadata: webhook endpoints, their delivery records, and API keys. Never a
 // secret or a plaintext key: the connectors strip them before anything is stored.
 import type { MigrationStatements } from './types.js'
 

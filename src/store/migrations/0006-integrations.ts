@@ -1,4 +1,4 @@
-// Integrations (issue 7): the last status read of each calendar (spec: Integrations, `GET
+// Integrations: the last status read of each calendar (spec: Integrations, `GET
 // .../calendar-a/status` holds exactly connected, email, lastSyncAt, calendarId). Trigger results
 // themselves are `trigger` runs in sync_runs.
 import type { MigrationStatements } from './types.js'

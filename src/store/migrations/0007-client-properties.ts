@@ -1,4 +1,4 @@
-// Client custom fields (issue 5): the client schema route gives the field ids behind
+// Client custom fields: the client schema route gives the field ids behind
 // clients.properties; client_properties shows one row per client and field with its label.
 // properties arrive as an array of {id, value} or as an object keyed by field id (spec, Client).
 import type { MigrationStatements } from './types.js'

@@ -1,4 +1,4 @@
-// calendar-a's change feed (spec: Integrations, `GET /api/v1/integrations/calendar-a/sync`; issue 7):
+// calendar-a's change feed (spec: Integrations, `GET /api/v1/integrations/calendar-a/sync`):
 // one row per change record read. The record's key names are "not shown" in the spec, so the typed
 // columns are filled from the names seen and `raw` keeps each record as received. `change_key`
 // (the external event id and the change's time, or a hash of `raw` when either is missing) makes a

@@ -1,4 +1,4 @@
-// Start times of recent upstream requests (issue 8, found by the soak): the rate limit is a sliding
+// Start times of recent upstream requests (found by the soak): the rate limit is a sliding
 // 60 s window per key (spec, Limits), and a process that starts within a minute of another one on
 // the same mirror (a restart after a crash, `fsm-sync sync` from cron) must count what that one
 // already spent. Pruned to the last window as it grows; never holds anything but times.

@@ -22,11 +22,11 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0004-reference': reference,
   '0005-account-metadata': accountMetadata,
   '0006-integrations': integrations,
-  // 0006 is the integrations' state (issue 7).
+  // 0006 is the integrations' state.
   '0007-client-properties': clientProperties,
-  // 0008 stores calendar-a's change feed (issue 7).
+  // 0008 stores calendar-a's change feed.
   '0008-calendar-changes': calendarChanges,
-  // 0009 keeps recent request start times, so a restart honours the sliding window (issue 8).
+  // 0009 keeps recent request start times, so a restart honours the sliding window.
   '0009-request-ledger': requestLedger,
   // 0010 is the row the readiness probe writes and syncs.
   '0010-mirror-probe': mirrorProbe,

@@ -4,7 +4,7 @@ import { cleanEnv, runCli } from '../../helpers/run-cli.js'
 const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 
 describe('the command line', () => {
-  test('--help lists every command of contract.md', async () => {
+  test('--help lists every command of the README', async () => {
     const r = await runCli(['--help'])
     expect(r.code).toBe(0)
     for (const c of COMMANDS) expect(r.stdout).toMatch(new RegExp(`fsm-sync ${c}\\b`))

@@ -1,4 +1,4 @@
-// Faults, kills and reconciliation against the emulator (issue 4).
+// Faults, kills and reconciliation against the emulator (docs/guarantees.md, The mirror is exact).
 import { describe, expect, test } from 'vitest'
 import { invoices, RECORD_STREAMS } from '../../../connectors/index.js'
 import { emulatorEnv } from '../../helpers/emulator-env.js'

@@ -1,4 +1,4 @@
-// The incremental sweep against the emulator over real HTTP into a real SQLite file (issue 4).
+// The incremental sweep against the emulator over real HTTP into a real SQLite file.
 import { describe, expect, test } from 'vitest'
 import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
 import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'

@@ -1,4 +1,4 @@
-// Acknowledged means stored (contract.md, Guarantees 5): a process killed with SIGKILL after its
+// Acknowledged means stored (docs/guarantees.md): a process killed with SIGKILL after its
 // 200 and before applying the delivery loses nothing; the next start applies it.
 import { spawn } from 'node:child_process'
 import path from 'node:path'

@@ -1,5 +1,6 @@
-// Intake over real HTTP on 127.0.0.1: every bad input answered as contract.md Guarantees 5 says,
-// each with nothing stored; good deliveries stored durably, exactly as signed, before the 200.
+// Intake over real HTTP on 127.0.0.1: every bad input answered as docs/guarantees.md, Acknowledged
+// means stored, says, each with nothing stored; good deliveries stored durably, exactly as signed,
+// before the 200.
 import http from 'node:http'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { sign } from '../../../src/webhooks/signature.js'

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { NotFoundError, type CallOptions } from '../../../src/api/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { OBJECTS_DEFERRED } from '../../../src/webhooks/delivery-applier.js'
+import { OBJECTS_DEFERRED, OBJECTS_DEFERRED_EARLIER } from '../../../src/webhooks/delivery-applier.js'
 import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
@@ -158,6 +158,28 @@ describe('custom-object deliveries', () => {
       expect(env.rows('SELECT error FROM webhook_inbox')).toEqual([{ error: OBJECTS_DEFERRED }])
       expect(env.service.metrics.processor.deferred).toBe(1)
       await env.close()
+      const applied: unknown[] = []
+      env = await webhookEnv({ mirror, objectSink: { apply: (event, payload) => applied.push([event, payload.object]) > 0 } })
+      await env.service.processor.drained()
+      expect(applied).toEqual([['object.created', 'equipment']])
+      expect(env.rows('SELECT error, processed_at IS NOT NULL AS done FROM webhook_inbox')).toEqual([{ error: null, done: 1 }])
+    } finally {
+      await env?.close()
+      env = undefined
+      await mirror.dispose()
+    }
+  })
+
+  test('a row kept with the text earlier releases stored is applied too, once an applier is given', async () => {
+    // Earlier releases ended the text with a reference in brackets; rows in existing mirrors keep it.
+    expect(OBJECTS_DEFERRED_EARLIER).toBe(`${OBJECTS_DEFERRED} (is` + 'sue 5)')
+    const mirror = await tempMirror()
+    try {
+      env = await webhookEnv({ mirror })
+      await env.deliver('o1', 'object.created', { object: 'equipment', id: 'r1', updatedAt: T(1) })
+      await env.service.processor.drained()
+      await env.close()
+      mirror.sqlite.prepare('UPDATE webhook_inbox SET error = ?').run(OBJECTS_DEFERRED_EARLIER)
       const applied: unknown[] = []
       env = await webhookEnv({ mirror, objectSink: { apply: (event, payload) => applied.push([event, payload.object]) > 0 } })
       await env.service.processor.drained()

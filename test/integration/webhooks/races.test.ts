@@ -1,6 +1,6 @@
 // Webhooks and sweeps write the same records; whatever the order, the newer version wins
-// (contract.md, Guarantees 2). Sweep writes go through the same writer the sweeps use, with their
-// options (observedAt, replaceTies: true); deliveries go through the inbox and the processor.
+// (docs/guarantees.md, Newer wins). Sweep writes go through the same writer the sweeps use, with
+// their options (observedAt, replaceTies: true); deliveries go through the inbox and the processor.
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'

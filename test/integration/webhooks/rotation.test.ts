@@ -1,4 +1,4 @@
-// Secret rotation (issue 6): after `webhooks register` issues a new secret, deliveries signed with
+// Secret rotation: after `webhooks register` issues a new secret, deliveries signed with
 // either secret are accepted until the grace period ends; then the old one is refused (401).
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'

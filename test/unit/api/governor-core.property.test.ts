@@ -1,4 +1,4 @@
-// Property tests of the governor's core over long simulated runs (issue 2, item 8): hours of fake
+// Property tests of the governor's core over long simulated runs: hours of fake
 // time, random arrivals, priorities, service times, aborts, 429 pauses and header observations.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'

@@ -1,4 +1,5 @@
-// Retry-After / X-RateLimit-Reset in every form design.md lists as possible ("not shown").
+// Retry-After / X-RateLimit-Reset in every form they may take (the API's specification does not
+// show which).
 import { describe, expect, test } from 'vitest'
 import { parseResetHeader, readRateLimitHeaders } from '../../../src/api/rate-limit-headers.js'
 

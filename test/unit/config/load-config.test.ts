@@ -24,7 +24,7 @@ function tempFile(content: string): string {
 }
 
 describe('configuration', () => {
-  test('defaults match contract.md', () => {
+  test('defaults match the README and config/example.json', () => {
     const c = loadConfig({ env: {} })
     expect(c.db).toBe('./data/fsm-mirror.db')
     expect(c.rateLimit).toBe(60)

@@ -1,5 +1,5 @@
 // Contract tests over every connector at once: each column a mapper writes exists in the migrated
-// table, and every stream's key and cursor field are in its rows (style.md, Tests).
+// table, and every stream's key and cursor field are in its rows.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
