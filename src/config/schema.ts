@@ -2,8 +2,7 @@
 // variables and flags arrive as strings, so numbers and lists are coerced here; the config file may
 // use JSON types directly.
 import { z } from 'zod'
-import { HELD_SHARE } from '../webhooks/body-budget.js'
-import { INTAKE_LIMIT_DEFAULTS } from '../webhooks/intake-limits.js'
+import { HELD_SHARE, INTAKE_LIMIT_DEFAULTS } from './intake-defaults.js'
 import { cronProblem } from './cron-check.js'
 
 const STREAMS = [

@@ -11,11 +11,12 @@
 // others trickle: bytes of bodies still incomplete, and any bytes of bodies over SMALL_BODY_BYTES,
 // may fill only HELD_SHARE of the budget; the chunk that completes a small body may use the rest.
 
+import { HELD_SHARE } from '../config/intake-defaults.js'
+
+export { HELD_SHARE }
+
 /** Bodies up to this size may complete in the whole budget. */
 export const SMALL_BODY_BYTES = 64 * 1024
-/** The share of the budget that incomplete bodies, and bodies over SMALL_BODY_BYTES, may hold. */
-export const HELD_SHARE = 0.75
-
 export interface BodyChunk {
   /** What the body will be at least: its Content-Length, or what it has grown to. */
   bodyBytes: number

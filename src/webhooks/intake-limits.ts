@@ -4,23 +4,9 @@
 // and request deadlines set for a webhook receiver instead of its 60 s and 300 s defaults.
 import type { ServerOptions } from 'node:http'
 import type { Server } from 'node:net'
+import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from '../config/intake-defaults.js'
 
-export interface IntakeLimits {
-  /** Connections open at once; past it node:http closes new ones as they arrive. */
-  maxConnections: number
-  /** The longest a request body may take to arrive once its headers have: 408 past it. */
-  bodyTimeoutMs: number
-  /** Body bytes held in memory at once across all requests: 503 to the request that would pass it. */
-  maxBufferedBytes: number
-}
-
-/**
- * Defaults (the config schema's, which it takes from here). 1024 connections: well
- * above a sender's usual handful and the intake bench's 256. 10 s for a body: a delivery is a few KB
- * and arrives in milliseconds, so only a stalled or hostile client needs more. 32 MiB of bodies: a
- * thousand deliveries of 32 KB, or 24 bodies at the 1 MiB cap.
- */
-export const INTAKE_LIMIT_DEFAULTS: IntakeLimits = { maxConnections: 1024, bodyTimeoutMs: 10_000, maxBufferedBytes: 32 * 1024 * 1024 }
+export { INTAKE_LIMIT_DEFAULTS, type IntakeLimits }
 
 /** A client has this long from its first byte to the end of its headers (node's default: 60 s). */
 export const HEADERS_TIMEOUT_MS = 10_000
