@@ -3,12 +3,9 @@
 // and resolved promises. Every attempt of every request, retries included, takes a slot.
 // With a shared window (the mirror's request_starts), each start is also claimed there, so that
 // every process on the key together stays within the limit: the daemon beside a cron `reconcile`.
-import { abortReason, systemClock, type Clock } from './clock.js'
-import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './governor-core.js'
+import { abortReason, systemClock, type Clock } from '../clock.js'
+import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './core.js'
 import type { BudgetChange } from './adaptive-limit.js'
-
-export type { GovernorOptions, GovernorState, Priority, RateObservation }
-export { PRIORITIES } from './governor-core.js'
 
 export interface Slot {
   /** When the start was granted (clock ms). */
