@@ -5,7 +5,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Agent, request } from 'undici'
 import { ApiClient } from '../src/api/api-client.js'
-import { RequestGovernor } from '../src/api/request-governor.js'
+import { RequestGovernor } from '../src/api/governor/index.js'
 import { createLogger } from '../src/log/logger.js'
 import { atMost, type BenchResult } from './lib.js'
 

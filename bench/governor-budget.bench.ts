@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process'
 import { request } from 'undici'
 import { ApiClient } from '../src/api/api-client.js'
-import { RequestGovernor } from '../src/api/request-governor.js'
+import { RequestGovernor } from '../src/api/governor/index.js'
 import { createLogger } from '../src/log/logger.js'
 import { atLeast, atMost, maxInWindow, type BenchResult } from './lib.js'
 

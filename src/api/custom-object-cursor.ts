@@ -5,7 +5,7 @@
 import { systemClock, type Clock } from './clock.js'
 import { MalformedResponseError } from './errors.js'
 import { extractRows } from './page-rows.js'
-import type { Priority } from './request-governor.js'
+import type { Priority } from './governor/index.js'
 import { CursorMetaSchema, type CursorMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
 import type { PageSource } from './updated-at-keyset.js'

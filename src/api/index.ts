@@ -19,7 +19,7 @@ export {
 } from './errors.js'
 export { pageWalk, type PageWalkOptions, type WalkPage } from './page-walk.js'
 export { parseResetHeader, readRateLimitHeaders } from './rate-limit-headers.js'
-export { PRIORITIES, RequestGovernor, type GovernorOptions, type GovernorState, type Priority, type RequestGovernorOptions, type Slot } from './request-governor.js'
+export { PRIORITIES, RequestGovernor, type GovernorOptions, type GovernorState, type Priority, type RequestGovernorOptions, type Slot } from './governor/index.js'
 export type { CursorMeta, Envelope, KeysetRow, ListMeta, Row } from './response-schemas.js'
 export { DEFAULT_RETRY_POLICY, retryDecision, type AttemptOutcome, type HttpMethod, type RetryDecision, type RetryPolicy } from './retry-policy.js'
 export type { Query, QueryValue } from './routes.js'

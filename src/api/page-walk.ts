@@ -4,7 +4,7 @@
 // lists, not for incremental sweeps.
 import type { CallOptions } from './api-client.js'
 import { extractRows } from './page-rows.js'
-import type { Priority } from './request-governor.js'
+import type { Priority } from './governor/index.js'
 import { ListMetaSchema, type ListMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
 import type { PageSource } from './updated-at-keyset.js'

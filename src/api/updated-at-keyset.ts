@@ -13,7 +13,7 @@ import type { ApiResponse, CallOptions } from './api-client.js'
 import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'
 import { readKeysetRows } from './page-rows.js'
-import type { Priority } from './request-governor.js'
+import type { Priority } from './governor/index.js'
 import type { Query } from './routes.js'
 import { parseInstant } from '../store/timestamps.js'
 

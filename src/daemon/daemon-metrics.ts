@@ -3,7 +3,7 @@
 // path's plain-number counters) are read when scraped; the rest is observed as it happens.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ResponseEvent } from '../api/api-client.js'
-import type { GovernorState } from '../api/request-governor.js'
+import type { GovernorState } from '../api/governor/index.js'
 import type { CheckpointStats } from '../store/background-checkpoints.js'
 import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'

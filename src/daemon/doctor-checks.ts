@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs'
 import { ApiClient } from '../api/api-client.js'
 import { ApiError, ForbiddenError, NetworkError, UnauthorizedError } from '../api/errors.js'
-import { RequestGovernor } from '../api/request-governor.js'
+import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { MirrorError, explainMirrorError, openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'

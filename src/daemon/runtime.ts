@@ -1,7 +1,7 @@
 // Builds the object graph once per process (dependencies are passed in, never looked up):
 // the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
 import type { ApiClient, ResponseEvent } from '../api/api-client.js'
-import type { RequestGovernor } from '../api/request-governor.js'
+import type { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
 import type { Logger } from '../log/logger.js'

@@ -3,7 +3,7 @@
 import { afterEach, expect, test } from 'vitest'
 import { ApiClient } from '../../../src/api/api-client.js'
 import { ApiError } from '../../../src/api/errors.js'
-import { RequestGovernor } from '../../../src/api/request-governor.js'
+import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { startLoopback, type Loopback } from './loopback.js'
 

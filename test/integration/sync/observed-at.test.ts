@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'vitest'
 import { ApiClient } from '../../../src/api/api-client.js'
 import { FakeClock } from '../../../src/api/fake-clock.js'
-import { RequestGovernor } from '../../../src/api/request-governor.js'
+import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { CountingSource } from '../../../src/sync/counting-source.js'
 import { emulatorEnv } from '../../helpers/emulator-env.js'

@@ -2,8 +2,8 @@
 // rate-limit headers count both; the adaptive limit must take both as ours and react only to
 // clients outside the mirror, or each process takes the other for a foreign client and both drop.
 import { describe, expect, test } from 'vitest'
-import { FakeClock } from '../../../src/api/fake-clock.js'
-import { RequestGovernor, type SharedWindow } from '../../../src/api/request-governor.js'
+import { FakeClock } from '../../../../src/api/fake-clock.js'
+import { RequestGovernor, type SharedWindow } from '../../../../src/api/governor/request-governor.js'
 
 /** The mirror's request_starts in memory: every process's starts. */
 function sharedWindow(clock: FakeClock, starts: number[]): SharedWindow {

@@ -4,8 +4,8 @@
 // only then starts one. Together they never pass the limit in any sliding 60 s window.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { GovernorCore, PRIORITIES } from '../../../src/api/governor-core.js'
-import { maxInWindow } from './governor-sim.js'
+import { GovernorCore, PRIORITIES } from '../../../../src/api/governor/core.js'
+import { maxInWindow } from './sim.js'
 
 const WINDOW = 60_000
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { AdaptiveLimit } from '../../../src/api/adaptive-limit.js'
+import { AdaptiveLimit } from '../../../../src/api/governor/adaptive-limit.js'
 
 describe('AdaptiveLimit', () => {
   test('cuts to what the headers leave us, then recovers a step per quiet minute', () => {

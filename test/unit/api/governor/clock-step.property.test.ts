@@ -3,7 +3,7 @@
 // now (the budget still holds), and must not hold every start for as long as the step.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { GovernorCore } from '../../../src/api/governor-core.js'
+import { GovernorCore } from '../../../../src/api/governor/core.js'
 
 const WINDOW = 60_000
 

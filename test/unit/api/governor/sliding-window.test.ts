@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest'
-import { SlidingWindow } from '../../../src/api/sliding-window.js'
+import { SlidingWindow } from '../../../../src/api/governor/sliding-window.js'
 
 test('nextFreeAt is the limit-th most recent start plus the window', () => {
   const w = new SlidingWindow(3, 60_000)

@@ -3,12 +3,12 @@
 // and resolved promises. Every attempt of every request, retries included, takes a slot.
 // With a shared window (the mirror's request_starts), each start is also claimed there, so that
 // every process on the key together stays within the limit: the daemon beside a cron `reconcile`.
-import { abortReason, systemClock, type Clock } from './clock.js'
-import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './governor-core.js'
+// The README.md beside this file says what each file of the folder does, what the governor
+// guarantees, and why it is not built on p-queue (no window carried across a restart, no run-time
+// change of the cap, no aging, a burst of the whole budget in strict mode, Node 22).
+import { abortReason, systemClock, type Clock } from '../clock.js'
+import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './core.js'
 import type { BudgetChange } from './adaptive-limit.js'
-
-export type { GovernorOptions, GovernorState, Priority, RateObservation }
-export { PRIORITIES } from './governor-core.js'
 
 export interface Slot {
   /** When the start was granted (clock ms). */
