@@ -17,8 +17,15 @@ export interface ApiErrorData {
   retryable: boolean
 }
 
+/**
+ * Ours, one per class, so a caller (or a log reader) tells the failures apart by `code` alone. The
+ * upstream's own code from the body is `apiCode`, never `code`.
+ */
+export type ApiErrorCode = 'API_ERROR' | 'API_UNAUTHORIZED' | 'API_FORBIDDEN' | 'API_NOT_FOUND' | 'API_CONFLICT' | 'API_RATE_LIMITED'
+
+/** A failure answer with no class of its own (another 4xx, or a 5xx). */
 export class ApiError extends Error {
-  readonly code = 'API_ERROR' as const
+  readonly code: ApiErrorCode = 'API_ERROR'
   readonly kind: ApiErrorKind
   readonly status: number
   readonly apiCode: string | undefined
@@ -41,6 +48,8 @@ export class ApiError extends Error {
 }
 
 export class UnauthorizedError extends ApiError {
+  override readonly code = 'API_UNAUTHORIZED' as const
+
   constructor(data: ApiErrorData, options: { cause: unknown }) {
     super(data, {
       ...options,
@@ -51,6 +60,7 @@ export class UnauthorizedError extends ApiError {
 }
 
 export class ForbiddenError extends ApiError {
+  override readonly code = 'API_FORBIDDEN' as const
   /** The scope named by `Missing required scope: <scope>`, when the message had that form. */
   readonly missingScope: string | undefined
 
@@ -67,18 +77,23 @@ export class ForbiddenError extends ApiError {
 }
 
 export class NotFoundError extends ApiError {
+  override readonly code = 'API_NOT_FOUND' as const
+
   constructor(data: ApiErrorData, options: { cause: unknown }) {
     super(data, { ...options, kind: 'not-found', message: `Not found (${statusLabel(data)}) on ${data.target}${suffix(data.apiMessage)}` })
   }
 }
 
 export class ConflictError extends ApiError {
+  override readonly code = 'API_CONFLICT' as const
+
   constructor(data: ApiErrorData, options: { cause: unknown }) {
     super(data, { ...options, kind: 'conflict', message: `Conflict (${statusLabel(data)}) on ${data.target}${suffix(data.apiMessage)}` })
   }
 }
 
 export class RateLimitedError extends ApiError {
+  override readonly code = 'API_RATE_LIMITED' as const
   /** How long the server asked us to wait (or the backoff used when it named none). */
   readonly retryAfterMs: number
 
@@ -94,7 +109,7 @@ export class RateLimitedError extends ApiError {
 
 /** The request failed below HTTP: refused, reset, timed out. */
 export class NetworkError extends Error {
-  readonly code = 'NETWORK_ERROR' as const
+  readonly code: 'NETWORK_ERROR' | 'REQUEST_DEADLINE' = 'NETWORK_ERROR'
   readonly route: string
   readonly target: string
   /** The system or undici error code, e.g. ECONNRESET, UND_ERR_HEADERS_TIMEOUT. */
@@ -118,6 +133,7 @@ export class NetworkError extends Error {
  * at a time never trips the idle-gap body timeout. A network failure for the retry policy.
  */
 export class RequestDeadlineError extends NetworkError {
+  override readonly code = 'REQUEST_DEADLINE' as const
   readonly deadlineMs: number
 
   constructor(data: { route: string; target: string; deadlineMs: number }, options: { cause: unknown }) {

@@ -9,6 +9,7 @@
 // received: the rest of the tie is out of reach, so the stepping ends and the walk fails (moving
 // past the tie would skip its unread rows). Any other walk that stops moving fails after a bounded
 // number of requests (stallLimit) instead of spending the budget forever.
+import { z } from 'zod'
 import type { ApiResponse, CallOptions } from './api-client.js'
 import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'
@@ -17,13 +18,14 @@ import type { Priority } from './governor/index.js'
 import type { Query } from './routes.js'
 import { parseInstant } from '../store/timestamps.js'
 
-/** What to persist with a page's rows, in the same transaction, to resume after it. */
-export interface KeysetCursor {
+/** What to persist with a page's rows, in the same transaction, to resume after it; read back through this schema. */
+export const KeysetCursorSchema = z.object({
   /** UTC ISO instant (with `Z`) of the last `updatedAt` committed. */
-  since: string
+  since: z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time'),
   /** Ids already delivered whose `updatedAt` equals `since`. */
-  seenIdsAtCursor: string[]
-}
+  seenIdsAtCursor: z.array(z.string()),
+})
+export type KeysetCursor = z.infer<typeof KeysetCursorSchema>
 
 export interface KeysetPage {
   /** Rows not delivered before in this walk (possibly none: commit the cursor anyway). */

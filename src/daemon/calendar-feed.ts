@@ -5,9 +5,11 @@
 // sync_state, so a stop loses at most the page in flight. The key names of a record are "not
 // shown" in the spec, so several spellings are read and `raw` keeps the record whole.
 import { createHash } from 'node:crypto'
+import { z } from 'zod'
 import type { ApiClient } from '../api/api-client.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../store/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
+import { resumeCursor } from '../sync/resume-cursor.js'
 import { trackedRun } from '../sync/tracked-run.js'
 
 export const CALENDAR_FEED_STREAM = 'calendar_changes'
@@ -24,10 +26,12 @@ export interface CalendarChangeRow {
   raw: string
 }
 
-interface FeedCursor {
+/** The stored cursor of the feed; read back through this schema. */
+export const FeedCursorSchema = z.object({
   /** The `since` of the next read: the latest change time seen (re-read inclusively, deduplicated). */
-  since: string
-}
+  since: z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time'),
+})
+type FeedCursor = z.infer<typeof FeedCursorSchema>
 
 const pick = (d: Record<string, unknown>, keys: readonly string[]): unknown => {
   for (const k of keys) if (d[k] !== undefined && d[k] !== null) return d[k]
@@ -65,9 +69,11 @@ export function feedPage(body: unknown, data: unknown, meta: Record<string, unkn
 
 /** Reads the feed from the stored `since` to its end; returns the run recorded in sync_runs. */
 export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'>): Promise<RunResult> {
-  return trackedRun(ctx, 'sweep', CALENDAR_FEED_STREAM, async ({ source, committed }) => {
-    const stored = ctx.state.get(CALENDAR_FEED_STREAM)?.cursor as FeedCursor | undefined
-    // Without a stored point the service's own default applies: changes since its last sync.
+  return trackedRun(ctx, 'sweep', CALENDAR_FEED_STREAM, async ({ source, committed, runId }) => {
+    // Without a stored point the service's own default applies: changes since its last sync. An
+    // unreadable point restarts there too, as on the first read: the newest change in the table is
+    // no safe point, since a walk stopped mid-way stores its rows without moving the point.
+    const { cursor: stored, cursorReset } = resumeCursor(ctx, CALENDAR_FEED_STREAM, runId, FeedCursorSchema, "the feed's default point")
     const since = stored?.since
     const walkStarted = ctx.now()
     const insert = ctx.mirror.sqlite.prepare(
@@ -108,7 +114,7 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
         break
       }
     } while (cursor !== null && ctx.signal?.aborted !== true)
-    return { rows: committed.rows, details: { records, pages, ...(since === undefined ? {} : { since }) } }
+    return { rows: committed.rows, details: { records, pages, ...(since === undefined ? {} : { since }), ...(cursorReset === undefined ? {} : { cursorReset }) } }
   })
 }
 

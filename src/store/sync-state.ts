@@ -1,14 +1,16 @@
 // Cursors, last success and last error per stream (sync_state), and one row per sweep,
 // reconciliation or trigger (sync_runs). Cursor writes are synchronous so that the engine can put
 // them in the same transaction as the page they cover (docs/guarantees.md, Killed at any moment).
+import type { z } from 'zod'
 import type { Sqlite } from './mirror-database.js'
+import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
 export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'
 export type RunOutcome = 'running' | 'success' | 'error' | 'guarded' | 'interrupted'
 
+/** A stream's row; its cursor is read only through `readCursor`, with the schema of its kind. */
 export interface StreamState {
   stream: string
-  cursor: unknown
   lastSuccessAt: string | null
   lastError: string | null
   lastErrorAt: string | null
@@ -81,6 +83,12 @@ export class SyncStateStore {
     return (this.allStmt.all() as StateRow[]).map(toState)
   }
 
+  /** The stored cursor of `stream` parsed with `schema`; a row that does not parse is reported, not thrown. */
+  readCursor<T>(stream: string, schema: z.ZodType<T>): StoredCursor<T> {
+    const row = this.getStmt.get(stream) as StateRow | undefined
+    return parseStoredCursor(row?.cursor ?? null, schema)
+  }
+
   setCursor(stream: string, cursor: unknown, now: string): void {
     this.setCursorStmt.run({ ...empty(stream, now), cursor: cursor === undefined ? null : JSON.stringify(cursor) })
   }
@@ -134,7 +142,6 @@ function empty(stream: string, now: string) {
 function toState(row: StateRow): StreamState {
   return {
     stream: row.stream,
-    cursor: row.cursor === null ? undefined : (JSON.parse(row.cursor) as unknown),
     lastSuccessAt: row.last_success_at,
     lastError: row.last_error,
     lastErrorAt: row.last_error_at,

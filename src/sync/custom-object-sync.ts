@@ -2,23 +2,32 @@
 // through the id-ordered cursor walk with `updated_since`. The bookmark for the next walk is the
 // time this walk began minus a margin (the list is not a snapshot: see custom-object-cursor.ts),
 // and a walk interrupted mid-way resumes from its page cursor with the same bookmark.
+import { z } from 'zod'
 import { customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow, parseInstant } from '../store/timestamps.js'
 import type { CountingSource } from './counting-source.js'
+import { resumeCursor } from './resume-cursor.js'
 import { deletionGuard, trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 
-interface ObjectCursor {
-  /** `updated_since` of the walk (absent: the first, full walk). */
-  updatedSince?: string
-  /** Set while a walk is under way: where to go on, and the bookmark it will leave. */
-  next?: string
-  bookmark?: string
-}
+const instant = z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time')
+
+/** The stored cursor of `objects:<slug>`; read back through this schema. */
+export const ObjectCursorSchema = z
+  .object({
+    /** `updated_since` of the walk (absent: the first, full walk). */
+    updatedSince: instant.optional(),
+    /** Set while a walk is under way: where to go on, and the bookmark it will leave. */
+    next: z.string().min(1).optional(),
+    bookmark: instant.optional(),
+  })
+  // Resuming a walk without its own bookmark would take a later one and miss what changed behind it.
+  .refine((c) => c.next === undefined || c.bookmark !== undefined, { message: 'a walk under way (next) without its bookmark', path: ['bookmark'] })
+export type ObjectCursor = z.infer<typeof ObjectCursorSchema>
 
 /** Discovery and schemas: one request for the list, one per object. Returns the slugs to sync. */
 export async function discoverObjects(ctx: SyncContext, source: CountingSource): Promise<{ slugs: string[]; disabled: string[]; changed: number }> {
@@ -52,9 +61,12 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
     ctx,
     'sweep',
     stream,
-    async ({ committed }) => {
+    async ({ committed, runId }) => {
       const writer = new RecordWriter(ctx.mirror.sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })
-      const stored = options.full === true ? {} : ((ctx.state.get(stream)?.cursor as ObjectCursor | undefined) ?? {})
+      // An unreadable cursor restarts with a full walk (no updated_since): webhooks write
+      // custom_records too, so no bookmark can be derived from the table. Newer wins on re-reads.
+      const resumed = options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream, runId, ObjectCursorSchema, 'a full walk')
+      const stored: ObjectCursor = resumed.cursor ?? {}
       const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: ObjectCursor, observedAt: string) => {
         const now = isoNow(ctx.now())
         const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
@@ -77,7 +89,7 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
         committed.rows += commit(page.rows.map((r) => customRecordToRow(r)), cursor, isoNow(source.lastStartedAt))
       }
-      return { rows: committed.rows }
+      return { rows: committed.rows, ...(resumed.cursorReset === undefined ? {} : { details: { cursorReset: resumed.cursorReset } }) }
     },
     source,
   )

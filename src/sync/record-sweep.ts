@@ -3,10 +3,11 @@
 // loses at most the page in flight and the next run goes on from the last checkpoint
 // (docs/guarantees.md, Killed at any moment).
 import type { RecordStream } from '../../connectors/index.js'
-import { updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
+import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
 import { isoNow } from '../store/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
+import { resumeCursor } from './resume-cursor.js'
 import { trackedRun } from './tracked-run.js'
 
 export interface SweepOptions {
@@ -15,9 +16,12 @@ export interface SweepOptions {
 }
 
 export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: SweepOptions = {}): Promise<RunResult> {
-  return trackedRun(ctx, 'sweep', stream.name, async ({ source, committed }) => {
+  return trackedRun(ctx, 'sweep', stream.name, async ({ source, committed, runId }) => {
     const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
-    const stored = options.full === true ? undefined : (ctx.state.get(stream.name)?.cursor as KeysetCursor | undefined)
+    // An unreadable cursor restarts the stream with a full walk, not from the newest updatedAt in
+    // its table: webhooks write that table too, so its newest row says nothing of how far the
+    // sweep had come. Re-reading is harmless (newer wins) and costs one backfill's requests.
+    const { cursor: stored, cursorReset } = options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
     const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
       const now = isoNow(ctx.now())
       const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
@@ -43,6 +47,6 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: false })
     }
     ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: true })
-    return { rows: committed.rows }
+    return { rows: committed.rows, ...(cursorReset === undefined ? {} : { details: { cursorReset } }) }
   })
 }

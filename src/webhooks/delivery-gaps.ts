@@ -3,6 +3,7 @@
 // change we missed. The daemon calls `check()` on a schedule, runs an incremental sweep of each
 // stream it returns at once, and then `commit()`s the cursor, so a crash before the sweeps checks
 // again.
+import { z } from 'zod'
 import type { ApiClient } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -10,13 +11,18 @@ import { deliverySelection } from './delivery-selection.js'
 import { streamOfEvent } from './events.js'
 import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
+import { parseStoredCursor } from '../store/stored-cursor.js'
 import { parseInstant } from '../store/timestamps.js'
 
-/** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset). */
-export interface GapCursor {
-  since: string | null
-  idsAtSince: string[]
-}
+/** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset); read back through this schema. */
+export const GapCursorSchema = z.object({
+  since: z
+    .string()
+    .refine((text) => !Number.isNaN(parseInstant(text)), 'not a time')
+    .nullable(),
+  idsAtSince: z.array(z.string()),
+})
+export type GapCursor = z.infer<typeof GapCursorSchema>
 
 export interface GapPlan {
   /** Streams to sweep at once (as `--stream` names them), sorted. */
@@ -76,9 +82,17 @@ export class DeliveryGapCheck {
     this.#o = options
   }
 
+  /**
+   * The stored cursor. One that does not parse is set aside for the empty cursor: every failed
+   * delivery upstream still lists is reported again, which costs a sweep of its streams, where a
+   * bad cursor would fail every check (or, with a `since` that is not a time, hide every failure).
+   */
   cursor(): GapCursor {
     const value = this.#o.sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(KEY) as string | undefined
-    return value === undefined ? EMPTY_GAP_CURSOR : (JSON.parse(value) as GapCursor)
+    const stored = parseStoredCursor(value ?? null, GapCursorSchema)
+    if (stored.ok) return stored.cursor ?? EMPTY_GAP_CURSOR
+    this.#o.logger.warn({ key: KEY, problem: stored.problem }, 'stored delivery-gap cursor could not be read; every failed delivery still listed upstream is checked again')
+    return EMPTY_GAP_CURSOR
   }
 
   /** Reads `retrying` and `failed` deliveries of every endpoint this mirror registered. */

@@ -114,6 +114,25 @@ describe('against the emulator', () => {
     expect(plan.missed.map((d) => d.status)).toEqual(['retrying'])
     plan.commit()
     expect((await gaps.check()).streams).toEqual([])
+    // A cursor that does not parse is set aside: the failure is reported again, once, and the
+    // commit after it stores a good cursor.
+    const warnings: string[] = []
+    const watched = new DeliveryGapCheck({
+      client: env.rt.client,
+      sqlite: env.rt.mirror.sqlite,
+      secrets: service.secrets,
+      graceHours: 24,
+      logger: createLogger({ level: 'warn', destination: new Writable({ write: (c: Buffer, _e, cb) => (warnings.push(c.toString('utf8')), cb()) }) }),
+    })
+    for (const garbage of ['not json', '{"since":"later","idsAtSince":[]}']) {
+      env.rt.mirror.sqlite.prepare(`UPDATE webhook_state SET value = ? WHERE key = 'delivery-gaps'`).run(garbage)
+      const again = await watched.check()
+      expect(again.streams).toEqual(['clients'])
+      again.commit()
+      expect((await watched.check()).streams).toEqual([])
+    }
+    const unread = warnings.filter((w) => w.includes('stored delivery-gap cursor could not be read')).map((w) => (JSON.parse(w) as { problem: string }).problem)
+    expect(unread).toEqual([expect.stringMatching(/^not JSON/), 'since: not a time'])
     // The sweep it asks for brings the change the lost delivery carried.
     await env.sync({ streams: [clients] })
     expect(await compareWithEmulator(emu, env, [clients])).toEqual([])

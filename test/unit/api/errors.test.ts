@@ -2,23 +2,76 @@
 // and message, and a message that says what to do; the key never appears.
 import { describe, expect, test } from 'vitest'
 import { apiErrorFor, networkErrorFor } from '../../../src/api/error-mapping.js'
+import * as errors from '../../../src/api/errors.js'
 import {
   ApiError,
   ConflictError,
   ForbiddenError,
+  MalformedResponseError,
+  NetworkError,
   NotFoundError,
+  PagingStalledError,
   RateLimitedError,
+  RequestDeadlineError,
   UnauthorizedError,
 } from '../../../src/api/errors.js'
 import { templatePath } from '../../../src/api/routes.js'
 
 const where = { route: 'GET /api/v1/jobs', target: 'GET /api/v1/jobs' }
 
+describe('error codes', () => {
+  const data = { status: 400, apiCode: 'SOME_CODE', apiMessage: 'm', ...where, retryable: false }
+  const cause = { cause: new Error('underneath') }
+  const net = { ...where, errorCode: 'ECONNRESET', reachedServer: true }
+  const made: [string, Error & { code: string }][] = [
+    ['ApiError', new ApiError(data, cause)],
+    ['UnauthorizedError', new UnauthorizedError(data, cause)],
+    ['ForbiddenError', new ForbiddenError(data, cause)],
+    ['NotFoundError', new NotFoundError(data, cause)],
+    ['ConflictError', new ConflictError(data, cause)],
+    ['RateLimitedError', new RateLimitedError(data, { ...cause, retryAfterMs: 1_000 })],
+    ['NetworkError', new NetworkError(net, cause)],
+    ['RequestDeadlineError', new RequestDeadlineError({ ...where, deadlineMs: 5_000 }, cause)],
+    ['MalformedResponseError', new MalformedResponseError({ ...where, status: 200, detail: 'd' }, cause)],
+    ['PagingStalledError', new PagingStalledError({ ...where, requests: 12, detail: 'd' }, cause)],
+  ]
+
+  test.each([
+    ['ApiError', 'API_ERROR'],
+    ['UnauthorizedError', 'API_UNAUTHORIZED'],
+    ['ForbiddenError', 'API_FORBIDDEN'],
+    ['NotFoundError', 'API_NOT_FOUND'],
+    ['ConflictError', 'API_CONFLICT'],
+    ['RateLimitedError', 'API_RATE_LIMITED'],
+    ['NetworkError', 'NETWORK_ERROR'],
+    ['RequestDeadlineError', 'REQUEST_DEADLINE'],
+    ['MalformedResponseError', 'MALFORMED_RESPONSE'],
+    ['PagingStalledError', 'PAGING_STALLED'],
+  ])('%s has the code %s, and keeps its name and cause', (name, code) => {
+    const err = made.find(([n]) => n === name)?.[1]
+    expect(err?.code).toBe(code)
+    expect(err?.name).toBe(name)
+    expect(err?.cause).toBe(cause.cause)
+  })
+
+  test('every error class of the module is in the table, each with a code no other class has', () => {
+    const classes = Object.entries(errors).filter(([, v]) => typeof v === 'function' && v.prototype instanceof Error).map(([k]) => k)
+    expect(classes.sort()).toEqual(made.map(([n]) => n).sort())
+    expect(new Set(made.map(([, e]) => e.code)).size).toBe(made.length)
+  })
+
+  test('the upstream code from the body stays apiCode, the system code of a network failure errorCode', () => {
+    expect(made[1]?.[1]).toMatchObject({ code: 'API_UNAUTHORIZED', apiCode: 'SOME_CODE' })
+    expect(made[6]?.[1]).toMatchObject({ code: 'NETWORK_ERROR', errorCode: 'ECONNRESET' })
+    expect(made[7]?.[1]).toMatchObject({ code: 'REQUEST_DEADLINE', errorCode: 'REQUEST_DEADLINE' })
+  })
+})
+
 describe('apiErrorFor', () => {
   test('401 names the key, the route and what to do', () => {
     const err = apiErrorFor(401, { success: false, code: 'UNAUTHORIZED', message: 'Invalid API key' }, where)
     expect(err).toBeInstanceOf(UnauthorizedError)
-    expect(err).toMatchObject({ code: 'API_ERROR', kind: 'unauthorized', status: 401, apiCode: 'UNAUTHORIZED', route: 'GET /api/v1/jobs', retryable: false })
+    expect(err).toMatchObject({ code: 'API_UNAUTHORIZED', kind: 'unauthorized', status: 401, apiCode: 'UNAUTHORIZED', route: 'GET /api/v1/jobs', retryable: false })
     expect(err.message).toBe(
       'FSM_API_KEY was rejected (401 UNAUTHORIZED) on GET /api/v1/jobs: the key is invalid, revoked or expired; create a new one in the account settings',
     )

@@ -17,7 +17,7 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
   m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
   m.onResponse({ route: 'GET /api/v1/jobs', status: 429, attempt: 1, durationMs: 5 })
   m.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 2, durationMs: 5 })
-  m.seedLastSuccess([{ stream: 'clients', cursor: undefined, lastSuccessAt: '2026-01-01T00:00:00.000Z', lastError: null, lastErrorAt: null, lastRunId: 1 }])
+  m.seedLastSuccess([{ stream: 'clients', lastSuccessAt: '2026-01-01T00:00:00.000Z', lastError: null, lastErrorAt: null, lastRunId: 1 }])
   m.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 4, requests: 2, durationMs: 1500 }, 'sweep', 1_800_000_000_000)
   const text = await m.text()
   expect(text).toContain('fsm_api_requests_total{route="GET /api/v1/jobs",status="200"} 2')
