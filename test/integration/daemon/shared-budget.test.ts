@@ -11,8 +11,8 @@ import { NEVER, daemonEnv, freePort, startRun, until } from './daemon-env.js'
 
 const LIMIT = 6
 /**
- * How long the three share the key after the first request. Each paces itself at one start per
- * 10 s (60 s / LIMIT), so three independent budgets pass LIMIT after about 20 s.
+ * How long the three share the key once all of them run. Each paces itself at one start per 10 s
+ * (60 s / LIMIT), so three independent budgets pass LIMIT within about 20 s.
  */
 const OBSERVE_MS = 22_000
 
@@ -40,15 +40,21 @@ test('the daemon, a reconcile and a sync running at once never start more than F
   type Entry = { path: string; startedAt: string }
   const log = async () => ((await emu.control('GET', '/requests')) as Entry[]).filter((e) => e.path.startsWith('/api/'))
   try {
-    const first = await until('a request from each of the three processes', async () => {
-      const entries = await log()
-      const paths = ['/api/v1/invoices', '/api/v1/clients', '/api/v1/jobs']
-      return paths.every((p) => entries.some((e) => e.path === p)) ? Math.min(...entries.map((e) => Date.parse(e.startedAt))) : undefined
-    }, 60_000)
+    // All three are running once each has registered as a run owner; from then on each of them
+    // wants more requests than the key allows, whoever got the first ones.
+    await until('the three processes running', async () => {
+      const mirror = await openMirror(env.FSM_DB!, { readonly: true })
+      try {
+        return (mirror.sqlite.prepare('SELECT count(*) FROM run_owners').pluck().get() as number) >= 3 ? true : undefined
+      } finally {
+        await mirror.close()
+      }
+    }, 90_000)
+    const first = Date.now()
     // Observe the shared key; an over-spend ends the wait as soon as it happens.
     await until('the observed spell, or an over-spend', async () => {
-      const entries = await log()
-      return entries.length > LIMIT || Date.now() - first >= OBSERVE_MS
+      const starts = (await log()).map((e) => Date.parse(e.startedAt))
+      return maxInWindow(starts, 60_000) > LIMIT || Date.now() - first >= OBSERVE_MS
     }, OBSERVE_MS + 10_000)
   } finally {
     daemon.child.kill('SIGKILL')
@@ -58,7 +64,7 @@ test('the daemon, a reconcile and a sync running at once never start more than F
   const entries = await log()
   const starts = entries.map((e) => Date.parse(e.startedAt))
   expect(maxInWindow(starts, 60_000), JSON.stringify(entries.map((e) => [e.path, e.startedAt]))).toBeLessThanOrEqual(LIMIT)
-  // The three shared it: each got some of the budget, and the budget was used.
-  expect(new Set(entries.map((e) => e.path)).size).toBe(3)
-  expect(entries).toHaveLength(LIMIT)
-}, 120_000)
+  // The budget was used (each process wanted more than it allows). Which process got which start
+  // is the governors' business: one that started first may take the whole window.
+  expect(maxInWindow(starts, 60_000)).toBe(LIMIT)
+}, 150_000)
