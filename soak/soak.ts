@@ -1,17 +1,19 @@
 // The soak (README.md, Soak): the daemon under churn, faults, a 429 storm and random SIGKILLs, with
 // an external reader on its mirror; then one sweep and one reconcile and an exact comparison with
 // the emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/soak.test.ts.
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
 import { maxInWindow } from '../bench/lib.js'
-import { freePort } from '../test/helpers/free-port.js'
-import { compareMirror, countBy, type Comparison, type Mismatch, type Rows } from '../test/helpers/compare-mirror.js'
-import { cleanEnv, peakRss, startCli, startEmulatorChild, startReader, stop, type Child } from './processes.js'
+import { freePort } from '../test/support/free-port.js'
+import { withoutFsmSettings } from '../test/support/run-cli.js'
+import { seededRandom } from '../test/support/seeded-random.js'
+import { compareMirror, countBy, type Comparison, type Mismatch, type Rows } from '../test/support/compare-mirror.js'
+import { peakRss, startCli, startEmulatorChild, startReader, stop, type Child } from './processes.js'
 import { STORM_AGENT, startStorm, type StormCounts } from './storm.js'
+import { tempDir } from '../test/support/temp-mirror.js'
 
 export interface SoakOptions {
   durationMs: number
@@ -83,18 +85,6 @@ export interface SoakReport {
 const HARNESS_AGENT = 'soak-harness'
 const NEVER = '0 0 1 1 *'
 
-/** mulberry32: a small seeded PRNG, so a seed replays the same kill times. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, limitMs: number): Promise<T> {
   const end = Date.now() + limitMs
   for (;;) {
@@ -124,10 +114,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const D = options.durationMs
   const [killMin, killMax] = options.killEveryMs ?? [Math.max(8_000, D / 30), Math.max(15_000, D / 10)]
   const say = options.log ?? (() => undefined)
-  const random = prng(seed)
+  const random = seededRandom(seed)
   const between = (lo: number, hi: number) => lo + random() * (hi - lo)
 
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-soak-'))
+  const dir = tempDir('fsm-soak-')
   const db = path.join(dir, 'mirror.db')
   const daemonLog = path.join(dir, 'daemon.log')
   const emu = await startEmulatorChild({
@@ -170,7 +160,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         calendarA: NEVER, calendarB: NEVER, accounting: NEVER,
       },
     }))
-    const env = cleanEnv({
+    const env = withoutFsmSettings({
       FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: String(budget), FSM_LOG_LEVEL: 'warn',
       FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: String(port), FSM_CONFIG: configFile,
     })
