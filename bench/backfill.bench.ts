@@ -5,14 +5,12 @@
 import { readFileSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { startEmulator } from '../emulator/index.js'
 import { atLeast, atMost, type BenchResult, type Figure } from './lib.js'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import Database from 'better-sqlite3'
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+import { ROOT } from '../test/support/run-cli.js'
+import { tempDir } from '../test/support/temp-mirror.js'
 
 function rssKb(pid: number): number {
   try {
@@ -25,7 +23,7 @@ function rssKb(pid: number): number {
 
 async function backfill(records: number, budgetPerMinute: number) {
   const emu = await startEmulator({ seed: 42, counts: { clients: records, jobs: 0, invoices: 0, customRecords: 0 }, rateLimit: budgetPerMinute })
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-backfill-'))
+  const dir = tempDir('fsm-backfill-')
   const db = path.join(dir, 'mirror.db')
   try {
     const started = Date.now()

@@ -1,8 +1,7 @@
 // Ingest: rows/s from parsed pages into the mirror (newer-wins upsert, child rows, change_log,
 // cursor per page) against a plain better-sqlite3 prepared-statement loop writing the same rows.
 // Goal: >= 0.6 of the plain loop, and >= 50,000 rows/s.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { jobs } from '../connectors/jobs.js'
@@ -10,6 +9,7 @@ import { openMirror } from '../src/store/mirror-database.js'
 import { RecordWriter, type RecordRow } from '../src/store/record-writer.js'
 import { SyncStateStore } from '../src/store/sync-state.js'
 import { atLeast, type BenchResult } from './lib.js'
+import { tempDir } from '../test/support/temp-mirror.js'
 
 const N = 100_000
 const PAGE = 100
@@ -45,7 +45,7 @@ function payload(i: number): Record<string, unknown> {
 }
 
 async function withMirror<T>(fn: (m: Awaited<ReturnType<typeof openMirror>>) => T): Promise<T> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-bench-'))
+  const dir = tempDir('fsm-bench-')
   const m = await openMirror(path.join(dir, 'mirror.db'))
   try {
     return fn(m)

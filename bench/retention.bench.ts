@@ -8,8 +8,7 @@
 // Scaled for a shared 2-core machine: 1 delivery/s (not 10/s) for 7 days is 604,800 deliveries,
 // with the retention horizons scaled down from days to match: bodies kept 1 day (default 14), ids
 // 2 days (default 30). RETENTION_BENCH_RATE and RETENTION_BENCH_DAYS change the rate and length.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
@@ -22,6 +21,7 @@ import { startIntakeServer } from '../src/webhooks/intake-server.js'
 import { sign } from '../src/webhooks/signature.js'
 import { createWebhookService } from '../src/webhooks/webhook-service.js'
 import { atMost, type BenchResult, type Figure } from './lib.js'
+import { tempDir } from '../test/support/temp-mirror.js'
 
 const SECRET = 'whsec_bench_retention_0123456789'
 const RATE = Number(process.env.RETENTION_BENCH_RATE ?? 1)
@@ -64,7 +64,7 @@ const quantile = (xs: number[], q: number): number => {
 const MiB = (b: number) => Math.round((b / 2 ** 20) * 10) / 10
 
 export default async function bench(): Promise<BenchResult> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-bench-retention-'))
+  const dir = tempDir('fsm-bench-retention-')
   const file = path.join(dir, 'mirror.db')
   const mirror = await openMirror(file)
   const logger = createLogger({ level: 'error' })

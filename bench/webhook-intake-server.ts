@@ -3,15 +3,15 @@
 // listening; on SIGUSR1 (intake only) the backlog left when a phase ended and how long it took to
 // apply; on SIGTERM its counters (CPU time included), then exits.
 import http from 'node:http'
-import fs, { mkdtempSync, rmSync } from 'node:fs'
+import fs, { rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createLogger } from '../src/log/logger.js'
 import { startBackgroundCheckpoints } from '../src/store/background-checkpoints.js'
 import { openMirror } from '../src/store/mirror-database.js'
 import { startIntakeServer } from '../src/webhooks/intake-server.js'
 import { createWebhookService } from '../src/webhooks/webhook-service.js'
+import { tempDir } from '../test/support/temp-mirror.js'
 
 const [mode = 'intake', secret = 'whsec_bench'] = process.argv.slice(2)
 
@@ -41,7 +41,7 @@ if (mode === 'bare') {
     process.stdout.write(JSON.stringify({ served, cpuMicros: cpuMicros() }) + '\n', () => process.exit(0))
   })
 } else {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-bench-intake-'))
+  const dir = tempDir('fsm-bench-intake-')
   const mirror = await openMirror(path.join(dir, 'mirror.db'))
   // WEBHOOK_BENCH_AUTOCHECKPOINT=0 (diagnosis): no automatic checkpoints on the writer connection,
   // to see what they cost the event loop (each copies the log into the file and syncs both).

@@ -1,24 +1,16 @@
 // Child processes of the soak: the emulator, the daemon and one-shot CLI commands (the CLI from
-// source through tsx, the way test/helpers/run-cli.ts runs it), the external reader; and the
+// source through tsx, the way test/support/run-cli.ts runs it), the external reader; and the
 // per-process figures read from /proc.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { appendFileSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { ROOT, withoutFsmSettings } from '../test/support/run-cli.js'
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const HERE = path.join(ROOT, 'soak')
 const ENTRY = path.join(ROOT, 'src/cli/entry.ts')
 
 function node(args: readonly string[], env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-}
-
-/** The parent's environment without any FSM_* setting of the developer's. */
-export function cleanEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FSM_')) env[k] = v
-  return { ...env, ...extra }
 }
 
 export interface Child {
@@ -58,7 +50,7 @@ export interface EmulatorChild extends Child {
 }
 
 export async function startEmulatorChild(options: Record<string, unknown>): Promise<EmulatorChild> {
-  const c = track(node([path.join(HERE, 'emulator-child.ts'), JSON.stringify(options)], cleanEnv({})))
+  const c = track(node([path.join(HERE, 'emulator-child.ts'), JSON.stringify(options)], withoutFsmSettings({})))
   const first = await new Promise<string>((resolve, reject) => {
     const onData = (): void => {
       const line = c.output().split('\n')[0]
@@ -75,7 +67,7 @@ export async function startEmulatorChild(options: Record<string, unknown>): Prom
 }
 
 export function startReader(db: string): Child {
-  return track(node([path.join(HERE, 'reader-child.ts'), db], cleanEnv({})))
+  return track(node([path.join(HERE, 'reader-child.ts'), db], withoutFsmSettings({})))
 }
 
 /** Peak resident set (VmHWM) of a live process in bytes; undefined once it is gone. */

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { machine } from '../bench/lib.js'
-import { ROOT } from './processes.js'
+import { ROOT } from '../test/support/run-cli.js'
 import { formatReport, soakFigures, soakNotes } from './report.js'
 import { runSoak } from './soak.js'
 

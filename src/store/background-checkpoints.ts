@@ -5,9 +5,10 @@
 // measured at a steady 1,000 deliveries/s, 40-75 ms stalls several times a second, which set the
 // ack latency's p99 (72 ms against a goal of 10).
 //
-// So the daemon runs PASSIVE checkpoints on a worker thread with its own connection, every
-// `everyMs`. PASSIVE never takes the writer lock and never waits: the writer commits on while the
-// worker copies and syncs, and a pass that meets another checkpointer just skips. The worker's
+// So the daemon runs PASSIVE checkpoints on a worker thread (checkpoint-worker.ts) with its own
+// connection, every `everyMs`. PASSIVE never takes the writer lock and never waits: the writer
+// commits on while the worker copies and syncs, and a pass that meets another checkpointer just
+// skips. The worker's
 // connection has synchronous=NORMAL like the writer's, so SQLite syncs the log before copying and
 // the database after, exactly as an automatic checkpoint does; durability is unchanged.
 //
@@ -17,10 +18,10 @@
 // the writer's own checkpoint copies what the worker has not yet copied (a fraction of a second of
 // writes), completes, and the next commit restarts the log. If the worker cannot run, the writer's
 // previous setting comes back and the mirror checkpoints as it did before.
-import { createRequire } from 'node:module'
-import { Worker } from 'node:worker_threads'
 import type { Logger } from '../log/logger.js'
+import { CHECKPOINT_COUNTERS as FIELDS, STOP_CHECKPOINTS, type CheckpointWorkerData, type CheckpointWorkerMessage } from './checkpoint-protocol.js'
 import type { Sqlite } from './mirror-database.js'
+import { startModuleWorker } from './module-worker.js'
 
 export interface BackgroundCheckpointsOptions {
   /** The mirror's writer connection (its file is opened again by the worker). */
@@ -61,64 +62,6 @@ export interface BackgroundCheckpoints {
   stop(): Promise<void>
 }
 
-const FIELDS = ['passes', 'busy', 'errors', 'logFrames', 'copiedFrames', 'micros'] as const
-
-// CommonJS, evaluated in the worker: no build step or TypeScript loader is needed to start it, and
-// better-sqlite3 is loaded by the path this module resolves.
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads')
-const Database = require(workerData.driver)
-const counters = new Float64Array(workerData.counters)
-const [PASSES, BUSY, ERRORS, LOG, COPIED, MICROS] = [0, 1, 2, 3, 4, 5]
-let db
-try {
-  db = new Database(workerData.file, { fileMustExist: true })
-  // For opening and reading the schema only: a PASSIVE checkpoint never calls the busy handler.
-  db.pragma('busy_timeout = 2000')
-  db.pragma('synchronous = NORMAL')
-  if (db.pragma('journal_mode', { simple: true }) !== 'wal') throw new Error('the mirror is not in WAL mode')
-} catch (err) {
-  parentPort.postMessage({ kind: 'failed', message: err.message })
-  process.exit(1)
-}
-const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)')
-let backfilled = 0
-let lastError = ''
-const pass = () => {
-  const started = performance.now()
-  try {
-    const r = checkpoint.get()
-    if (r.busy !== 0 || r.log < 0) {
-      // The writer's backstop held the checkpoint lock: nothing was read, nothing to report.
-      counters[BUSY]++
-    } else {
-      counters[PASSES]++
-      // After a restart the log counts from zero again.
-      counters[COPIED] += r.checkpointed >= backfilled ? r.checkpointed - backfilled : r.checkpointed
-      backfilled = r.checkpointed
-      counters[LOG] = r.log
-    }
-  } catch (err) {
-    counters[ERRORS]++
-    if (err.message !== lastError) {
-      lastError = err.message
-      parentPort.postMessage({ kind: 'error', message: err.message })
-    }
-  }
-  counters[MICROS] += Math.round((performance.now() - started) * 1000)
-  // The next pass a full interval after this one ended: a slow disk must not keep the checkpoint
-  // lock taken back to back, or the writer's backstop could never run.
-  timer = setTimeout(pass, workerData.everyMs)
-}
-let timer = setTimeout(pass, workerData.everyMs)
-parentPort.on('message', (m) => {
-  if (m !== 'stop') return
-  clearTimeout(timer)
-  db.close()
-  parentPort.close()
-})
-`
-
 export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions): BackgroundCheckpoints {
   const { sqlite } = options
   const log = options.logger.child({ component: 'checkpoints' })
@@ -140,12 +83,10 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${previous}`)
     if (!stopping) log.error({ err }, `background checkpoints stopped (${why}): the writer checkpoints on its own again, on the event loop`)
   }
-  const worker = new Worker(WORKER, {
-    eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: sqlite.name, everyMs: options.everyMs ?? 100, counters: counters.buffer },
-  })
+  const workerData: CheckpointWorkerData = { file: sqlite.name, everyMs: options.everyMs ?? 100, counters: counters.buffer }
+  const worker = startModuleWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData })
   worker.unref()
-  worker.on('message', (m: { kind: string; message: string }) => {
+  worker.on('message', (m: CheckpointWorkerMessage) => {
     if (m.kind === 'failed') giveBack(`the worker could not open the mirror: ${m.message}`)
     else log.warn({ reason: m.message }, 'a background checkpoint failed; the next pass tries again')
   })
@@ -161,7 +102,7 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     // Unreferenced while it runs (it never keeps a process alive), but waited for here: without
     // a reference a caller's top-level await would see an empty event loop and exit (code 13).
     worker.ref()
-    worker.postMessage('stop')
+    worker.postMessage(STOP_CHECKPOINTS)
     // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
     // Closing the writer meanwhile is safe: the worker's connection still holds the log. The
     // thread itself cannot be stopped while the kernel holds it, and a normal process exit waits

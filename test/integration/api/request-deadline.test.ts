@@ -12,7 +12,7 @@ import { NetworkError, RequestDeadlineError } from '../../../src/api/errors.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { loadConfig } from '../../../src/config/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const DEADLINE_MS = 400
 

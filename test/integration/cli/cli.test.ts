@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
 
 const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 

@@ -2,8 +2,8 @@
 // webhooks flowing from the churning emulated account, bounded by --duration, and stopped by SIGTERM.
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { cleanEnv, runCli, spawnCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { query, until } from '../daemon/daemon-env.js'
 
 /** Webhook event → the mirror table its payload lands in (deletions carry only an id: left out). */

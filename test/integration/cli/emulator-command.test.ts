@@ -1,6 +1,6 @@
 // `fsm-sync emulator`: prints its base URL and a key, serves the API, stops cleanly on SIGTERM.
 import { describe, expect, test } from 'vitest'
-import { cleanEnv, spawnCli } from '../../helpers/run-cli.js'
+import { cleanEnv, spawnCli } from '../../support/run-cli.js'
 
 describe('fsm-sync emulator', () => {
   test('prints FSM_BASE_URL and FSM_API_KEY, answers with that key, exits 0 on SIGTERM', async () => {

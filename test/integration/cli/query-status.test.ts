@@ -5,8 +5,8 @@ import { clients } from '../../../connectors/clients.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 let db: string
 beforeAll(async () => {

@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { openMirror } from '../../../src/store/mirror-database.js'
-import { ROOT, cleanEnv } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
-import { PEAK_RSS_MARK } from '../../helpers/peak-rss-hook.js'
+import { ROOT, cleanEnv } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
+import { PEAK_RSS_MARK } from '../../support/peak-rss-hook.js'
 
 const ROWS = 2_000_000
 /** Above the peak of a one-row query: a streamed result of any size stays well inside it. */
@@ -26,7 +26,7 @@ interface Streamed {
 
 /** Runs `fsm-sync query` with the peak-RSS hook; keeps only a line count, the first and the last bytes. */
 function streamQuery(db: string, sql: string, format: string): Promise<Streamed> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'test/helpers/peak-rss-hook.ts'), path.join(ROOT, 'src/cli/entry.ts'), 'query', sql, '--format', format], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'test/support/peak-rss-hook.ts'), path.join(ROOT, 'src/cli/entry.ts'), 'query', sql, '--format', format], {
     cwd: ROOT,
     env: cleanEnv({ FSM_DB: db }),
     stdio: ['ignore', 'pipe', 'pipe'],

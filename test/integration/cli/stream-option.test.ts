@@ -3,9 +3,9 @@
 // list the valid names; nothing is run.
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { existsSync } from 'node:fs'
 
 async function env() {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { main } from '../../../src/cli/main.js'
 import { loadConfig } from '../../../src/config/index.js'
 import { mirrorChecks } from '../../../src/daemon/doctor-checks.js'
-import { tempDir, tempMirror } from '../../helpers/temp-mirror.js'
+import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 
 let dir: string
 let good: string

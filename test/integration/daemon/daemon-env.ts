@@ -5,10 +5,10 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
-import { cleanEnv, spawnCli } from '../../helpers/run-cli.js'
-import type { EmulatorEnv } from '../../helpers/emulator-env.js'
+import { cleanEnv, spawnCli } from '../../support/run-cli.js'
+import type { EmulatorEnv } from '../../support/emulator-env.js'
 
-export { freePort } from '../../helpers/free-port.js'
+export { freePort } from '../../support/free-port.js'
 
 /** Never fires in a test run (1 January at midnight). */
 export const NEVER = '0 0 1 1 *'

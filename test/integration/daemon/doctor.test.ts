@@ -3,9 +3,9 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { freePort } from './daemon-env.js'
 
 /** A fresh emulator (closed when the test ends) and a setup that passes every check. */

@@ -7,9 +7,9 @@ import { describe, expect, test } from 'vitest'
 import { loadConfig } from '../../../src/config/index.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
 
 /** Runs `fsm-sync run` until it exits; should it come up instead, stops it and says so. */

@@ -1,8 +1,8 @@
 // SIGTERM in the middle of a slow sweep: a clean exit, and the next start goes on from the
 // checkpoint the interrupted run committed instead of starting over.
 import { expect, test } from 'vitest'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
 
 test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', async () => {

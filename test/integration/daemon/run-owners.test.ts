@@ -7,9 +7,9 @@ import Database from 'better-sqlite3'
 import { RunOwnership } from '../../../src/daemon/run-ownership.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { runCli } from '../../helpers/run-cli.js'
-import { tempDir, tempMirror } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { runCli } from '../../support/run-cli.js'
+import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
 
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })

@@ -2,10 +2,10 @@
 // /metrics, SIGTERM, and a mirror equal to the emulator afterwards.
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { runCli } from '../../helpers/run-cli.js'
-import { compareWithEmulator, type SyncEnv } from '../../helpers/sync-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { runCli } from '../../support/run-cli.js'
+import { compareWithEmulator, type SyncEnv } from '../../support/sync-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
 
 const successesAfter = (db: string, kind: string, mark: number) =>

@@ -1,8 +1,8 @@
 // Schedules switched off ("off", from the config file and from FSM_SCHEDULE_*): the daemon logs
 // them, /readyz lists them, and a switched-off sweep does not even run at start.
 import { expect, test } from 'vitest'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
 
 test('"off" schedules are logged, shown by /readyz and never run', async () => {

@@ -4,9 +4,9 @@
 import { expect, test } from 'vitest'
 import { maxInWindow } from '../../../bench/lib.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { spawnCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { spawnCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, startRun, until } from './daemon-env.js'
 
 const LIMIT = 6

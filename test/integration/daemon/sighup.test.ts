@@ -1,8 +1,8 @@
 // SIGHUP (a closed terminal, some container runtimes) used to end `fsm-sync run` at once, by
 // Node's default, without the clean stop. It is now logged and handled like SIGTERM: exit 0.
 import { expect, test } from 'vitest'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
 
 test('SIGHUP is logged and stops `fsm-sync run` cleanly, like SIGTERM (exit 0)', async () => {

@@ -2,9 +2,9 @@
 // failure and exactly one request.
 import path from 'node:path'
 import { expect, test } from 'vitest'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { query } from './daemon-env.js'
 
 /** A fresh emulator (closed when the test ends) and mirror for one test. */

@@ -7,25 +7,14 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { MIGRATIONS } from '../../../src/store/migrations/index.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
-import { ROOT, cleanEnv } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { ROOT, cleanEnv } from '../../support/run-cli.js'
+import { seededRandom } from '../../support/seeded-random.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
-const CHILD = path.join(ROOT, 'test/helpers/open-mirror-child.ts')
+const CHILD = path.join(ROOT, 'test/support/open-mirror-child.ts')
 const TRIALS = 24
 /** The child's migrations, slowed to about 1 ms a statement, take about 80 ms from `migrating`. */
 const MAX_OFFSET_MS = 80
-
-/** mulberry32: a small seeded generator, so a failing offset can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Runs the child on `file` and SIGKILLs it `offsetMs` after its migrations start; true if it was still opening. */
 function openAndKill(file: string, offsetMs: number): Promise<boolean> {
@@ -47,7 +36,7 @@ describe('a SIGKILL during the first migrations leaves a mirror the next start o
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it(`opens after ${TRIALS} kills at seeded random moments of the migrations, every migration applied`, { timeout: 60_000 }, async () => {
-    const next = random(20_260_117)
+    const next = seededRandom(20_260_117)
     const failures: string[] = []
     let interrupted = 0
     const trial = async (i: number) => {

@@ -3,8 +3,8 @@ import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { syncMetadata } from '../../../src/sync/metadata-sync.js'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { syncEnv, type SyncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
 
 
 async function discovered(e: EmulatorEnv): Promise<string[]> {

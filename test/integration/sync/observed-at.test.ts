@@ -7,7 +7,7 @@ import { FakeClock } from '../../../src/api/fake-clock.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { CountingSource } from '../../../src/sync/counting-source.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
 
 describe('the last request start of a run is when the request started, not when it was queued', () => {
   test('a GET that waited a minute for its slot is dated when the governor let it start', async () => {

@@ -4,8 +4,8 @@
 // pages again.
 import { expect, test } from 'vitest'
 import { clients } from '../../../connectors/index.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
 
 const TIE_AT = '2030-01-01T00:00:00.000Z'
 

@@ -2,8 +2,8 @@
 // insert fails, the record stays live, so the next reconcile marks it again and logs it.
 import { describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/index.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { syncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { syncEnv } from '../../support/sync-env.js'
 
 describe('reconciliation writes', () => {
   test('a failed change_log insert during reconcile does not leave deleted_at set without its change_log row', async () => {

@@ -3,8 +3,8 @@
 import { describe, expect, test } from 'vitest'
 import { clients, invoices } from '../../../connectors/index.js'
 import { runTrigger } from '../../../src/daemon/integration-triggers.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { syncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { syncEnv } from '../../support/sync-env.js'
 
 const logged = async (emu: Awaited<ReturnType<typeof emulatorEnv>>, path: string, method = 'GET') =>
   ((await emu.control('GET', `/requests?path=${path}&method=${method}`)) as unknown[]).length

@@ -1,10 +1,10 @@
 // Faults, kills and reconciliation against the emulator (docs/guarantees.md, The mirror is exact).
 import { describe, expect, test } from 'vitest'
 import { invoices, RECORD_STREAMS } from '../../../connectors/index.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli, spawnCli } from '../../helpers/run-cli.js'
-import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
+import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import path from 'node:path'
 
 

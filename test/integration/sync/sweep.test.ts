@@ -1,8 +1,8 @@
 // The incremental sweep against the emulator over real HTTP into a real SQLite file.
 import { describe, expect, test } from 'vitest'
 import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
 
 
 const UPDATE: Record<string, { method: 'PUT' | 'PATCH'; body: (n: number) => Record<string, unknown> }> = {

@@ -5,9 +5,9 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const HOUR_MS = 3_600_000
 

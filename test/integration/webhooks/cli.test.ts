@@ -3,9 +3,9 @@
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { readSecretsFile, secretsPathFor } from '../../../src/store/secrets-file.js'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 let emu: EmulatorEnv
 let env: Record<string, string>

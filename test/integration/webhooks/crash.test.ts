@@ -8,7 +8,7 @@ import { expect, test } from 'vitest'
 import { request } from 'undici'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { sign } from '../../../src/webhooks/signature.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { tempDir } from '../../support/temp-mirror.js'
 import { SECRET, T, hex, jobPayload, webhookEnv } from './webhook-env.js'
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'intake-child.ts')

@@ -10,8 +10,8 @@ import { DeliveryGapCheck } from '../../../src/webhooks/delivery-gaps.js'
 import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/intake-server.js'
 import { listDeliveries, listEndpoints, registerEndpoint } from '../../../src/webhooks/registration.js'
 import { createWebhookService, type WebhookService } from '../../../src/webhooks/webhook-service.js'
-import { emulatorEnv, type EmulatorEnv } from '../../helpers/emulator-env.js'
-import { compareWithEmulator, syncEnv, type SyncEnv } from '../../helpers/sync-env.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { compareWithEmulator, syncEnv, type SyncEnv } from '../../support/sync-env.js'
 
 let emu: EmulatorEnv
 let env: SyncEnv

@@ -8,8 +8,8 @@ import { loadConfig } from '../../../src/config/index.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const OFF = 'off'
 

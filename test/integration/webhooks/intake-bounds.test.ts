@@ -9,7 +9,7 @@ import type { IntakeLimits } from '../../../src/webhooks/intake-limits.js'
 import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/intake-server.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { createWebhookService, type WebhookService } from '../../../src/webhooks/webhook-service.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 import { SECRET, T, hex, jobPayload } from './webhook-env.js'
 
 interface Env {

@@ -10,7 +10,7 @@ import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { MIRROR_FAULT_PREFIX, WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
 let env: WebhookEnv | undefined

@@ -7,7 +7,7 @@ import { OBJECTS_DEFERRED, OBJECTS_DEFERRED_EARLIER } from '../../../src/webhook
 import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
-import { tempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror } from '../../support/temp-mirror.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
 let env: WebhookEnv | undefined

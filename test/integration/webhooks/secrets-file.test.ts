@@ -19,10 +19,10 @@ import { startIntakeServer } from '../../../src/webhooks/intake-server.js'
 import { registerEndpoint, type RegistrationClient } from '../../../src/webhooks/registration.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { createWebhookService } from '../../../src/webhooks/webhook-service.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { runCli, cleanEnv } from '../../helpers/run-cli.js'
-import { compareWithEmulator, syncEnv } from '../../helpers/sync-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { runCli, cleanEnv } from '../../support/run-cli.js'
+import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 const serviceConfig = { webhookSecrets: [], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000, rotationGraceHours: 24 } }

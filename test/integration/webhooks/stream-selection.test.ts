@@ -10,8 +10,8 @@ import { startDaemon } from '../../../src/daemon/daemon.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const OFF = 'off'
 

@@ -6,7 +6,7 @@ import { createLogger } from '../../../src/log/logger.js'
 import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/intake-server.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { createWebhookService, type WebhookService, type WebhookServiceOptions } from '../../../src/webhooks/webhook-service.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 export const SECRET = 'whsec_test_current_0123456789abcdef'
 

@@ -2,7 +2,7 @@
 // table, and every stream's key and cursor field are in its rows.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))

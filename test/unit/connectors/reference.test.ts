@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { legacyId, legacyRows, REFERENCE_STREAMS, referenceRow } from '../../../connectors/reference.js'
 import { customRecordToRow, toSchema } from '../../../connectors/custom-objects.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))

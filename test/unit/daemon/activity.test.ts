@@ -3,7 +3,7 @@ import { afterEach, expect, test } from 'vitest'
 import { activityMark, activitySince, formatActivity } from '../../../src/daemon/activity.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { WebhookMetrics } from '../../../src/webhooks/metrics.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined
 afterEach(async () => {

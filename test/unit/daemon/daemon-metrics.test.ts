@@ -3,7 +3,7 @@ import { expect, test } from 'vitest'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
 import { formatTrigger, triggerDetails } from '../../../src/daemon/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
-import { tempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror } from '../../support/temp-mirror.js'
 
 const governor = () => ({ limit: 60, effectiveLimit: 54, sentLastMinute: 12, inFlight: 2, queued: { webhook: 0, sweep: 0, trigger: 0, reconcile: 0 }, pausedUntil: null })
 

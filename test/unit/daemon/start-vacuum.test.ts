@@ -9,7 +9,7 @@ import { enableIncrementalVacuumAtStart, START_VACUUM_MAX_BYTES } from '../../..
 import { createLogger } from '../../../src/log/logger.js'
 import { fileBytes, incrementalVacuumEnabled } from '../../../src/store/incremental-vacuum.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 function capture() {
   const lines: Record<string, unknown>[] = []

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { ROOT } from '../../helpers/run-cli.js'
+import { ROOT } from '../../support/run-cli.js'
 
 const MD = '\\.' + 'md'
 const FORBIDDEN: readonly { what: string; re: RegExp }[] = [

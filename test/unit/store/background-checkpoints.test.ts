@@ -8,7 +8,7 @@ import Database from 'better-sqlite3'
 import { afterEach, expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
 import { startBackgroundCheckpoints, type BackgroundCheckpoints } from '../../../src/store/background-checkpoints.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined
 let checkpoints: BackgroundCheckpoints | undefined

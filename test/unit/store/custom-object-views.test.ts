@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { columnNames, viewName, viewStatements } from '../../../src/store/custom-object-views.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))

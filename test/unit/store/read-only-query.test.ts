@@ -3,7 +3,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
 import { formatQueryResult, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let writer: TempMirror
 let reader: Mirror

@@ -4,7 +4,7 @@ import { jobs } from '../../../connectors/jobs.js'
 import { clients } from '../../../connectors/clients.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import { canonicalTime } from '../../../src/store/timestamps.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
 const NOW = '2026-06-01T00:00:00.000Z'

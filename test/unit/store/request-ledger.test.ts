@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { RequestLedger } from '../../../src/store/request-ledger.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeEach(async () => (m = await tempMirror()))

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../../../src/store/incremental-vacuum.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { runRetention, type RetentionSettings } from '../../../src/store/retention.js'
-import { tempDir, tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 5, 1)

@@ -8,7 +8,7 @@ import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
 import { readSecretsFile, SecretsFileError } from '../../../src/store/secrets-file.js'
 import { SecretStore } from '../../../src/webhooks/secret-store.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const SECRET = 'whsec_live_0123456789abcdef0123456789abcdef'
 

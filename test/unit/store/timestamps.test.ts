@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { calendarChangeRow } from '../../../src/daemon/calendar-feed.js'
 import { canonicalTime, canonicalTimeOrText, parseInstant } from '../../../src/store/timestamps.js'
-import { ROOT } from '../../helpers/run-cli.js'
+import { ROOT } from '../../support/run-cli.js'
 
 describe('the suite runs in a non-UTC zone', () => {
   test('local time here is not UTC, in winter and in summer', () => {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { customObjectSink } from '../../../src/webhooks/custom-object-sink.js'
 import { DeliveryApplier } from '../../../src/webhooks/delivery-applier.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeEach(async () => (m = await tempMirror()))

@@ -6,7 +6,7 @@ import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { DeliveryApplier } from '../../../src/webhooks/delivery-applier.js'
 import { deliverySelection } from '../../../src/webhooks/delivery-selection.js'
 import { customObjectSink } from '../../../src/webhooks/custom-object-sink.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeEach(async () => (m = await tempMirror()))

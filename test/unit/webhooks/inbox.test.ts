@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
 import { InboxUnavailableError, WebhookInbox, type Delivery, type EnqueueResult, type SyncFile } from '../../../src/webhooks/inbox.js'
 import { WebhookMetrics } from '../../../src/webhooks/metrics.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 interface HeldSync {
   fd: number

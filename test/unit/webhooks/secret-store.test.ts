@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { SecretStore, secretSource } from '../../../src/webhooks/secret-store.js'
-import { tempMirror, type TempMirror } from '../../helpers/temp-mirror.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const HOUR = 3_600_000
 const T0 = Date.parse('2026-03-01T00:00:00.000Z')

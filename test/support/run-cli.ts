@@ -13,11 +13,16 @@ export interface CliResult {
   stderr: string
 }
 
-/** Environment for a child: nothing from the developer's FSM_* settings leaks into a test. */
-export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+/** The parent's environment without any FSM_* setting of the developer's, plus `extra`. */
+export function withoutFsmSettings(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FSM_')) env[k] = v
-  return { ...env, FSM_LOG_LEVEL: 'warn', ...extra }
+  return { ...env, ...extra }
+}
+
+/** Environment for a child: nothing from the developer's FSM_* settings leaks into a test. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return withoutFsmSettings({ FSM_LOG_LEVEL: 'warn', ...extra })
 }
 
 export function spawnCli(args: readonly string[], env: Record<string, string> = cleanEnv(), cwd = ROOT): ChildProcess {
