@@ -9,10 +9,10 @@ import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { KeysetCursorSchema } from '../../../src/api/updated-at-keyset.js'
 import { FeedCursorSchema } from '../../../src/daemon/calendar-feed.js'
 import { ObjectCursorSchema } from '../../../src/sync/custom-object-sync.js'
-import { compareMirror } from '../../helpers/compare-mirror.js'
-import { emulatorEnv } from '../../helpers/emulator-env.js'
-import { cleanEnv, runCli } from '../../helpers/run-cli.js'
-import { tempDir } from '../../helpers/temp-mirror.js'
+import { compareMirror } from '../../support/compare-mirror.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const GARBAGE: Record<string, string> = {
   clients: 'not json {',

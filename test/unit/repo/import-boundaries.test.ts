@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
-import { ROOT } from '../../helpers/run-cli.js'
+import { ROOT } from '../../support/run-cli.js'
 
 type Layer =
   | 'src/config' | 'src/log'
