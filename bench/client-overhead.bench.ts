@@ -62,7 +62,13 @@ export default async function (): Promise<BenchResult> {
     name: 'client-overhead',
     topic: 'governor',
     figures: [
-      { metric: 'time per request, client + governor / bare undici.request', value: ratio, unit: 'ratio', ...atMost(ratio, 1.3), baseline: `bare ${(perBare * 1000).toFixed(0)} µs, client ${(perClient * 1000).toFixed(0)} µs` },
+      {
+        metric: 'time per request, client + governor / bare undici.request',
+        value: ratio,
+        unit: 'ratio',
+        ...atMost(ratio, 1.3),
+        baseline: `bare ${(perBare * 1000).toFixed(0)} µs, client ${(perClient * 1000).toFixed(0)} µs`,
+      },
     ],
     notes: [`${n} sequential requests each way in ${ROUNDS} alternating rounds, loopback, 5-row JSON body parsed in both loops.`],
   }

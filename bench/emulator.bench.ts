@@ -84,7 +84,9 @@ async function baseline(bytes: number): Promise<Load> {
 export default async function (): Promise<BenchResult> {
   const seed = await seedTime()
   const emu = await startEmulator({ counts: COUNTS, rateLimit: false })
-  const paths = ['clients', 'jobs', 'visits', 'invoices'].flatMap((r) => Array.from({ length: 20 }, (_, p) => `/api/v1/${r}?limit=100&page=${p + 1}&sort=updatedAt:asc`))
+  const paths = ['clients', 'jobs', 'visits', 'invoices'].flatMap((r) =>
+    Array.from({ length: 20 }, (_, p) => `/api/v1/${r}?limit=100&page=${p + 1}&sort=updatedAt:asc`),
+  )
   // The emulator's own thread: busy time per answer (event-loop utilisation while the load ran).
   // Less sensitive than req/s to a loaded machine, and it tells whether the client or the server
   // is the bottleneck (a utilisation well below 1 means the server waits for the client).
@@ -100,11 +102,17 @@ export default async function (): Promise<BenchResult> {
     topic: 'emulator',
     figures: [
       {
-        metric: '100-row list requests per second (loopback, rate limit off)', value: list.perSecond, unit: 'req/s', ...atLeast(list.perSecond, 2000),
+        metric: '100-row list requests per second (loopback, rate limit off)',
+        value: list.perSecond,
+        unit: 'req/s',
+        ...atLeast(list.perSecond, 2000),
         baseline: `bare node:http answering a prebuilt ${Math.round(list.avgBytes / 1024)} KiB body to the same client: ${bare.perSecond} req/s`,
       },
       {
-        metric: 'emulator main-thread busy time per 100-row list answer', value: busyMicros, unit: 'µs', goal: '',
+        metric: 'emulator main-thread busy time per 100-row list answer',
+        value: busyMicros,
+        unit: 'µs',
+        goal: '',
         baseline: `event-loop utilisation of the emulator thread during the run: ${elu.utilization.toFixed(2)}`,
       },
       { metric: `time to seed ${seed.records} records`, value: seed.ms, unit: 'ms', ...atMost(seed.ms, 2000) },

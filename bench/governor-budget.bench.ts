@@ -57,10 +57,21 @@ export default async function (): Promise<BenchResult> {
     name: 'governor-budget',
     topic: 'governor',
     figures: [
-      { metric: 'achieved rate / budget (3,000/min, 2,000 requests)', value: use, unit: 'ratio', ...atLeast(use, 0.97), baseline: `${Math.round(ratePerMin)}/min achieved` },
+      {
+        metric: 'achieved rate / budget (3,000/min, 2,000 requests)',
+        value: use,
+        unit: 'ratio',
+        ...atLeast(use, 0.97),
+        baseline: `${Math.round(ratePerMin)}/min achieved`,
+      },
       { metric: 'most starts in any 60 s window (server side)', value: most60, unit: 'starts', ...atMost(most60, BUDGET) },
       { metric: 'most starts in any 1 s window (pacing; budget/60 = 50)', value: most1, unit: 'starts', goal: '' },
-      { metric: 'scaled window 200 per 4 s: most starts in any 4 s window (server side)', value: most4, unit: 'starts', ...atMost(most4, 200) },
+      {
+        metric: 'scaled window 200 per 4 s: most starts in any 4 s window (server side)',
+        value: most4,
+        unit: 'starts',
+        ...atMost(most4, 200),
+      },
       { metric: 'scaled window 200 per 4 s: achieved rate / budget', value: scaledUse, unit: 'ratio', ...atLeast(scaledUse, 0.97) },
     ],
     notes: [

@@ -23,7 +23,15 @@ function payload(i: number): Record<string, unknown> {
     clientId: 'c'.repeat(24),
     clientName: 'Ada Lovelace',
     jobPhone: { countryCode: '+1', number: '5550100', countryIdentifier: 'US' },
-    jobAddress: { street: '1 Main St', city: 'Springfield', state: 'IL', country: 'US', zipCode: '62701', latitude: 39.8, longitude: -89.6 },
+    jobAddress: {
+      street: '1 Main St',
+      city: 'Springfield',
+      state: 'IL',
+      country: 'US',
+      zipCode: '62701',
+      latitude: 39.8,
+      longitude: -89.6,
+    },
     assignedToTeams: ['a'.repeat(24), 'b'.repeat(24)],
     jobType: 'one-off',
     jobStatus: 'scheduled',
@@ -118,7 +126,13 @@ export default async function ingest(): Promise<BenchResult> {
     name: 'ingest',
     topic: 'mirror',
     figures: [
-      { metric: 'ingest rate (100,000 job rows, pages of 100)', value: Math.round(ours), unit: 'rows/s', ...atLeast(ours, 50_000), baseline: `plain prepared loop ${Math.round(plain)} rows/s` },
+      {
+        metric: 'ingest rate (100,000 job rows, pages of 100)',
+        value: Math.round(ours),
+        unit: 'rows/s',
+        ...atLeast(ours, 50_000),
+        baseline: `plain prepared loop ${Math.round(plain)} rows/s`,
+      },
       { metric: 'ingest rate / plain prepared loop', value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.6) },
     ],
     notes: [

@@ -32,7 +32,14 @@ const JOBS = 2_000
 const DAY_MS = 86_400_000
 const HOUR_MS = 3_600_000
 const START = Date.UTC(2026, 0, 1)
-const SETTINGS: RetentionSettings = { deliveriesDays: 1, deliveryIdsDays: 2, runsDays: 90, calendarChangesDays: 90, batchRows: 500, vacuumPages: 65_536 }
+const SETTINGS: RetentionSettings = {
+  deliveriesDays: 1,
+  deliveryIdsDays: 2,
+  runsDays: 90,
+  calendarChangesDays: 90,
+  batchRows: 500,
+  vacuumPages: 65_536,
+}
 
 /** A job.updated delivery of about 1 KB for delivery n, updatedAt at the simulated time. */
 function delivery(n: number, at: number): { body: Buffer; headers: Record<string, string> } {
@@ -53,7 +60,12 @@ function delivery(n: number, at: number): { body: Buffer; headers: Record<string
   const body = Buffer.from(JSON.stringify(payload))
   return {
     body,
-    headers: { 'content-type': 'application/json', 'x-service-event': 'job.updated', 'x-service-delivery': `retention-bench-${n}`, 'x-service-signature': sign(SECRET, body) },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': 'job.updated',
+      'x-service-delivery': `retention-bench-${n}`,
+      'x-service-signature': sign(SECRET, body),
+    },
   }
 }
 
@@ -73,15 +85,27 @@ export default async function bench(): Promise<BenchResult> {
     sqlite: mirror.sqlite,
     logger,
     now: () => now,
-    config: { webhookSecrets: [SECRET], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 } },
+    config: {
+      webhookSecrets: [SECRET],
+      webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 },
+    },
   })
   service.start()
   const checkpoints = startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger })
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
   const url = new URL(server.url)
   const pool = new Pool(url.origin, { connections: CONNECTIONS, pipelining: 1 })
-  const bytesOf = (name: string) => (mirror.sqlite.prepare(`SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?`).pluck().get(name) as number) ?? 0
-  const samples: { day: number; fileMiB: number; withWalMiB: number; changeLogMiB: number; inboxMiB: number; inboxRows: number; bodies: number }[] = []
+  const bytesOf = (name: string) =>
+    (mirror.sqlite.prepare(`SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?`).pluck().get(name) as number) ?? 0
+  const samples: {
+    day: number
+    fileMiB: number
+    withWalMiB: number
+    changeLogMiB: number
+    inboxMiB: number
+    inboxRows: number
+    bodies: number
+  }[] = []
   const removed = { webhook_inbox_bodies: 0, webhook_inbox: 0 }
   let passes = 0
   /** Each stretch the pass held the event loop: one batch or one vacuum step. */
@@ -135,7 +159,14 @@ export default async function bench(): Promise<BenchResult> {
         fileMiB: MiB(fileOnly),
         withWalMiB: MiB(fileBytes(file)),
         changeLogMiB: MiB(bytesOf('change_log')),
-        inboxMiB: MiB(bytesOf('webhook_inbox') + bytesOf('sqlite_autoindex_webhook_inbox_1') + bytesOf('sqlite_autoindex_webhook_inbox_2') + bytesOf('webhook_inbox_bodies') + bytesOf('webhook_inbox_compact') + bytesOf('webhook_inbox_pending')),
+        inboxMiB: MiB(
+          bytesOf('webhook_inbox') +
+            bytesOf('sqlite_autoindex_webhook_inbox_1') +
+            bytesOf('sqlite_autoindex_webhook_inbox_2') +
+            bytesOf('webhook_inbox_bodies') +
+            bytesOf('webhook_inbox_compact') +
+            bytesOf('webhook_inbox_pending'),
+        ),
         inboxRows: mirror.sqlite.prepare(`SELECT count(*) FROM webhook_inbox`).pluck().get() as number,
         bodies: mirror.sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE body_dropped_at IS NULL`).pluck().get() as number,
       })
@@ -168,8 +199,20 @@ export default async function bench(): Promise<BenchResult> {
       ...atMost(growth, 1.1),
       baseline: `${Math.min(...withoutLog).toFixed(1)}-${Math.max(...withoutLog).toFixed(1)} MiB; day 1 ${first ? (first.fileMiB - first.changeLogMiB).toFixed(1) : '?'} MiB`,
     },
-    { metric: `webhook_inbox with its indexes at the end of day ${DAYS}`, value: last?.inboxMiB ?? Number.NaN, unit: 'MiB', goal: '', baseline: `largest over days 3-${DAYS}: ${Math.max(...inbox)} MiB; without retention about ${first ? (first.inboxMiB * DAYS).toFixed(0) : '?'} MiB (day 1 x ${DAYS})` },
-    { metric: `mirror file + -wal at the end of day ${DAYS}`, value: last?.withWalMiB ?? Number.NaN, unit: 'MiB', goal: '', baseline: `change_log ${last?.changeLogMiB ?? '?'} MiB of it (kept for good)` },
+    {
+      metric: `webhook_inbox with its indexes at the end of day ${DAYS}`,
+      value: last?.inboxMiB ?? Number.NaN,
+      unit: 'MiB',
+      goal: '',
+      baseline: `largest over days 3-${DAYS}: ${Math.max(...inbox)} MiB; without retention about ${first ? (first.inboxMiB * DAYS).toFixed(0) : '?'} MiB (day 1 x ${DAYS})`,
+    },
+    {
+      metric: `mirror file + -wal at the end of day ${DAYS}`,
+      value: last?.withWalMiB ?? Number.NaN,
+      unit: 'MiB',
+      goal: '',
+      baseline: `change_log ${last?.changeLogMiB ?? '?'} MiB of it (kept for good)`,
+    },
     {
       metric: `event loop held by one retention batch (${SETTINGS.batchRows} rows) or vacuum step, p99`,
       value: Math.round(quantile(steps, 0.99) * 10) / 10,

@@ -52,7 +52,9 @@ async function writeReport(): Promise<void> {
     const m = `${String(r.machine.cores)}× ${String(r.machine.cpu)}, ${String(r.machine.node)}`
     for (const f of r.figures) {
       const met = f.met === undefined ? '' : f.met ? 'yes' : '**no**'
-      lines.push(`| ${r.topic} | ${r.name} | ${f.metric} | ${f.value} ${f.unit} | ${f.goal} | ${met} | ${f.baseline ?? ''} | ${r.date.slice(0, 10)} | ${m} |`)
+      lines.push(
+        `| ${r.topic} | ${r.name} | ${f.metric} | ${f.value} ${f.unit} | ${f.goal} | ${met} | ${f.baseline ?? ''} | ${r.date.slice(0, 10)} | ${m} |`,
+      )
     }
   }
   for (const r of stored) {

@@ -63,13 +63,19 @@ if (mode === 'bare') {
     syncFile: timedSync,
     sqlite: mirror.sqlite,
     logger: createLogger({ level: 'error' }),
-    config: { webhookSecrets: [secret], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 } },
+    config: {
+      webhookSecrets: [secret],
+      webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 },
+    },
     process: mode !== 'intake-no-apply',
   })
   service.start()
   // As the daemon does (src/daemon/daemon.ts); WEBHOOK_BENCH_CHECKPOINTS=writer (diagnosis) leaves
   // checkpoints to the writer connection, on the event loop.
-  const checkpoints = process.env.WEBHOOK_BENCH_CHECKPOINTS === 'writer' ? undefined : startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'error' }) })
+  const checkpoints =
+    process.env.WEBHOOK_BENCH_CHECKPOINTS === 'writer'
+      ? undefined
+      : startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'error' }) })
   // Informational: the largest backlog of stored but unapplied deliveries (how far applying lags
   // the acks), sampled every 10 ms.
   let peakBacklog = 0
@@ -82,7 +88,13 @@ if (mode === 'bare') {
     const appliedBefore = service.metrics.processor.applied
     void service.processor.drained().then(() => {
       const drainMs = performance.now() - started
-      process.stdout.write(JSON.stringify({ backlog, drainMs: Math.round(drainMs), appliedPerSecond: drainMs > 0 ? Math.round(((service.metrics.processor.applied - appliedBefore) * 1000) / drainMs) : null }) + '\n')
+      process.stdout.write(
+        JSON.stringify({
+          backlog,
+          drainMs: Math.round(drainMs),
+          appliedPerSecond: drainMs > 0 ? Math.round(((service.metrics.processor.applied - appliedBefore) * 1000) / drainMs) : null,
+        }) + '\n',
+      )
     })
   })
   const server = await startIntakeServer(service.handler, { path: '/webhooks' })
@@ -98,7 +110,10 @@ if (mode === 'bare') {
       const inbox = mirror.sqlite.prepare('SELECT count(*) AS rows, count(processed_at) AS applied FROM webhook_inbox').get()
       await mirror.close()
       rmSync(dir, { recursive: true, force: true })
-      const steadySyncs = syncs.filter((x) => x.at >= reportFrom).map((x) => x.ms).sort((a, b) => a - b)
+      const steadySyncs = syncs
+        .filter((x) => x.at >= reportFrom)
+        .map((x) => x.ms)
+        .sort((a, b) => a - b)
       const logSyncs = {
         count: steadySyncs.length,
         p99: Number((steadySyncs[Math.floor(steadySyncs.length * 0.99)] ?? 0).toFixed(2)),
@@ -106,8 +121,17 @@ if (mode === 'bare') {
         over10: steadySyncs.filter((x) => x > 10).length,
         over100: steadySyncs.filter((x) => x > 100).length,
       }
-      process.stdout.write(JSON.stringify({ ...service.metrics.intake, inbox, peakBacklog, checkpoints: checkpointStats, logSyncs, served: service.metrics.intake.stored + service.metrics.intake.duplicate, cpuMicros: cpuMicros() }) + '\n', () =>
-        process.exit(0),
+      process.stdout.write(
+        JSON.stringify({
+          ...service.metrics.intake,
+          inbox,
+          peakBacklog,
+          checkpoints: checkpointStats,
+          logSyncs,
+          served: service.metrics.intake.stored + service.metrics.intake.duplicate,
+          cpuMicros: cpuMicros(),
+        }) + '\n',
+        () => process.exit(0),
       )
     })()
   })

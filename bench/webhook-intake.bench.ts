@@ -77,7 +77,12 @@ function delivery(): { body: Buffer; headers: Record<string, string> } {
   const body = Buffer.from(JSON.stringify(payload))
   return {
     body,
-    headers: { 'content-type': 'application/json', 'x-service-event': 'job.updated', 'x-service-delivery': `bench-${n}`, 'x-service-signature': sign(SECRET, body) },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': 'job.updated',
+      'x-service-delivery': `bench-${n}`,
+      'x-service-signature': sign(SECRET, body),
+    },
   }
 }
 
@@ -92,7 +97,8 @@ const quantile = (ms: number[], q: number): number => {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? Number.NaN
 }
 const p99 = (ms: number[]): number => quantile(ms, 0.99)
-const spread = (ms: number[]): string => `p50 ${quantile(ms, 0.5).toFixed(2)}, p90 ${quantile(ms, 0.9).toFixed(2)}, p99 ${p99(ms).toFixed(2)}, max ${quantile(ms, 1).toFixed(2)} ms`
+const spread = (ms: number[]): string =>
+  `p50 ${quantile(ms, 0.5).toFixed(2)}, p90 ${quantile(ms, 0.9).toFixed(2)}, p99 ${p99(ms).toFixed(2)}, max ${quantile(ms, 1).toFixed(2)} ms`
 
 /**
  * Closed loop: `connections` requests always in flight. The deliveries are built and signed before
@@ -118,7 +124,14 @@ async function saturate(pool: Pool, path: string, total: number, connections: nu
   )
   const cpu = process.cpuUsage(cpu0)
   // The load generator's own CPU per request: on a 2-core machine it competes with the server.
-  return { connections, rate: total / ((performance.now() - t0) / 1000), p99: p99(latencies), errors, spread: spread(latencies), clientCpuMicros: (cpu.user + cpu.system) / total }
+  return {
+    connections,
+    rate: total / ((performance.now() - t0) / 1000),
+    p99: p99(latencies),
+    errors,
+    spread: spread(latencies),
+    clientCpuMicros: (cpu.user + cpu.system) / total,
+  }
 }
 
 interface Saturation {
@@ -137,7 +150,7 @@ async function steady(pool: Pool, path: string, rate: number, seconds: number): 
   const inFlight: Promise<void>[] = []
   let errors = 0
   const t0 = performance.now()
-  for (let i = 0; i < total; ) {
+  for (let i = 0; i < total;) {
     const due = t0 + (i * 1000) / rate
     const now = performance.now()
     if (due > now) {
@@ -269,14 +282,16 @@ export default async function webhookIntake(): Promise<BenchResult> {
   const steadyP99 = median(rounds.map((x) => x.ours.steady.p99))
   const satP99 = median(rounds.map((x) => x.ours.sat.p99))
   const drains = rounds.map((x) => x.ours.drain).filter((d): d is Drain => d !== undefined)
-  const describeDrain = (d: Drain | undefined): string => (d === undefined ? 'n/a' : `${d.backlog} left to apply, applied in ${d.drainMs} ms (${d.appliedPerSecond ?? 'n/a'}/s)`)
+  const describeDrain = (d: Drain | undefined): string =>
+    d === undefined ? 'n/a' : `${d.backlog} left to apply, applied in ${d.drainMs} ms (${d.appliedPerSecond ?? 'n/a'}/s)`
   const perRound = rounds
     .map(
       (x, i) =>
         `round ${i + 1}: ours ${Math.round(x.ours.sat.rate)}/s (${x.ours.sat.connections} connections), bare ${Math.round(x.bare.sat.rate)}/s (${x.bare.sat.connections}), ratio ${(x.ours.sat.rate / x.bare.sat.rate).toFixed(3)}, p99 steady ${x.ours.steady.p99.toFixed(2)} ms, p99 saturation ${x.ours.sat.p99.toFixed(2)} ms, after the burst ${describeDrain(x.ours.drain)}, disk fdatasync just before our steady phase p99 ${x.ours.disk.p99.toFixed(2)} ms (max ${x.ours.disk.max.toFixed(1)}, ${x.ours.disk.over10} of ${x.ours.disk.count} over 10 ms), our inbox's log syncs during the steady phase ${describeSyncs(x.ours.server)}`,
     )
     .join('; ')
-  const counters = ours.server as { groupCommits?: number; groupedDeliveries?: number; commitMicros?: number; walSyncMicros?: number } | undefined
+  const counters = ours.server as
+    { groupCommits?: number; groupedDeliveries?: number; commitMicros?: number; walSyncMicros?: number } | undefined
   const commits = counters?.groupCommits ?? 0
   const perCommit = (micros: number | undefined) => (commits === 0 ? 0 : (micros ?? 0) / commits / 1000).toFixed(2)
   // Server CPU per delivery: a direction figure that other load on a shared machine barely moves.
@@ -297,7 +312,12 @@ export default async function webhookIntake(): Promise<BenchResult> {
         ...atLeast(oursRate, 5_000),
         baseline: `bare node:http ${r(bareRate)}/s`,
       },
-      { metric: `intake / bare handler throughput at saturation (median of ${ROUNDS} rounds)`, value: Number(ratio.toFixed(3)), unit: 'ratio', ...atLeast(ratio, 0.4) },
+      {
+        metric: `intake / bare handler throughput at saturation (median of ${ROUNDS} rounds)`,
+        value: Number(ratio.toFixed(3)),
+        unit: 'ratio',
+        ...atLeast(ratio, 0.4),
+      },
       ...CONNECTION_COUNTS.map((connections, i) => {
         const at = (m: Measured) => m.phases[i]!.rate
         return {
@@ -308,7 +328,13 @@ export default async function webhookIntake(): Promise<BenchResult> {
           baseline: `bare ${r(median(rounds.map((x) => at(x.bare))))}/s, ratio ${median(rounds.map((x) => at(x.ours) / at(x.bare))).toFixed(3)}; ours p99 ${ms(median(rounds.map((x) => x.ours.phases[i]!.p99)))} ms`,
         }
       }),
-      { metric: `p99 ack latency at a steady ${STEADY_RATE}/s (median of ${ROUNDS} rounds)`, value: ms(steadyP99), unit: 'ms', ...atMost(steadyP99, 10), baseline: `bare ${ms(median(rounds.map((x) => x.bare.steady.p99)))} ms` },
+      {
+        metric: `p99 ack latency at a steady ${STEADY_RATE}/s (median of ${ROUNDS} rounds)`,
+        value: ms(steadyP99),
+        unit: 'ms',
+        ...atMost(steadyP99, 10),
+        baseline: `bare ${ms(median(rounds.map((x) => x.bare.steady.p99)))} ms`,
+      },
       {
         metric: `disk floor: p99 of a bare 4 KB append + fdatasync at ~1,000/s, ${DISK_PROBE_SECONDS} s before each steady phase (median of ${ROUNDS} rounds)`,
         value: ms(median(rounds.map((x) => x.ours.disk.p99))),
@@ -316,7 +342,13 @@ export default async function webhookIntake(): Promise<BenchResult> {
         goal: '',
         baseline: `max ${ms(Math.max(...rounds.map((x) => x.ours.disk.max)))} ms over all rounds`,
       },
-      { metric: `p99 ack latency at saturation (at each round's best connection count; median of ${ROUNDS} rounds)`, value: ms(satP99), unit: 'ms', ...atMost(satP99, 50), baseline: `bare ${ms(median(rounds.map((x) => x.bare.sat.p99)))} ms` },
+      {
+        metric: `p99 ack latency at saturation (at each round's best connection count; median of ${ROUNDS} rounds)`,
+        value: ms(satP99),
+        unit: 'ms',
+        ...atMost(satP99, 50),
+        baseline: `bare ${ms(median(rounds.map((x) => x.bare.sat.p99)))} ms`,
+      },
       ...(drains.length === 0
         ? []
         : [

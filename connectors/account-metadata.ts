@@ -41,7 +41,13 @@ export const webhookEndpoints: MetadataStream = {
   route: '/api/v1/webhooks',
   table: 'webhook_endpoints',
   scope: 'webhooks:manage',
-  columns: (p) => ({ url: text(p.url), events: json(p.events), description: text(p.description), is_active: flag(p.isActive), metadata: json(p.metadata) }),
+  columns: (p) => ({
+    url: text(p.url),
+    events: json(p.events),
+    description: text(p.description),
+    is_active: flag(p.isActive),
+    metadata: json(p.metadata),
+  }),
 }
 
 export const webhookDeliveries: MetadataStream = {
@@ -65,5 +71,11 @@ export const apiKeys: MetadataStream = {
   route: '/api/v1/api-keys',
   table: 'api_keys',
   scope: undefined,
-  columns: (p) => ({ name: text(p.name), scopes: json(p.scopes), expires_at: time(p.expiresAt), last_used_at: time(p.lastUsedAt), is_active: flag(p.isActive) }),
+  columns: (p) => ({
+    name: text(p.name),
+    scopes: json(p.scopes),
+    expires_at: time(p.expiresAt),
+    last_used_at: time(p.lastUsedAt),
+    is_active: flag(p.isActive),
+  }),
 }

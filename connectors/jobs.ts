@@ -36,5 +36,11 @@ export const jobs = defineStream({
     properties: json(p.properties),
     created_by: text(p.createdBy),
   }),
-  children: (p, id) => [{ table: 'job_assignees', parentColumn: 'job_id', rows: [...new Set(ids(p.assignedToTeams))].map((user_id) => ({ job_id: id, user_id })) }],
+  children: (p, id) => [
+    {
+      table: 'job_assignees',
+      parentColumn: 'job_id',
+      rows: [...new Set(ids(p.assignedToTeams))].map((user_id) => ({ job_id: id, user_id })),
+    },
+  ],
 })

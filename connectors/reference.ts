@@ -42,7 +42,13 @@ export const REFERENCE_STREAMS: readonly ReferenceStream[] = [
     name: 'items',
     route: '/api/product-service',
     table: 'items',
-    columns: (p) => ({ name: text(p.name), type: text(p.type), price: real(p.price), description: text(p.description), is_active: flag(p.isActive) }),
+    columns: (p) => ({
+      name: text(p.name),
+      type: text(p.type),
+      price: real(p.price),
+      description: text(p.description),
+      is_active: flag(p.isActive),
+    }),
   },
   { name: 'taxes', route: '/api/taxes', table: 'taxes', listKey: 'taxes', columns: (p) => ({ name: text(p.name), rate: real(p.rate) }) },
   {
@@ -58,7 +64,13 @@ export const REFERENCE_STREAMS: readonly ReferenceStream[] = [
       status: text(p.status),
     }),
   },
-  { name: 'job_forms', route: '/api/job-forms', table: 'job_forms', listKey: 'jobForms', columns: (p) => ({ name: text(p.name ?? p.title) }) },
+  {
+    name: 'job_forms',
+    route: '/api/job-forms',
+    table: 'job_forms',
+    listKey: 'jobForms',
+    columns: (p) => ({ name: text(p.name ?? p.title) }),
+  },
   {
     name: 'company',
     route: '/api/companyInfo',
@@ -84,7 +96,8 @@ export function legacyRows(data: unknown, stream: ReferenceStream): { rows: Payl
   }
   if (Array.isArray(data)) return { rows: data.map(obj), shape: 'data[]' }
   const o = obj(data)
-  if (stream.listKey !== undefined && Array.isArray(o[stream.listKey])) return { rows: (o[stream.listKey] as unknown[]).map(obj), shape: `data.${stream.listKey}[]` }
+  if (stream.listKey !== undefined && Array.isArray(o[stream.listKey]))
+    return { rows: (o[stream.listKey] as unknown[]).map(obj), shape: `data.${stream.listKey}[]` }
   const arrays = Object.entries(o).filter(([, v]) => Array.isArray(v))
   if (arrays.length === 1) return { rows: (arrays[0]![1] as unknown[]).map(obj), shape: `data.${arrays[0]![0]}[]` }
   throw new TypeError(`no list found in the body of ${stream.route} (keys: ${Object.keys(o).join(', ') || 'none'})`)

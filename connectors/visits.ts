@@ -23,5 +23,7 @@ export const visits = defineStream({
     priority: text(p.priority),
     actual_end_time: time(p.actualEndTime),
   }),
-  children: (p, id) => [{ table: 'visit_assignees', parentColumn: 'visit_id', rows: [...new Set(ids(p.teamId))].map((user_id) => ({ visit_id: id, user_id })) }],
+  children: (p, id) => [
+    { table: 'visit_assignees', parentColumn: 'visit_id', rows: [...new Set(ids(p.teamId))].map((user_id) => ({ visit_id: id, user_id })) },
+  ],
 })

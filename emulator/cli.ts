@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util'
 import { startEmulator, type EmulatorOptions } from './index.js'
 
-const USAGE = 'usage: emulator [--port N] [--seed N] [--clients N] [--jobs N] [--invoices N] [--records N] [--rate-limit N|off] [--allow-http-webhooks]'
+const USAGE =
+  'usage: emulator [--port N] [--seed N] [--clients N] [--jobs N] [--invoices N] [--records N] [--rate-limit N|off] [--allow-http-webhooks]'
 
 function int(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined
@@ -14,14 +15,27 @@ function int(name: string, v: string | undefined): number | undefined {
 
 export function parseEmulatorArgs(argv: string[]): EmulatorOptions {
   const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
+    args: argv,
+    strict: true,
+    allowPositionals: false,
     options: {
-      port: { type: 'string' }, seed: { type: 'string' }, clients: { type: 'string' }, jobs: { type: 'string' }, invoices: { type: 'string' },
-      records: { type: 'string' }, 'rate-limit': { type: 'string' }, 'allow-http-webhooks': { type: 'boolean' },
+      port: { type: 'string' },
+      seed: { type: 'string' },
+      clients: { type: 'string' },
+      jobs: { type: 'string' },
+      invoices: { type: 'string' },
+      records: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      'allow-http-webhooks': { type: 'boolean' },
     },
   })
   const counts: NonNullable<EmulatorOptions['counts']> = {}
-  for (const [flag, key] of [['clients', 'clients'], ['jobs', 'jobs'], ['invoices', 'invoices'], ['records', 'customRecords']] as const) {
+  for (const [flag, key] of [
+    ['clients', 'clients'],
+    ['jobs', 'jobs'],
+    ['invoices', 'invoices'],
+    ['records', 'customRecords'],
+  ] as const) {
     const n = int(flag, values[flag])
     if (n !== undefined) counts[key] = n
   }

@@ -35,7 +35,17 @@ export interface EmulatorOptions {
   port?: number
   host?: string
   seed?: number
-  counts?: Partial<{ clients: number; jobs: number; visitsPerJob: number; invoices: number; customRecords: number; items: number; taxes: number; teamMembers: number; jobForms: number }>
+  counts?: Partial<{
+    clients: number
+    jobs: number
+    visitsPerJob: number
+    invoices: number
+    customRecords: number
+    items: number
+    taxes: number
+    teamMembers: number
+    jobForms: number
+  }>
   rateLimit?: number | false
   allowHttpWebhooks?: boolean
   /** Client list rows carry `jobCount` and `jobTotalAmount` (spec: Client, "when job aggregation is enabled"). */
@@ -55,7 +65,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const state = seedState(seed, options.counts ?? {}, clock.now())
   const webhooks = new WebhookStore()
   const ctx: EmulatorContext = {
-    state, clock, webhooks,
+    state,
+    clock,
+    webhooks,
     keys: new KeyStore(() => randomBytes(12).toString('hex')),
     logins: new LoginUsers(),
     limiter: new RateLimiter(),
@@ -65,18 +77,31 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     log: new RequestLog(),
     counters: new Counters(),
     overdue: new OverdueSweep(),
-    options: { rateLimit: options.rateLimit ?? 60, allowHttpWebhooks: options.allowHttpWebhooks ?? false, jobAggregation: options.jobAggregation ?? false },
+    options: {
+      rateLimit: options.rateLimit ?? 60,
+      allowHttpWebhooks: options.allowHttpWebhooks ?? false,
+      jobAggregation: options.jobAggregation ?? false,
+    },
     baseUrl: '',
   }
   const { key: apiKey } = ctx.keys.create({ name: 'emulator default key', scopes: ['*'] }, clock.now(), state.ownerUserId)
   const router = new Router()
   router.add(
-    ...clientRoutes(ctx), ...jobRoutes(ctx), ...visitRoutes(ctx), ...invoiceRoutes(ctx), ...objectRoutes(ctx), ...webhookRoutes(ctx),
-    ...apiKeyRoutes(ctx), ...integrationRoutes(ctx), ...legacyRoutes(ctx), ...loginRoutes(ctx),
+    ...clientRoutes(ctx),
+    ...jobRoutes(ctx),
+    ...visitRoutes(ctx),
+    ...invoiceRoutes(ctx),
+    ...objectRoutes(ctx),
+    ...webhookRoutes(ctx),
+    ...apiKeyRoutes(ctx),
+    ...integrationRoutes(ctx),
+    ...legacyRoutes(ctx),
+    ...loginRoutes(ctx),
   )
   const churn = new Churn(ctx)
   const control = controlHandler({
-    ctx, churn,
+    ctx,
+    churn,
     reset: (newSeed, counts) => {
       churn.stop()
       // In place: route handlers hold `ctx.state`, and the default key keeps working.

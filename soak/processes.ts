@@ -29,7 +29,9 @@ function track(child: ChildProcess, logFile?: string): Child {
   }
   child.stdout?.setEncoding('utf8').on('data', take)
   child.stderr?.setEncoding('utf8').on('data', take)
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  )
   if (child.pid === undefined) throw new Error('could not spawn a child process (is node on PATH and tsx installed?)')
   return { child, pid: child.pid, exited, output: () => out }
 }
@@ -38,7 +40,11 @@ export function startCli(args: readonly string[], env: Record<string, string>, l
   return track(node([ENTRY, ...args], env), logFile)
 }
 
-export async function runCli(args: readonly string[], env: Record<string, string>, logFile?: string): Promise<{ code: number | null; output: string }> {
+export async function runCli(
+  args: readonly string[],
+  env: Record<string, string>,
+  logFile?: string,
+): Promise<{ code: number | null; output: string }> {
   const c = startCli(args, env, logFile)
   const { code } = await c.exited
   return { code, output: c.output() }
@@ -81,7 +87,11 @@ export function peakRss(pid: number): number | undefined {
 }
 
 /** Sends `signal`, then SIGKILL if the process has not exited within `graceMs`. */
-export async function stop(c: Child, signal: NodeJS.Signals, graceMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; forced: boolean }> {
+export async function stop(
+  c: Child,
+  signal: NodeJS.Signals,
+  graceMs = 20_000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; forced: boolean }> {
   if (c.child.exitCode !== null || c.child.signalCode !== null) return { ...(await c.exited), forced: false }
   c.child.kill(signal)
   let forced = false

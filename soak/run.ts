@@ -10,7 +10,10 @@ import { ROOT } from '../test/support/run-cli.js'
 import { formatReport, soakFigures, soakNotes } from './report.js'
 import { runSoak } from './soak.js'
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, seed: { type: 'string', default: '1' } }, strict: true })
+const { values } = parseArgs({
+  options: { minutes: { type: 'string', default: '10' }, seed: { type: 'string', default: '1' } },
+  strict: true,
+})
 const minutes = Number(values.minutes)
 const seed = Number(values.seed)
 if (!(minutes > 0) || !Number.isInteger(seed)) {

@@ -8,8 +8,22 @@ import { compareMirror, countBy, type Comparison, type Mismatch } from '../test/
 import { startReader, stop } from './processes.js'
 import { STORM_AGENT, startStorm, type StormCounts } from './storm.js'
 import {
-  HARNESS_AGENT, control, mirrorRows, oneShot, readLog, ready, sample, startDaemon, startWorld, state, tearDown, until,
-  type LoggedRequest, type Segment, type SoakOptions, type World,
+  HARNESS_AGENT,
+  control,
+  mirrorRows,
+  oneShot,
+  readLog,
+  ready,
+  sample,
+  startDaemon,
+  startWorld,
+  state,
+  tearDown,
+  until,
+  type LoggedRequest,
+  type Segment,
+  type SoakOptions,
+  type World,
 } from './world.js'
 
 export type { SoakOptions } from './world.js'
@@ -181,19 +195,29 @@ async function settle(w: World): Promise<{ churn: { done: number; errors: number
   await ready(w)
   await control(w, 'POST', '/deliveries/flush')
   const rows = mirrorRows(w.db)
-  await until('the webhook inbox to be processed', () => rows(`SELECT count(*) AS n FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`)[0]?.n === 0, 120_000)
+  await until(
+    'the webhook inbox to be processed',
+    () => rows(`SELECT count(*) AS n FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`)[0]?.n === 0,
+    120_000,
+  )
   // One more sweep and reconciliation of every stream (a guarded reconciliation counts as done).
   const mark = Number(rows(`SELECT coalesce(max(id), 0) AS id FROM sync_runs`)[0]?.id ?? 0)
   const streams = ['clients', 'jobs', 'visits', 'invoices', ...w.slugs.map((s) => `objects:${s}`)]
   const done = (kind: string, outcomes: string) =>
-    new Set(rows(`SELECT stream FROM sync_runs WHERE id > ? AND kind = ? AND outcome IN (${outcomes})`, mark, kind).map((r) => String(r.stream)))
+    new Set(
+      rows(`SELECT stream FROM sync_runs WHERE id > ? AND kind = ? AND outcome IN (${outcomes})`, mark, kind).map((r) => String(r.stream)),
+    )
   let daemonCycle = true
   try {
-    await until('a sweep and a reconciliation of every stream by the daemon', () => {
-      const swept = done('sweep', `'success'`)
-      const reconciled = done('reconcile', `'success', 'guarded'`)
-      return streams.every((s) => swept.has(s) && reconciled.has(s))
-    }, 180_000)
+    await until(
+      'a sweep and a reconciliation of every stream by the daemon',
+      () => {
+        const swept = done('sweep', `'success'`)
+        const reconciled = done('reconcile', `'success', 'guarded'`)
+        return streams.every((s) => swept.has(s) && reconciled.has(s))
+      },
+      180_000,
+    )
   } catch {
     daemonCycle = false
   }
@@ -273,26 +297,44 @@ interface Outcome {
 /** The phases' outcomes as the report (soak/report.ts formats it). */
 function report(w: World, o: Outcome): SoakReport {
   return {
-    seed: w.seed, durationMs: w.durationMs, budget: w.budget, churnPerSecond: w.churnPerSecond, dir: w.dir, kills: o.kills, unexpectedExits: w.unexpectedExits,
+    seed: w.seed,
+    durationMs: w.durationMs,
+    budget: w.budget,
+    churnPerSecond: w.churnPerSecond,
+    dir: w.dir,
+    kills: o.kills,
+    unexpectedExits: w.unexpectedExits,
     churn: { done: o.churn.done, errors: o.churn.errors },
     compared: o.after.compared,
-    beforeFinalPass: { missing: countBy(o.before.mismatches, 'missing'), stale: countBy(o.before.mismatches, 'stale'), phantom: countBy(o.before.mismatches, 'phantom'), cycleDone: o.daemonCycle },
+    beforeFinalPass: {
+      missing: countBy(o.before.mismatches, 'missing'),
+      stale: countBy(o.before.mismatches, 'stale'),
+      phantom: countBy(o.before.mismatches, 'phantom'),
+      cycleDone: o.daemonCycle,
+    },
     missing: countBy(o.after.mismatches, 'missing'),
     stale: countBy(o.after.mismatches, 'stale'),
     phantom: countBy(o.after.mismatches, 'phantom'),
     mismatches: o.after.mismatches.slice(0, 20),
-    finalSync: o.finalSync, finalReconcile: o.finalReconcile,
+    finalSync: o.finalSync,
+    finalReconcile: o.finalReconcile,
     deliveries: o.deliveries,
     inbox: o.inbox,
     requests: o.requests,
     reader: o.reader,
-    peakRssBytes: w.peakRssBytes, peakWalBytes: w.peakWalBytes,
+    peakRssBytes: w.peakRssBytes,
+    peakWalBytes: w.peakWalBytes,
     secretInOutput: w.outputs.some((out) => out.includes(w.emu.apiKey)),
   }
 }
 
 /** Our requests (not the storm's, not the harness's) and the most of them in any 60 s window. */
-function budgetFigures(log: readonly LoggedRequest[], segments: readonly Segment[], storm: StormCounts, logComplete: boolean): SoakReport['requests'] {
+function budgetFigures(
+  log: readonly LoggedRequest[],
+  segments: readonly Segment[],
+  storm: StormCounts,
+  logComplete: boolean,
+): SoakReport['requests'] {
   const ours = log.filter((e) => e.userAgent !== STORM_AGENT && e.userAgent !== HARNESS_AGENT)
   const sorted = [...segments].sort((a, b) => a.start - b.start)
   const byProcess = new Map<number, number[]>()
@@ -319,4 +361,3 @@ function budgetFigures(log: readonly LoggedRequest[], segments: readonly Segment
     logComplete,
   }
 }
-

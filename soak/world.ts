@@ -80,7 +80,11 @@ export interface World {
   sampler: NodeJS.Timeout | undefined
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, limitMs: number): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  limitMs: number,
+): Promise<T> {
   const end = Date.now() + limitMs
   for (;;) {
     const v = await probe()
@@ -102,10 +106,20 @@ export function mirrorRows(db: string): Rows {
   }
 }
 
-async function call(emu: EmulatorChild, method: 'GET' | 'POST', p: string, body?: unknown, apiKey = false): Promise<{ status: number; body: any }> {
+async function call(
+  emu: EmulatorChild,
+  method: 'GET' | 'POST',
+  p: string,
+  body?: unknown,
+  apiKey = false,
+): Promise<{ status: number; body: any }> {
   const res = await request(`${emu.url}${p}`, {
     method,
-    headers: { 'user-agent': HARNESS_AGENT, ...(apiKey ? { 'x-api-key': emu.apiKey } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      'user-agent': HARNESS_AGENT,
+      ...(apiKey ? { 'x-api-key': emu.apiKey } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   })
   const text = await res.body.text()
@@ -132,7 +146,9 @@ export async function startWorld(options: SoakOptions): Promise<World> {
   const dir = tempDir('fsm-soak-')
   const db = path.join(dir, 'mirror.db')
   const emu = await startEmulatorChild({
-    seed, rateLimit: budget, allowHttpWebhooks: true,
+    seed,
+    rateLimit: budget,
+    allowHttpWebhooks: true,
     counts: { clients: 60, jobs: 60, visitsPerJob: 2, invoices: 40, customRecords: 20 },
   })
   say(`emulator ${emu.url}, work folder ${dir}`)
@@ -141,28 +157,56 @@ export async function startWorld(options: SoakOptions): Promise<World> {
     if (objects.status !== 200) throw new Error(`soak: GET /api/v1/objects answered ${objects.status}`)
     const port = await freePort()
     const configFile = path.join(dir, 'config.json')
-    writeFileSync(configFile, JSON.stringify({
-      schedules: {
-        sweep: '*/15 * * * * *', reconcile: '5,35 * * * * *', deliveries: '10,30,50 * * * * *', reference: '0 */5 * * * *',
-        calendarA: NEVER, calendarB: NEVER, accounting: NEVER,
-      },
-    }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        schedules: {
+          sweep: '*/15 * * * * *',
+          reconcile: '5,35 * * * * *',
+          deliveries: '10,30,50 * * * * *',
+          reference: '0 */5 * * * *',
+          calendarA: NEVER,
+          calendarB: NEVER,
+          accounting: NEVER,
+        },
+      }),
+    )
     return {
-      seed, budget, durationMs: D, say, dir, db, emu, port,
+      seed,
+      budget,
+      durationMs: D,
+      say,
+      dir,
+      db,
+      emu,
+      port,
       churnPerSecond: options.churnPerSecond ?? 2,
       killEveryMs: options.killEveryMs ?? [Math.max(8_000, D / 30), Math.max(15_000, D / 10)],
       between: (lo, hi) => lo + random() * (hi - lo),
       daemonLog: path.join(dir, 'daemon.log'),
       slugs: (objects.body.data as { slug: string }[]).map((o) => o.slug),
       env: withoutFsmSettings({
-        FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: String(budget), FSM_LOG_LEVEL: 'warn',
-        FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: String(port), FSM_CONFIG: configFile,
+        FSM_BASE_URL: emu.url,
+        FSM_API_KEY: emu.apiKey,
+        FSM_DB: db,
+        FSM_RATE_LIMIT: String(budget),
+        FSM_LOG_LEVEL: 'warn',
+        FSM_HTTP_HOST: '127.0.0.1',
+        FSM_HTTP_PORT: String(port),
+        FSM_CONFIG: configFile,
       }),
       children: [emu],
-      daemon: undefined, reader: undefined, storm: undefined,
-      segments: [], outputs: [], unexpectedExits: [],
-      log: [], logComplete: true,
-      peakRssBytes: 0, peakWalBytes: 0, sampler: undefined,
+      daemon: undefined,
+      reader: undefined,
+      storm: undefined,
+      segments: [],
+      outputs: [],
+      unexpectedExits: [],
+      log: [],
+      logComplete: true,
+      peakRssBytes: 0,
+      peakWalBytes: 0,
+      sampler: undefined,
     }
   } catch (err) {
     await stop(emu, 'SIGTERM', 10_000)
@@ -194,20 +238,26 @@ export function startDaemon(w: World): Child {
   w.children.push(c)
   void c.exited.then(({ code, signal }) => {
     w.outputs.push(c.output())
-    if (signal !== 'SIGKILL' && !(signal === null && code === 0)) w.unexpectedExits.push(`pid ${c.pid} exited code ${String(code)} signal ${String(signal)}: ${c.output().slice(-800)}`)
+    if (signal !== 'SIGKILL' && !(signal === null && code === 0))
+      w.unexpectedExits.push(`pid ${c.pid} exited code ${String(code)} signal ${String(signal)}: ${c.output().slice(-800)}`)
   })
   return c
 }
 
-export const ready = (w: World) => until('the daemon /readyz to answer 200', async () => {
-  try {
-    const res = await request(`http://127.0.0.1:${w.port}/readyz`)
-    await res.body.dump()
-    return res.statusCode === 200
-  } catch {
-    return false
-  }
-}, 120_000)
+export const ready = (w: World) =>
+  until(
+    'the daemon /readyz to answer 200',
+    async () => {
+      try {
+        const res = await request(`http://127.0.0.1:${w.port}/readyz`)
+        await res.body.dump()
+        return res.statusCode === 200
+      } catch {
+        return false
+      }
+    },
+    120_000,
+  )
 
 /** The daemon's peak RSS and the WAL's peak size so far. */
 export function sample(w: World): void {

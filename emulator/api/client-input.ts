@@ -7,8 +7,23 @@ import { CLIENT_STAGES, CLIENT_TYPES } from '../data/account-config.js'
 import type { ObjectDef } from '../objects/object-definitions.js'
 
 const WRITABLE = [
-  'firstName', 'lastName', 'email', 'phoneNumber', 'companyName', 'propertyAddress', 'billingAddress', 'companyAddress', 'clientType', 'stage',
-  'taxNumber', 'website', 'notes', 'notificationPreferences', 'preferredTechnicianIds', 'jobFormIds', 'properties',
+  'firstName',
+  'lastName',
+  'email',
+  'phoneNumber',
+  'companyName',
+  'propertyAddress',
+  'billingAddress',
+  'companyAddress',
+  'clientType',
+  'stage',
+  'taxNumber',
+  'website',
+  'notes',
+  'notificationPreferences',
+  'preferredTechnicianIds',
+  'jobFormIds',
+  'properties',
 ] as const
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -20,13 +35,16 @@ function parseProperties(v: unknown, schema: ObjectDef): PropertyPatch {
   const known = new Set(schema.fields.map((f) => f.id))
   const out: PropertyPatch = new Map()
   const put = (id: unknown, value: unknown): void => {
-    if (typeof id !== 'string' || !known.has(id)) throw badRequest(`Unknown client property field id: ${String(id)} (read GET /api/v1/objects/client/schema)`)
-    if (value !== null && typeof value !== 'string') throw badRequest(`Client property ${id}: value must be a string (a JSON-encoded array for multi-select) or null`)
+    if (typeof id !== 'string' || !known.has(id))
+      throw badRequest(`Unknown client property field id: ${String(id)} (read GET /api/v1/objects/client/schema)`)
+    if (value !== null && typeof value !== 'string')
+      throw badRequest(`Client property ${id}: value must be a string (a JSON-encoded array for multi-select) or null`)
     out.set(id, value)
   }
   if (Array.isArray(v)) {
     for (const entry of v) {
-      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw badRequest("Each entry of 'properties' must be {id, value}")
+      if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+        throw badRequest("Each entry of 'properties' must be {id, value}")
       // `name` and `type` inside entries are tolerated and ignored.
       const e = entry as Doc
       const extra = Object.keys(e).filter((k) => !['id', 'value', 'name', 'type'].includes(k))

@@ -19,7 +19,14 @@ export function createClient(ctx: EmulatorContext, input: ClientInput, origin: O
   const id = state.ids.make(now)
   const properties = input.properties === undefined ? [] : mergeProperties([], input.properties)
   const doc = shape('client', {
-    status: 'active', ...input.fields, id, recordId: state.prng.uuid(), properties, createdBy: state.ownerUserId, createdAt: iso(now), updatedAt: iso(now),
+    status: 'active',
+    ...input.fields,
+    id,
+    recordId: state.prng.uuid(),
+    properties,
+    createdBy: state.ownerUserId,
+    createdAt: iso(now),
+    updatedAt: iso(now),
   })
   const rec = state.clients.insert(id, doc, now, now, null)
   ctx.counters.bump(`writes.clients.${origin}`)
@@ -51,7 +58,15 @@ function liveClient(ctx: EmulatorContext, id: string | undefined): StoredRecord<
 function matchesSearch(doc: Doc, needle: string): boolean {
   const phone = doc.phoneNumber as Doc | null | undefined
   const s = (v: unknown): string => (typeof v === 'string' ? v : '')
-  const hay = [doc.firstName, doc.lastName, `${s(doc.firstName)} ${s(doc.lastName)}`, doc.email, doc.companyName, phone?.number, `${s(phone?.countryCode)}${s(phone?.number)}`]
+  const hay = [
+    doc.firstName,
+    doc.lastName,
+    `${s(doc.firstName)} ${s(doc.lastName)}`,
+    doc.email,
+    doc.companyName,
+    phone?.number,
+    `${s(phone?.countryCode)}${s(phone?.number)}`,
+  ]
   return hay.some((v) => typeof v === 'string' && v.toLowerCase().includes(needle))
 }
 
@@ -59,25 +74,42 @@ export function clientRoutes(ctx: EmulatorContext): RouteDef[] {
   const { state } = ctx
   return [
     {
-      method: 'GET', path: '/api/v1/clients', family: 'v1', scope: 'clients:read',
+      method: 'GET',
+      path: '/api/v1/clients',
+      family: 'v1',
+      scope: 'clients:read',
       handler: (req) => {
         const lq = parseListQuery(req.query, SORTABLE)
         const search = (req.query.get('search') ?? '').trim().toLowerCase()
         const stage = req.query.get('stage') ?? ''
-        const filter = search === '' && stage === '' ? null : (r: StoredRecord<null>) => (search === '' || matchesSearch(r.doc, search)) && (stage === '' || r.doc.stage === stage)
+        const filter =
+          search === '' && stage === ''
+            ? null
+            : (r: StoredRecord<null>) => (search === '' || matchesSearch(r.doc, search)) && (stage === '' || r.doc.stage === stage)
         return listResponse(state.clients, lq, filter, ctx.options.jobAggregation ? aggregatedClientRow(state) : undefined)
       },
     },
     {
-      method: 'POST', path: '/api/v1/clients', family: 'v1', scope: 'clients:write',
-      handler: (req) => ({ body: `{"success":true,"data":${Collection.json(createClient(ctx, parseClientInput(req.body, 'create', state.clientSchema), 'api'))}}` }),
+      method: 'POST',
+      path: '/api/v1/clients',
+      family: 'v1',
+      scope: 'clients:write',
+      handler: (req) => ({
+        body: `{"success":true,"data":${Collection.json(createClient(ctx, parseClientInput(req.body, 'create', state.clientSchema), 'api'))}}`,
+      }),
     },
     {
-      method: 'GET', path: '/api/v1/clients/:id', family: 'v1', scope: 'clients:read',
+      method: 'GET',
+      path: '/api/v1/clients/:id',
+      family: 'v1',
+      scope: 'clients:read',
       handler: (req) => ({ body: `{"success":true,"data":${Collection.json(liveClient(ctx, req.params.id))}}` }),
     },
     {
-      method: 'PUT', path: '/api/v1/clients/:id', family: 'v1', scope: 'clients:write',
+      method: 'PUT',
+      path: '/api/v1/clients/:id',
+      family: 'v1',
+      scope: 'clients:write',
       handler: (req) => {
         const rec = liveClient(ctx, req.params.id)
         updateClient(ctx, rec, parseClientInput(req.body, 'update', state.clientSchema), 'api')
@@ -85,7 +117,10 @@ export function clientRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/api/v1/clients/:id', family: 'v1', scope: 'clients:write',
+      method: 'DELETE',
+      path: '/api/v1/clients/:id',
+      family: 'v1',
+      scope: 'clients:write',
       handler: (req) => {
         const rec = liveClient(ctx, req.params.id)
         deleteClient(ctx, rec, 'api')

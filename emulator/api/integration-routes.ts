@@ -14,10 +14,16 @@ type Calendar = 'calendar-a' | 'calendar-b'
 
 /** Visits changed after `afterMs`, as calendar change records. */
 function changesAfter(ctx: EmulatorContext, name: Calendar, afterMs: number): CalendarChange[] {
-  return ctx.state.visits.sorted('updatedAt', 'asc').filter((v) => v.updatedMs > afterMs).map((v) => ({
-    action: v.doc.visitStatus === 'cancelled' ? 'deleted' : v.createdMs > afterMs ? 'created' : 'updated',
-    visitId: v.id, externalEventId: `${name}_${v.id.slice(-12)}`, changedAt: iso(v.updatedMs), changedMs: v.updatedMs,
-  }))
+  return ctx.state.visits
+    .sorted('updatedAt', 'asc')
+    .filter((v) => v.updatedMs > afterMs)
+    .map((v) => ({
+      action: v.doc.visitStatus === 'cancelled' ? 'deleted' : v.createdMs > afterMs ? 'created' : 'updated',
+      visitId: v.id,
+      externalEventId: `${name}_${v.id.slice(-12)}`,
+      changedAt: iso(v.updatedMs),
+      changedMs: v.updatedMs,
+    }))
 }
 
 function sync(ctx: EmulatorContext, name: Calendar): Doc {
@@ -51,21 +57,61 @@ function feed(ctx: EmulatorContext, name: Calendar, q: URLSearchParams): Doc {
 export function integrationRoutes(ctx: EmulatorContext): RouteDef[] {
   const scope = 'integrations:write'
   return [
-    { method: 'POST', path: '/api/v1/integrations/calendar-a/sync', family: 'v1', scope, handler: () => ({ body: sync(ctx, 'calendar-a') }) },
-    { method: 'GET', path: '/api/v1/integrations/calendar-a/sync', family: 'v1', scope, handler: (req) => ({ body: feed(ctx, 'calendar-a', req.query) }) },
     {
-      method: 'GET', path: '/api/v1/integrations/calendar-a/status', family: 'v1', scope,
+      method: 'POST',
+      path: '/api/v1/integrations/calendar-a/sync',
+      family: 'v1',
+      scope,
+      handler: () => ({ body: sync(ctx, 'calendar-a') }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/integrations/calendar-a/sync',
+      family: 'v1',
+      scope,
+      handler: (req) => ({ body: feed(ctx, 'calendar-a', req.query) }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/integrations/calendar-a/status',
+      family: 'v1',
+      scope,
       handler: () => {
         const it = ctx.integrations.get('calendar-a')
         // Exactly these four keys (spec).
-        return { body: { success: true, data: { connected: it.connected, email: it.connected ? it.email : null, lastSyncAt: it.lastSyncAt, calendarId: it.connected ? it.calendarId : null } } }
+        return {
+          body: {
+            success: true,
+            data: {
+              connected: it.connected,
+              email: it.connected ? it.email : null,
+              lastSyncAt: it.lastSyncAt,
+              calendarId: it.connected ? it.calendarId : null,
+            },
+          },
+        }
       },
     },
-    { method: 'POST', path: '/api/v1/integrations/calendar-b/sync', family: 'v1', scope, handler: () => ({ body: sync(ctx, 'calendar-b') }) },
-    // Spec: "Listed as a route; behaviour: not shown". Resolved: the same feed as calendar-a's.
-    { method: 'GET', path: '/api/v1/integrations/calendar-b/sync', family: 'v1', scope, handler: (req) => ({ body: feed(ctx, 'calendar-b', req.query) }) },
     {
-      method: 'POST', path: '/api/v1/integrations/accounting/sync', family: 'v1', scope,
+      method: 'POST',
+      path: '/api/v1/integrations/calendar-b/sync',
+      family: 'v1',
+      scope,
+      handler: () => ({ body: sync(ctx, 'calendar-b') }),
+    },
+    // Spec: "Listed as a route; behaviour: not shown". Resolved: the same feed as calendar-a's.
+    {
+      method: 'GET',
+      path: '/api/v1/integrations/calendar-b/sync',
+      family: 'v1',
+      scope,
+      handler: (req) => ({ body: feed(ctx, 'calendar-b', req.query) }),
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/integrations/accounting/sync',
+      family: 'v1',
+      scope,
       handler: () => {
         ctx.integrations.connected('accounting')
         return { body: { success: true, data: { message: 'Accounting sync queued', status: 'queued' } } }

@@ -28,8 +28,12 @@ export class IntegrationStore {
   constructor(startMs: number) {
     for (const name of INTEGRATIONS) {
       this.items.set(name, {
-        connected: true, email: name.startsWith('calendar') ? `office+${name}@northwind-field.test` : null,
-        calendarId: name.startsWith('calendar') ? `${name}-primary` : null, lastSyncAt: null, syncPointMs: startMs, changes: [],
+        connected: true,
+        email: name.startsWith('calendar') ? `office+${name}@northwind-field.test` : null,
+        calendarId: name.startsWith('calendar') ? `${name}-primary` : null,
+        lastSyncAt: null,
+        syncPointMs: startMs,
+        changes: [],
       })
     }
   }

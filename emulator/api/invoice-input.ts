@@ -19,8 +19,11 @@ function lineTax(t: unknown, where: string): Doc {
   if (typeof t !== 'object' || t === null || Array.isArray(t)) throw badRequest(`${where} must be an object`)
   const o = t as Doc
   return {
-    taxId: o.taxId ?? null, taxName: o.taxName ?? null, taxRate: numberOr(o.taxRate, 0, `${where}.taxRate`),
-    taxAmount: numberOr(o.taxAmount, 0, `${where}.taxAmount`), taxType: o.taxType ?? null,
+    taxId: o.taxId ?? null,
+    taxName: o.taxName ?? null,
+    taxRate: numberOr(o.taxRate, 0, `${where}.taxRate`),
+    taxAmount: numberOr(o.taxAmount, 0, `${where}.taxAmount`),
+    taxType: o.taxType ?? null,
   }
 }
 
@@ -30,8 +33,11 @@ function lineItem(item: unknown, i: number): Doc {
   const taxes = o.taxes === undefined || o.taxes === null ? [] : o.taxes
   if (!Array.isArray(taxes)) throw badRequest(`items[${i}].taxes must be an array`)
   return {
-    itemId: o.itemId ?? null, name: o.name ?? null, description: o.description ?? null,
-    quantity: numberOr(o.quantity, 1, `items[${i}].quantity`), rate: numberOr(o.rate, 0, `items[${i}].rate`),
+    itemId: o.itemId ?? null,
+    name: o.name ?? null,
+    description: o.description ?? null,
+    quantity: numberOr(o.quantity, 1, `items[${i}].quantity`),
+    rate: numberOr(o.rate, 0, `items[${i}].rate`),
     taxes: taxes.map((t, k) => lineTax(t, `items[${i}].taxes[${k}]`)),
   }
 }
@@ -83,7 +89,8 @@ export function parseInvoiceInput(body: unknown, mode: 'create' | 'update'): Inv
   const status = b.status
   const input: InvoiceInput = { fields: f }
   if (mode === 'create') {
-    if (typeof b.clientId !== 'string' || !/^[a-fA-F0-9]{24}$/.test(b.clientId)) throw badRequest("'clientId' is required: the 24-hex id of a client")
+    if (typeof b.clientId !== 'string' || !/^[a-fA-F0-9]{24}$/.test(b.clientId))
+      throw badRequest("'clientId' is required: the 24-hex id of a client")
     input.clientId = b.clientId
     if (!Array.isArray(f.items) || f.items.length === 0) throw badRequest('At least one line item is required')
     if (b.taxes !== undefined) {
@@ -91,7 +98,8 @@ export function parseInvoiceInput(body: unknown, mode: 'create' | 'update'): Inv
       f.taxes = b.taxes.map(documentTax)
     }
     if (status !== undefined) {
-      if (typeof status !== 'string' || !(INVOICE_STATUSES as readonly string[]).includes(status)) throw badRequest(`'status' must be one of: ${INVOICE_STATUSES.join(', ')}`)
+      if (typeof status !== 'string' || !(INVOICE_STATUSES as readonly string[]).includes(status))
+        throw badRequest(`'status' must be one of: ${INVOICE_STATUSES.join(', ')}`)
       f.status = status
     }
     const documentNumber = optString(b, 'documentNumber')

@@ -25,7 +25,8 @@ export function postPayment(ctx: EmulatorContext, id: string | undefined, body: 
   const paid = Number(rec.doc.paidAmount ?? 0)
   const balance = cents(total - paid)
   const amount = body.amount === undefined ? balance : body.amount
-  if (typeof amount !== 'number' || !Number.isFinite(amount) || amount <= 0) throw badRequest("'amount' must be a positive number (default: the whole balance)")
+  if (typeof amount !== 'number' || !Number.isFinite(amount) || amount <= 0)
+    throw badRequest("'amount' must be a positive number (default: the whole balance)")
   const paidAmount = cents(paid + amount)
   const settled = paidAmount >= total
   const next = settled ? 'paid' : status === 'unpaid' ? 'partial' : status

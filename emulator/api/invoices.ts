@@ -18,14 +18,36 @@ export type InvoiceRecord = StoredRecord<InvoiceInternal>
 
 export function createInvoice(ctx: EmulatorContext, input: InvoiceInput, origin: Origin): InvoiceRecord {
   const { state } = ctx
-  if (state.clients.live(input.clientId ?? '') === undefined) throw badRequest(`clientId ${String(input.clientId)} does not match a client of this account`)
+  if (state.clients.live(input.clientId ?? '') === undefined)
+    throw badRequest(`clientId ${String(input.clientId)} does not match a client of this account`)
   const now = ctx.clock.now()
   const id = state.ids.make(now)
   const documentNumber = `INV-${String(state.next.documentNumber++).padStart(5, '0')}`
   const doc = shape('invoice', {
-    documentNumber, title: '', date: iso(now).slice(0, 10), dueDate: null, status: 'unpaid', paymentStatus: 'unpaid', paidAmount: 0, actionStatus: 'draft',
-    comments: '', privateNotes: '', discount: 0, discountType: 2, markup: 0, markupType: 2, items: [], taxes: [], subTotal: 0, total: 0,
-    ...input.fields, id, recordId: state.prng.uuid(), clientId: input.clientId, createdAt: iso(now), updatedAt: iso(now),
+    documentNumber,
+    title: '',
+    date: iso(now).slice(0, 10),
+    dueDate: null,
+    status: 'unpaid',
+    paymentStatus: 'unpaid',
+    paidAmount: 0,
+    actionStatus: 'draft',
+    comments: '',
+    privateNotes: '',
+    discount: 0,
+    discountType: 2,
+    markup: 0,
+    markupType: 2,
+    items: [],
+    taxes: [],
+    subTotal: 0,
+    total: 0,
+    ...input.fields,
+    id,
+    recordId: state.prng.uuid(),
+    clientId: input.clientId,
+    createdAt: iso(now),
+    updatedAt: iso(now),
   })
   const rec = state.invoices.insert(id, doc, now, now, {})
   ctx.counters.bump(`writes.invoices.${origin}`)
@@ -60,37 +82,70 @@ export function invoiceRoutes(ctx: EmulatorContext): RouteDef[] {
   // single-invoice response includes totals and captured signature blocks"; totals are subTotal
   // and total, already in every row).
   const single = (rec: InvoiceRecord) => {
-    const blocks = (rec.internal.signatures ?? []).map((s) => ({ ...s, imageUrl: `${ctx.baseUrl}/hosted/signatures/${rec.id}/${s.role}.png` }))
+    const blocks = (rec.internal.signatures ?? []).map((s) => ({
+      ...s,
+      imageUrl: `${ctx.baseUrl}/hosted/signatures/${rec.id}/${s.role}.png`,
+    }))
     return { body: `{"success":true,"data":${Collection.json(rec).slice(0, -1)},"signatures":${JSON.stringify(blocks)}}}` }
   }
   return [
     {
-      method: 'GET', path: '/api/v1/invoices', family: 'v1', scope: 'invoices:read',
+      method: 'GET',
+      path: '/api/v1/invoices',
+      family: 'v1',
+      scope: 'invoices:read',
       handler: (req) => {
         const lq = parseListQuery(req.query, SORTABLE)
         const clientId = req.query.get('clientId') ?? ''
         const status = req.query.get('status') ?? ''
         if (clientId === '' && status === '') return listResponse(state.invoices, lq, null)
-        return listResponse(state.invoices, lq, (r) => (clientId === '' || r.doc.clientId === clientId) && (status === '' || sameIgnoringCase(r.doc.status, status)))
+        return listResponse(
+          state.invoices,
+          lq,
+          (r) => (clientId === '' || r.doc.clientId === clientId) && (status === '' || sameIgnoringCase(r.doc.status, status)),
+        )
       },
     },
-    { method: 'POST', path: '/api/v1/invoices', family: 'v1', scope: 'invoices:write', handler: (req) => one(createInvoice(ctx, parseInvoiceInput(req.body, 'create'), 'api')) },
     {
-      method: 'GET', path: '/api/v1/invoices/:id/payment-link', family: 'v1', scope: 'invoices:read',
+      method: 'POST',
+      path: '/api/v1/invoices',
+      family: 'v1',
+      scope: 'invoices:write',
+      handler: (req) => one(createInvoice(ctx, parseInvoiceInput(req.body, 'create'), 'api')),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/invoices/:id/payment-link',
+      family: 'v1',
+      scope: 'invoices:read',
       handler: (req) => {
         const rec = liveInvoice(ctx, req.params.id)
         ctx.integrations.connected('payments')
         if (rec.internal.paymentLink === undefined) {
           const balance = Math.round((Number(rec.doc.total ?? 0) - Number(rec.doc.paidAmount ?? 0)) * 100) / 100
           const token = state.prng.hex(32)
-          rec.internal.paymentLink = { paymentUrl: `${ctx.baseUrl}/hosted/invoices/${token}`, invoiceId: rec.id, amount: balance, currency: CURRENCY.toLowerCase() }
+          rec.internal.paymentLink = {
+            paymentUrl: `${ctx.baseUrl}/hosted/invoices/${token}`,
+            invoiceId: rec.id,
+            amount: balance,
+            currency: CURRENCY.toLowerCase(),
+          }
         }
         return { body: { success: true, data: rec.internal.paymentLink } }
       },
     },
-    { method: 'GET', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:read', handler: (req) => single(liveInvoice(ctx, req.params.id)) },
     {
-      method: 'PUT', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:write',
+      method: 'GET',
+      path: '/api/v1/invoices/:id',
+      family: 'v1',
+      scope: 'invoices:read',
+      handler: (req) => single(liveInvoice(ctx, req.params.id)),
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/invoices/:id',
+      family: 'v1',
+      scope: 'invoices:write',
       handler: (req) => {
         const rec = liveInvoice(ctx, req.params.id)
         updateInvoice(ctx, rec, parseInvoiceInput(req.body, 'update').fields, 'api')
@@ -98,7 +153,10 @@ export function invoiceRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/api/v1/invoices/:id', family: 'v1', scope: 'invoices:write',
+      method: 'DELETE',
+      path: '/api/v1/invoices/:id',
+      family: 'v1',
+      scope: 'invoices:write',
       handler: (req) => {
         const rec = liveInvoice(ctx, req.params.id)
         deleteInvoice(ctx, rec, 'api')

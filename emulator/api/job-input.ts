@@ -8,13 +8,47 @@ import { asObject, optAddress, optBoolean, optIdArray, optNumber, optPhone, optS
 import { JOB_STATUSES } from '../data/account-config.js'
 
 const CREATE_KEYS = [
-  'clientId', 'type', 'jobType', 'status', 'jobStatus', 'priority', 'startDateTime', 'endDateTime', 'scheduleLater', 'anyTime', 'assignedToTeams',
-  'jobNumber', 'jobAddress', 'jobPhone', 'subTotal', 'discount', 'tax', 'total', 'internalNotes', 'notes', 'targetObjectSlug', 'targetRecordId',
+  'clientId',
+  'type',
+  'jobType',
+  'status',
+  'jobStatus',
+  'priority',
+  'startDateTime',
+  'endDateTime',
+  'scheduleLater',
+  'anyTime',
+  'assignedToTeams',
+  'jobNumber',
+  'jobAddress',
+  'jobPhone',
+  'subTotal',
+  'discount',
+  'tax',
+  'total',
+  'internalNotes',
+  'notes',
+  'targetObjectSlug',
+  'targetRecordId',
 ] as const
 
 const UPDATE_KEYS = [
-  'jobAddress', 'jobPhone', 'jobType', 'startDateTime', 'endDateTime', 'assignedToTeams', 'scheduleLater', 'anyTime', 'subTotal', 'discount', 'tax',
-  'total', 'priority', 'internalNotes', 'jobStatus', 'notes',
+  'jobAddress',
+  'jobPhone',
+  'jobType',
+  'startDateTime',
+  'endDateTime',
+  'assignedToTeams',
+  'scheduleLater',
+  'anyTime',
+  'subTotal',
+  'discount',
+  'tax',
+  'total',
+  'priority',
+  'internalNotes',
+  'jobStatus',
+  'notes',
 ] as const
 
 const JOB_TYPES = ['one-off', 'recurring'] as const
@@ -27,7 +61,8 @@ export interface JobInput {
 }
 
 function pickAlias(b: Doc, primary: string, alias: string): unknown {
-  if (b[primary] !== undefined && b[alias] !== undefined && b[primary] !== b[alias]) throw badRequest(`'${alias}' and '${primary}' disagree; send one of them`)
+  if (b[primary] !== undefined && b[alias] !== undefined && b[primary] !== b[alias])
+    throw badRequest(`'${alias}' and '${primary}' disagree; send one of them`)
   return b[primary] ?? b[alias]
 }
 
@@ -40,11 +75,16 @@ function jobStatus(v: unknown): string {
 
 export function parseJobInput(body: unknown, mode: 'create' | 'update'): JobInput {
   const b = asObject(body)
-  rejectUnknown(b, mode === 'create' ? CREATE_KEYS : UPDATE_KEYS, mode === 'create' ? 'not part of the job create contract' : 'not updatable on a job')
+  rejectUnknown(
+    b,
+    mode === 'create' ? CREATE_KEYS : UPDATE_KEYS,
+    mode === 'create' ? 'not part of the job create contract' : 'not updatable on a job',
+  )
   const fields: Doc = {}
   const type = mode === 'create' ? pickAlias(b, 'jobType', 'type') : b.jobType
   if (type !== undefined) {
-    if (typeof type !== 'string' || !(JOB_TYPES as readonly string[]).includes(type)) throw badRequest(`Invalid job type ${JSON.stringify(type)}: use one-off or recurring`)
+    if (typeof type !== 'string' || !(JOB_TYPES as readonly string[]).includes(type))
+      throw badRequest(`Invalid job type ${JSON.stringify(type)}: use one-off or recurring`)
     fields.jobType = type
   }
   const status = mode === 'create' ? pickAlias(b, 'jobStatus', 'status') : b.jobStatus
@@ -73,10 +113,12 @@ export function parseJobInput(body: unknown, mode: 'create' | 'update'): JobInpu
   }
   const input: JobInput = { fields }
   if (mode === 'create') {
-    if (typeof b.clientId !== 'string' || !/^[a-fA-F0-9]{24}$/.test(b.clientId)) throw badRequest("'clientId' is required: the 24-hex id of a client")
+    if (typeof b.clientId !== 'string' || !/^[a-fA-F0-9]{24}$/.test(b.clientId))
+      throw badRequest("'clientId' is required: the 24-hex id of a client")
     input.clientId = b.clientId
     if (b.jobNumber !== undefined) {
-      if (typeof b.jobNumber !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(b.jobNumber)) throw badRequest("'jobNumber' must be an alphanumeric string")
+      if (typeof b.jobNumber !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(b.jobNumber))
+        throw badRequest("'jobNumber' must be an alphanumeric string")
       input.jobNumber = b.jobNumber
     }
     const slug = b.targetObjectSlug

@@ -21,7 +21,12 @@ export function statusChangedPayload(doc: Doc, previousStatus: unknown): Doc {
 }
 
 function uniqueJobNumber(ctx: EmulatorContext, wanted: string | undefined): string {
-  const taken = new Set(ctx.state.jobs.all().filter((j) => !j.deleted).map((j) => j.doc.jobNumber))
+  const taken = new Set(
+    ctx.state.jobs
+      .all()
+      .filter((j) => !j.deleted)
+      .map((j) => j.doc.jobNumber),
+  )
   if (wanted !== undefined) {
     if (taken.has(wanted)) throw conflict(`A job with jobNumber '${wanted}' already exists`)
     return wanted
@@ -41,7 +46,8 @@ export function createJob(ctx: EmulatorContext, input: JobInput, origin: Origin,
   if (input.target !== undefined) {
     const def = state.objectDefs.find((d) => d.slug === input.target?.slug)
     if (def === undefined) throw badRequest(`targetObjectSlug '${input.target.slug}' is not a custom object of this account`)
-    if (state.objects.get(def.slug)?.live(input.target.recordId) === undefined) throw badRequest(`targetRecordId ${input.target.recordId} does not match a ${def.slug} record`)
+    if (state.objects.get(def.slug)?.live(input.target.recordId) === undefined)
+      throw badRequest(`targetRecordId ${input.target.recordId} does not match a ${def.slug} record`)
     internal.targetObjectSlug = def.slug
     internal.targetRecordId = input.target.recordId
   }
@@ -49,12 +55,33 @@ export function createJob(ctx: EmulatorContext, input: JobInput, origin: Origin,
   const id = state.ids.make(now)
   const f = input.fields
   const doc = shape('job', {
-    jobPhone: null, jobAddress: null, assignedToTeams: [], jobType: 'one-off', startDateTime: null, endDateTime: null, scheduleLater: false, anyTime: false,
-    priority: 'medium', subTotal: 0, discount: 0, tax: 0, total: 0, notes: '',
+    jobPhone: null,
+    jobAddress: null,
+    assignedToTeams: [],
+    jobType: 'one-off',
+    startDateTime: null,
+    endDateTime: null,
+    scheduleLater: false,
+    anyTime: false,
+    priority: 'medium',
+    subTotal: 0,
+    discount: 0,
+    tax: 0,
+    total: 0,
+    notes: '',
     ...f,
     jobStatus: f.jobStatus ?? (f.scheduleLater === true ? 'draft' : 'scheduled'),
-    id, recordId: state.prng.uuid(), jobNumber: uniqueJobNumber(ctx, input.jobNumber), clientId: client.id, clientName: clientDisplayName(client.doc),
-    timezone: ACCOUNT_TIMEZONE, visits: [], properties: [], createdBy, createdAt: iso(now), updatedAt: iso(now),
+    id,
+    recordId: state.prng.uuid(),
+    jobNumber: uniqueJobNumber(ctx, input.jobNumber),
+    clientId: client.id,
+    clientName: clientDisplayName(client.doc),
+    timezone: ACCOUNT_TIMEZONE,
+    visits: [],
+    properties: [],
+    createdBy,
+    createdAt: iso(now),
+    updatedAt: iso(now),
   })
   const rec = state.jobs.insert(id, doc, now, now, internal)
   state.visitsByJob.set(id, [])
@@ -88,7 +115,10 @@ export function jobRoutes(ctx: EmulatorContext): RouteDef[] {
   const one = (rec: JobRecord) => ({ body: `{"success":true,"data":${Collection.json(rec)}}` })
   return [
     {
-      method: 'GET', path: '/api/v1/jobs', family: 'v1', scope: 'jobs:read',
+      method: 'GET',
+      path: '/api/v1/jobs',
+      family: 'v1',
+      scope: 'jobs:read',
       handler: (req) => {
         const lq = parseListQuery(req.query, SORTABLE)
         const search = (req.query.get('search') ?? '').trim().toLowerCase()
@@ -101,14 +131,25 @@ export function jobRoutes(ctx: EmulatorContext): RouteDef[] {
           if (search === '') return true
           // Search covers the job number and the client's first, last and company names only.
           const c = state.clients.get(String(r.doc.clientId))?.doc ?? {}
-          return [r.doc.jobNumber, c.firstName, c.lastName, c.companyName].some((v) => typeof v === 'string' && v.toLowerCase().includes(search))
+          return [r.doc.jobNumber, c.firstName, c.lastName, c.companyName].some(
+            (v) => typeof v === 'string' && v.toLowerCase().includes(search),
+          )
         })
       },
     },
-    { method: 'POST', path: '/api/v1/jobs', family: 'v1', scope: 'jobs:write', handler: (req) => one(createJob(ctx, parseJobInput(req.body, 'create'), 'api')) },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs',
+      family: 'v1',
+      scope: 'jobs:write',
+      handler: (req) => one(createJob(ctx, parseJobInput(req.body, 'create'), 'api')),
+    },
     { method: 'GET', path: '/api/v1/jobs/:id', family: 'v1', scope: 'jobs:read', handler: (req) => one(liveJob(ctx, req.params.id)) },
     {
-      method: 'PUT', path: '/api/v1/jobs/:id', family: 'v1', scope: 'jobs:write',
+      method: 'PUT',
+      path: '/api/v1/jobs/:id',
+      family: 'v1',
+      scope: 'jobs:write',
       handler: (req) => {
         const rec = liveJob(ctx, req.params.id)
         updateJob(ctx, rec, parseJobInput(req.body, 'update').fields, 'api')
@@ -116,7 +157,10 @@ export function jobRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/api/v1/jobs/:id', family: 'v1', scope: 'jobs:write',
+      method: 'DELETE',
+      path: '/api/v1/jobs/:id',
+      family: 'v1',
+      scope: 'jobs:write',
       handler: (req) => {
         const rec = liveJob(ctx, req.params.id)
         deleteJob(ctx, rec, 'api')

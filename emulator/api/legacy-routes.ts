@@ -13,12 +13,18 @@ import { createJob } from './jobs.js'
 import { parseJobInput } from './job-input.js'
 
 const CURRENCIES = [
-  { code: 'USD', symbol: '$', name: 'US Dollar' }, { code: 'CAD', symbol: '$', name: 'Canadian Dollar' }, { code: 'EUR', symbol: '€', name: 'Euro' },
-  { code: 'GBP', symbol: '£', name: 'Pound Sterling' }, { code: 'AUD', symbol: '$', name: 'Australian Dollar' },
+  { code: 'USD', symbol: '$', name: 'US Dollar' },
+  { code: 'CAD', symbol: '$', name: 'Canadian Dollar' },
+  { code: 'EUR', symbol: '€', name: 'Euro' },
+  { code: 'GBP', symbol: '£', name: 'Pound Sterling' },
+  { code: 'AUD', symbol: '$', name: 'Australian Dollar' },
 ]
 
 const live = <I>(c: Collection<I>): StoredRecord<I>[] => c.all().filter((r) => !r.deleted)
-const rows = <I>(c: Collection<I>): string => `[${live(c).map((r) => Collection.json(r)).join(',')}]`
+const rows = <I>(c: Collection<I>): string =>
+  `[${live(c)
+    .map((r) => Collection.json(r))
+    .join(',')}]`
 
 /** A v1 document re-keyed with `_id` first, as the frozen routes return it. */
 function underscored(doc: Doc): Doc {
@@ -36,7 +42,8 @@ function teamPage(q: URLSearchParams, members: string[]): string[] {
   const page = q.get('page') === null || q.get('page') === '' ? 1 : Number(q.get('page'))
   if (!Number.isInteger(page) || page < 1 || page > 10_000) throw badRequest("'page' must be an integer from 1 to 10000")
   const limit = q.get('limit') === null || q.get('limit') === '' ? -1 : Number(q.get('limit'))
-  if (!Number.isInteger(limit) || (limit < 1 && limit !== -1)) throw badRequest("'limit' must be -1 (all) or a positive integer (at most 500)")
+  if (!Number.isInteger(limit) || (limit < 1 && limit !== -1))
+    throw badRequest("'limit' must be -1 (all) or a positive integer (at most 500)")
   if (limit === -1) return page === 1 ? members : []
   const size = Math.min(limit, 500)
   return members.slice((page - 1) * size, page * size)
@@ -70,9 +77,10 @@ function legacyJobInput(body: unknown) {
   const input = parseJobInput(job, 'create')
   const notes = byName.get('notes')
   if (notes !== undefined) {
-    if (notes.filename !== null) throw badRequest("The notes part is text, not a file upload (file attachments are not emulated)")
+    if (notes.filename !== null) throw badRequest('The notes part is text, not a file upload (file attachments are not emulated)')
     const text = notes.data.toString('utf8')
-    if (input.fields.notes !== undefined && input.fields.notes !== text) throw badRequest("The notes part and jobData's notes/internalNotes disagree; send one of them")
+    if (input.fields.notes !== undefined && input.fields.notes !== text)
+      throw badRequest("The notes part and jobData's notes/internalNotes disagree; send one of them")
     input.fields.notes = text
   }
   return input
@@ -80,11 +88,21 @@ function legacyJobInput(body: unknown) {
 
 export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
   const { state } = ctx
-  const company = (q: URLSearchParams): Doc => ({ ...state.company, ...(q.get('withCurrencyData') === 'true' ? { currencies: CURRENCIES } : {}) })
+  const company = (q: URLSearchParams): Doc => ({
+    ...state.company,
+    ...(q.get('withCurrencyData') === 'true' ? { currencies: CURRENCIES } : {}),
+  })
   return [
-    { method: 'GET', path: '/api/product-service', family: 'legacy', handler: () => ({ body: `{"success":true,"data":${rows(state.items)}}` }) },
     {
-      method: 'POST', path: '/api/product-service', family: 'legacy',
+      method: 'GET',
+      path: '/api/product-service',
+      family: 'legacy',
+      handler: () => ({ body: `{"success":true,"data":${rows(state.items)}}` }),
+    },
+    {
+      method: 'POST',
+      path: '/api/product-service',
+      family: 'legacy',
       handler: (req) => {
         const b = asObject(req.body)
         if (typeof b.name !== 'string' || b.name.trim() === '') throw badRequest('name is required')
@@ -95,32 +113,83 @@ export function legacyRoutes(ctx: EmulatorContext): RouteDef[] {
         const now = ctx.clock.now()
         const id = state.ids.make(now)
         // No de-duplication by name (spec: Legacy-route resources, Item).
-        const doc = { _id: id, name: b.name, type: b.type, price: b.price, description: b.description ?? '', isActive: b.isActive ?? true, createdAt: iso(now), updatedAt: iso(now) }
+        const doc = {
+          _id: id,
+          name: b.name,
+          type: b.type,
+          price: b.price,
+          description: b.description ?? '',
+          isActive: b.isActive ?? true,
+          createdAt: iso(now),
+          updatedAt: iso(now),
+        }
         state.items.insert(id, doc, now, now, null)
         const { _id, ...rest } = doc
         return { body: { success: true, data: { id: _id, ...rest } } }
       },
     },
     {
-      method: 'GET', path: '/api/teams', family: 'legacy',
+      method: 'GET',
+      path: '/api/teams',
+      family: 'legacy',
       handler: (req) => {
         const members = live(state.team).map((r) => Collection.json(r))
         return { body: `{"success":true,"data":{"team":[${teamPage(req.query, members).join(',')}],"total":${members.length}}}` }
       },
     },
     { method: 'GET', path: '/api/team', family: 'legacy', handler: () => ({ body: `{"success":true,"data":${rows(state.team)}}` }) },
-    { method: 'GET', path: '/api/taxes', family: 'legacy', handler: () => ({ body: `{"success":true,"data":{"taxes":${rows(state.taxes)}}}` }) },
-    { method: 'GET', path: '/api/job-forms', family: 'legacy', handler: () => ({ body: `{"success":true,"data":${rows(state.jobForms)}}` }) },
-    { method: 'GET', path: '/api/companyInfo', family: 'legacy', handler: (req) => ({ body: { success: true, data: company(req.query) } }) },
-    { method: 'GET', path: '/api/company-info', family: 'legacy', handler: (req) => ({ body: { success: true, data: company(req.query) } }) },
-    { method: 'GET', path: '/api/v1/company-info', family: 'v1', handler: (req) => ({ body: { success: true, data: { company: company(req.query) } } }) },
-    { method: 'GET', path: '/api/clients', family: 'legacy', handler: () => ({ body: { success: true, data: live(state.clients).map((r) => underscored(r.doc)) } }) },
-    { method: 'GET', path: '/api/jobs', family: 'legacy', handler: () => ({ body: { success: true, data: live(state.jobs).map((r) => underscored(r.doc)) } }) },
+    {
+      method: 'GET',
+      path: '/api/taxes',
+      family: 'legacy',
+      handler: () => ({ body: `{"success":true,"data":{"taxes":${rows(state.taxes)}}}` }),
+    },
+    {
+      method: 'GET',
+      path: '/api/job-forms',
+      family: 'legacy',
+      handler: () => ({ body: `{"success":true,"data":${rows(state.jobForms)}}` }),
+    },
+    {
+      method: 'GET',
+      path: '/api/companyInfo',
+      family: 'legacy',
+      handler: (req) => ({ body: { success: true, data: company(req.query) } }),
+    },
+    {
+      method: 'GET',
+      path: '/api/company-info',
+      family: 'legacy',
+      handler: (req) => ({ body: { success: true, data: company(req.query) } }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/company-info',
+      family: 'v1',
+      handler: (req) => ({ body: { success: true, data: { company: company(req.query) } } }),
+    },
+    {
+      method: 'GET',
+      path: '/api/clients',
+      family: 'legacy',
+      handler: () => ({ body: { success: true, data: live(state.clients).map((r) => underscored(r.doc)) } }),
+    },
+    {
+      method: 'GET',
+      path: '/api/jobs',
+      family: 'legacy',
+      handler: () => ({ body: { success: true, data: live(state.jobs).map((r) => underscored(r.doc)) } }),
+    },
     {
       // Not a v1 write: no job.created webhook (spec: "When events fire", v1 routes only). Created
       // as the caller's user; the job shows in the v1 lists like any other.
-      method: 'POST', path: '/api/jobs', family: 'legacy', form: JOB_FORM,
-      handler: (req) => ({ body: { success: true, data: underscored(createJob(ctx, legacyJobInput(req.body), 'legacy', req.userId ?? state.ownerUserId).doc) } }),
+      method: 'POST',
+      path: '/api/jobs',
+      family: 'legacy',
+      form: JOB_FORM,
+      handler: (req) => ({
+        body: { success: true, data: underscored(createJob(ctx, legacyJobInput(req.body), 'legacy', req.userId ?? state.ownerUserId).doc) },
+      }),
     },
   ]
 }

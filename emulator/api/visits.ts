@@ -14,11 +14,21 @@ import type { RouteDef } from '../http/router.js'
 import { rollUp } from './visit-rollup.js'
 
 const SORTABLE = ['createdAt', 'updatedAt', 'visitStartDateTime', 'visitEndDateTime', 'visitStatus'] as const
-const PATCH_KEYS = ['visitStartDateTime', 'visitEndDateTime', 'visitStatus', 'teamId', 'notes', 'priority', 'anyTime', 'serviceDuration'] as const
+const PATCH_KEYS = [
+  'visitStartDateTime',
+  'visitEndDateTime',
+  'visitStatus',
+  'teamId',
+  'notes',
+  'priority',
+  'anyTime',
+  'serviceDuration',
+] as const
 
 export function canonicalVisitStatus(v: unknown): string {
   const s = typeof v === 'string' ? v.trim().toLowerCase() : ''
-  if (!(VISIT_STATUSES as readonly string[]).includes(s)) throw badRequest(`Invalid visitStatus '${String(v)}'. Valid values: ${VISIT_STATUSES.join(', ')}`)
+  if (!(VISIT_STATUSES as readonly string[]).includes(s))
+    throw badRequest(`Invalid visitStatus '${String(v)}'. Valid values: ${VISIT_STATUSES.join(', ')}`)
   return s
 }
 
@@ -26,7 +36,8 @@ export function parseVisitPatch(body: unknown): Doc {
   const b = asObject(body)
   rejectUnknown(b, PATCH_KEYS, 'not updatable on a visit')
   const f: Doc = {}
-  for (const k of ['visitStartDateTime', 'visitEndDateTime'] as const) if (b[k] !== undefined) f[k] = b[k] === null ? null : bodyInstant(k, b[k])
+  for (const k of ['visitStartDateTime', 'visitEndDateTime'] as const)
+    if (b[k] !== undefined) f[k] = b[k] === null ? null : bodyInstant(k, b[k])
   if (b.visitStatus !== undefined) f.visitStatus = canonicalVisitStatus(b.visitStatus)
   const team = optIdArray(b, 'teamId')
   if (team !== undefined) f.teamId = team
@@ -73,7 +84,10 @@ export function visitRoutes(ctx: EmulatorContext): RouteDef[] {
   const { state } = ctx
   return [
     {
-      method: 'GET', path: '/api/v1/visits', family: 'v1', scope: 'visits:read',
+      method: 'GET',
+      path: '/api/v1/visits',
+      family: 'v1',
+      scope: 'visits:read',
       handler: (req) => {
         const lq = parseListQuery(req.query, SORTABLE)
         const jobId = req.query.get('jobId') ?? ''
@@ -94,9 +108,18 @@ export function visitRoutes(ctx: EmulatorContext): RouteDef[] {
         })
       },
     },
-    { method: 'GET', path: '/api/v1/visits/:id', family: 'v1', scope: 'visits:read', handler: (req) => ({ body: `{"success":true,"data":${Collection.json(liveVisit(ctx, req.params.id))}}` }) },
     {
-      method: 'PATCH', path: '/api/v1/visits/:id', family: 'v1', scope: 'visits:write',
+      method: 'GET',
+      path: '/api/v1/visits/:id',
+      family: 'v1',
+      scope: 'visits:read',
+      handler: (req) => ({ body: `{"success":true,"data":${Collection.json(liveVisit(ctx, req.params.id))}}` }),
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/visits/:id',
+      family: 'v1',
+      scope: 'visits:write',
       handler: (req) => {
         const rec = liveVisit(ctx, req.params.id)
         updateVisit(ctx, rec, parseVisitPatch(req.body), 'api')

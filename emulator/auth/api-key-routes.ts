@@ -21,7 +21,8 @@ function scopes(v: unknown): string[] {
 
 export function rateLimitValue(v: unknown): number | null {
   if (v === undefined || v === null) return null
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw badRequest("'rateLimit' must be a positive integer (requests per minute)")
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    throw badRequest("'rateLimit' must be a positive integer (requests per minute)")
   return v
 }
 
@@ -40,28 +41,43 @@ export function apiKeyRoutes(ctx: EmulatorContext): RouteDef[] {
   }
   return [
     {
-      method: 'GET', path: '/api/v1/api-keys', family: 'keys',
+      method: 'GET',
+      path: '/api/v1/api-keys',
+      family: 'keys',
       handler: () => {
-        const data = ctx.keys.all().filter((k) => k.isActive && !k.revoked).map(keyView)
+        const data = ctx.keys
+          .all()
+          .filter((k) => k.isActive && !k.revoked)
+          .map(keyView)
         return { body: { success: true, data, meta: { total: data.length } } }
       },
     },
     {
-      method: 'POST', path: '/api/v1/api-keys', family: 'keys',
+      method: 'POST',
+      path: '/api/v1/api-keys',
+      family: 'keys',
       handler: (req) => {
         const b = asObject(req.body)
         rejectUnknown(b, ['name', 'scopes', 'expiresAt', 'rateLimit'])
         if (typeof b.name !== 'string' || b.name.trim() === '') throw badRequest("'name' is required")
         const { record, key } = ctx.keys.create(
           { name: b.name, scopes: scopes(b.scopes), expiresMs: expiryValue(b.expiresAt), rateLimit: rateLimitValue(b.rateLimit) },
-          ctx.clock.now(), ctx.state.ownerUserId,
+          ctx.clock.now(),
+          ctx.state.ownerUserId,
         )
         return { status: 201, body: { success: true, data: { ...keyView(record), key } } }
       },
     },
-    { method: 'GET', path: '/api/v1/api-keys/:id', family: 'keys', handler: (req) => ({ body: { success: true, data: keyView(find(req.params.id)) } }) },
     {
-      method: 'PUT', path: '/api/v1/api-keys/:id', family: 'keys',
+      method: 'GET',
+      path: '/api/v1/api-keys/:id',
+      family: 'keys',
+      handler: (req) => ({ body: { success: true, data: keyView(find(req.params.id)) } }),
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/api-keys/:id',
+      family: 'keys',
       handler: (req) => {
         const k = find(req.params.id)
         const b: Doc = asObject(req.body)
@@ -79,7 +95,9 @@ export function apiKeyRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/api/v1/api-keys/:id', family: 'keys',
+      method: 'DELETE',
+      path: '/api/v1/api-keys/:id',
+      family: 'keys',
       handler: (req) => {
         const k = find(req.params.id)
         k.revoked = true

@@ -30,7 +30,9 @@ export function authenticate(headers: IncomingHttpHeaders, family: Family, keys:
     token = typeof x === 'string' ? x.trim() : bearer(headers)
   } else token = bearer(headers)
   if (token === undefined) {
-    throw unauthorized(family === 'v1' ? 'Missing API key: send X-Api-Key or Authorization: Bearer' : 'Missing Authorization: Bearer header')
+    throw unauthorized(
+      family === 'v1' ? 'Missing API key: send X-Api-Key or Authorization: Bearer' : 'Missing Authorization: Bearer header',
+    )
   }
   if (token === '') throw unauthorized('Malformed credentials')
   if (!token.startsWith(KEY_PREFIX)) {

@@ -52,9 +52,19 @@ export class KeyStore {
     const key = `${KEY_PREFIX}${randomBytes(24).toString('hex')}`
     const expiresMs = input.expiresMs ?? null
     const record: ApiKeyRecord = {
-      id: this.newId(), name: input.name, scopes: [...input.scopes], expiresAt: expiresMs === null ? null : iso(expiresMs), expiresMs,
-      lastUsedAt: null, rateLimit: input.rateLimit ?? null, isActive: input.isActive ?? true, revoked: false, createdAt: iso(nowMs), createdBy,
-      hash: hashOf(key), keyPrefix: `${key.slice(0, KEY_PREFIX.length + 4)}...`,
+      id: this.newId(),
+      name: input.name,
+      scopes: [...input.scopes],
+      expiresAt: expiresMs === null ? null : iso(expiresMs),
+      expiresMs,
+      lastUsedAt: null,
+      rateLimit: input.rateLimit ?? null,
+      isActive: input.isActive ?? true,
+      revoked: false,
+      createdAt: iso(nowMs),
+      createdBy,
+      hash: hashOf(key),
+      keyPrefix: `${key.slice(0, KEY_PREFIX.length + 4)}...`,
     }
     this.byId.set(record.id, record)
     this.byHash.set(record.hash, record)
@@ -98,7 +108,14 @@ export class KeyStore {
 /** Key metadata as the API returns it: never the plaintext or its hash. */
 export function keyView(k: ApiKeyRecord): Doc {
   return {
-    id: k.id, name: k.name, keyPrefix: k.keyPrefix, scopes: k.scopes, expiresAt: k.expiresAt, lastUsedAt: k.lastUsedAt,
-    rateLimit: k.rateLimit, isActive: k.isActive && !k.revoked, createdAt: k.createdAt,
+    id: k.id,
+    name: k.name,
+    keyPrefix: k.keyPrefix,
+    scopes: k.scopes,
+    expiresAt: k.expiresAt,
+    lastUsedAt: k.lastUsedAt,
+    rateLimit: k.rateLimit,
+    isActive: k.isActive && !k.revoked,
+    createdAt: k.createdAt,
   }
 }

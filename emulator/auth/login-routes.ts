@@ -74,7 +74,8 @@ function deviceInfo(v: unknown): Doc | undefined {
   if (d.deviceType !== undefined && (typeof d.deviceType !== 'number' || ![1, 2, 3].includes(d.deviceType))) {
     throw badRequest("'deviceInfo.deviceType' must be the integer 1 (iOS), 2 (Android) or 3 (Web)")
   }
-  if (d.deviceToken !== undefined && d.deviceToken !== null && typeof d.deviceToken !== 'string') throw badRequest("'deviceInfo.deviceToken' must be a string or null")
+  if (d.deviceToken !== undefined && d.deviceToken !== null && typeof d.deviceToken !== 'string')
+    throw badRequest("'deviceInfo.deviceToken' must be a string or null")
   return { deviceId: d.deviceId ?? null, deviceType: d.deviceType ?? 3, deviceToken: d.deviceToken ?? null }
 }
 
@@ -85,8 +86,11 @@ export function loginRoutes(ctx: EmulatorContext): RouteDef[] {
     const role = (member?.role ?? {}) as Doc
     return {
       user: {
-        id: ctx.state.ownerUserId, name: typeof member?.name === 'string' ? member.name : 'Account Owner', email: SEEDED_LOGIN.email,
-        roleId: typeof role.id === 'string' ? role.id : ctx.state.ownerUserId, createdAt: String(ctx.state.company.createdAt),
+        id: ctx.state.ownerUserId,
+        name: typeof member?.name === 'string' ? member.name : 'Account Owner',
+        email: SEEDED_LOGIN.email,
+        roleId: typeof role.id === 'string' ? role.id : ctx.state.ownerUserId,
+        createdAt: String(ctx.state.company.createdAt),
       },
       roleName: typeof role.name === 'string' ? role.name : 'Admin',
     }
@@ -95,15 +99,25 @@ export function loginRoutes(ctx: EmulatorContext): RouteDef[] {
     const company = ctx.state.company
     const payments = ctx.integrations.get('payments').connected
     return {
-      id: user.id, name: user.name, email: user.email, token: ctx.keys.mintLoginToken(user.id, user.email),
-      role: { name: roleName, permissions: PERMISSIONS, id: user.roleId }, isOnboarded, isTeamMember: false,
-      timezone: company.timezone, currency: company.currency, currencySymbol: company.currencySymbol, companyInfo: company,
+      id: user.id,
+      name: user.name,
+      email: user.email,
+      token: ctx.keys.mintLoginToken(user.id, user.email),
+      role: { name: roleName, permissions: PERMISSIONS, id: user.roleId },
+      isOnboarded,
+      isTeamMember: false,
+      timezone: company.timezone,
+      currency: company.currency,
+      currencySymbol: company.currencySymbol,
+      companyInfo: company,
       integrationStatus: { payments_connect: payments, payments_enabled: payments },
     }
   }
   return [
     {
-      method: 'POST', path: '/api/auth/login', family: 'open',
+      method: 'POST',
+      path: '/api/auth/login',
+      family: 'open',
       handler: (req) => {
         const b = asObject(req.body)
         rejectUnknown(b, ['email', 'password', 'deviceInfo'], 'not part of the login body')
@@ -120,7 +134,9 @@ export function loginRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'POST', path: '/api/auth/signup', family: 'open',
+      method: 'POST',
+      path: '/api/auth/signup',
+      family: 'open',
       handler: (req) => {
         const b = asObject(req.body)
         rejectUnknown(b, ['name', 'email', 'password'], 'not part of the signup body')

@@ -34,7 +34,16 @@ export class RateLimiter {
 
 export function rateLimited(limit: number, freesAtMs: number, nowMs: number): HttpError {
   const retryAfter = Math.max(1, Math.ceil((freesAtMs - nowMs) / 1000))
-  return new HttpError(429, `Rate limit exceeded: ${limit} requests per minute. Retry after ${retryAfter} s.`, 'RATE_LIMITED', {
-    'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.ceil(freesAtMs / 1000)), 'retry-after': String(retryAfter),
-  }, 'auth')
+  return new HttpError(
+    429,
+    `Rate limit exceeded: ${limit} requests per minute. Retry after ${retryAfter} s.`,
+    'RATE_LIMITED',
+    {
+      'x-ratelimit-limit': String(limit),
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Math.ceil(freesAtMs / 1000)),
+      'retry-after': String(retryAfter),
+    },
+    'auth',
+  )
 }

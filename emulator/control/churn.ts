@@ -20,7 +20,13 @@ export interface ChurnMix {
   resources: string[]
 }
 
-const DEFAULT_MIX: ChurnMix = { create: 0.25, update: 0.65, delete: 0.1, apiShare: 0.5, resources: ['clients', 'jobs', 'visits', 'invoices', 'objects'] }
+const DEFAULT_MIX: ChurnMix = {
+  create: 0.25,
+  update: 0.65,
+  delete: 0.1,
+  apiShare: 0.5,
+  resources: ['clients', 'jobs', 'visits', 'invoices', 'objects'],
+}
 const TICK_MS = 20
 
 export class Churn {
@@ -53,7 +59,14 @@ export class Churn {
   }
 
   status(): Record<string, unknown> {
-    return { running: this.timer !== null, ratePerSecond: this.ratePerSecond, mix: this.mix, done: this.done, errors: this.errors, lastError: this.lastError }
+    return {
+      running: this.timer !== null,
+      ratePerSecond: this.ratePerSecond,
+      mix: this.mix,
+      done: this.done,
+      errors: this.errors,
+      lastError: this.lastError,
+    }
   }
 
   private tick(): void {
@@ -95,12 +108,14 @@ export class Churn {
     } else if (resource === 'jobs') {
       const rec = pickLive(state.jobs)
       if (op === 'create' || rec === undefined) createJob(ctx, fakeJob(state), origin)
-      else if (op === 'update') updateJob(ctx, rec, { notes: `churn ${prng.hex(6)}`, priority: prng.pick(['low', 'medium', 'high']) }, origin)
+      else if (op === 'update')
+        updateJob(ctx, rec, { notes: `churn ${prng.hex(6)}`, priority: prng.pick(['low', 'medium', 'high']) }, origin)
       else deleteJob(ctx, rec, origin)
     } else if (resource === 'visits') {
       // Visits are never created or deleted over the API: churn only updates them.
       const rec = pickLive(state.visits)
-      if (rec !== undefined) updateVisit(ctx, rec, prng.chance(0.5) ? { visitStatus: prng.pick(VISIT_STATUSES) } : { notes: `churn ${prng.hex(6)}` }, origin)
+      if (rec !== undefined)
+        updateVisit(ctx, rec, prng.chance(0.5) ? { visitStatus: prng.pick(VISIT_STATUSES) } : { notes: `churn ${prng.hex(6)}` }, origin)
     } else if (resource === 'invoices') {
       const rec = pickLive(state.invoices)
       if (op === 'create' || rec === undefined) createInvoice(ctx, fakeInvoice(state), origin)
@@ -113,7 +128,8 @@ export class Churn {
       const w = { data: fakeRecordData(state, def), stage: undefined, linkedRecords: undefined, suppress: false, statusInBody: false }
       if (op === 'create' || rec === undefined) createRecord(ctx, def, w, origin, 'en')
       // The API has no delete on custom objects: deletions are in-app.
-      else if (op === 'update') updateRecord(ctx, def, rec, { ...w, stage: prng.pick(def.pipeline.stages).value, statusInBody: true }, origin, 'en')
+      else if (op === 'update')
+        updateRecord(ctx, def, rec, { ...w, stage: prng.pick(def.pipeline.stages).value, statusInBody: true }, origin, 'en')
       else deleteRecord(ctx, def, rec, 'app')
     }
   }

@@ -39,13 +39,21 @@ const num = (v: unknown, name: string): number => {
 
 async function route(d: ControlDeps, method: string, path: string, q: URLSearchParams, body: Doc): Promise<unknown> {
   const { ctx } = d
-  const parts = path.split('/').filter((s) => s !== '').slice(1)
+  const parts = path
+    .split('/')
+    .filter((s) => s !== '')
+    .slice(1)
   const [head = '', ...rest] = parts
   const key = `${method} ${head}`
   switch (key) {
     case 'GET info':
       return {
-        url: ctx.baseUrl, seed: ctx.state.seed, counts: ctx.state.counts, records: recordCount(ctx.state), clock: ctx.clock.describe(), options: ctx.options,
+        url: ctx.baseUrl,
+        seed: ctx.state.seed,
+        counts: ctx.state.counts,
+        records: recordCount(ctx.state),
+        clock: ctx.clock.describe(),
+        options: ctx.options,
         // The seeded interactive-login user (POST /api/auth/login): the account owner.
         login: { ...SEEDED_LOGIN, userId: ctx.state.ownerUserId },
       }
@@ -55,7 +63,8 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
     case 'GET state': {
       const resource = rest.join('/')
       if (resource === 'webhooks') return [...ctx.webhooks.endpoints.values()].map((e) => endpointView(e, false))
-      if (resource === 'deliveries') return [...ctx.webhooks.deliveries.values()].map((x) => ({ endpointId: x.endpointId, ...deliveryView(x) }))
+      if (resource === 'deliveries')
+        return [...ctx.webhooks.deliveries.values()].map((x) => ({ endpointId: x.endpointId, ...deliveryView(x) }))
       if (resource === 'api_keys') return ctx.keys.all().map((k) => ({ ...keyView(k), revoked: k.revoked }))
       if (resource === 'company') return ctx.state.company
       return { raw: stateOf(ctx, resource) }
@@ -67,7 +76,8 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
     case 'POST clock': {
       if (body.freezeAt === null) ctx.clock.unfreeze()
       else if (body.freezeAt !== undefined) {
-        const ms = typeof body.freezeAt === 'string' ? parseInstant(body.freezeAt) : typeof body.freezeAt === 'number' ? body.freezeAt : null
+        const ms =
+          typeof body.freezeAt === 'string' ? parseInstant(body.freezeAt) : typeof body.freezeAt === 'number' ? body.freezeAt : null
         if (ms === null) throw badRequest("'freezeAt' must be an ISO-8601 date-time, epoch ms or null")
         ctx.clock.freeze(ms)
       }
@@ -90,10 +100,19 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
       if (typeof body.route !== 'string' || body.route === '') throw badRequest("'route' is required, e.g. 'GET /api/v1/*'")
       const f = body.force429 as Doc | undefined
       ctx.faults.set({
-        route: body.route, status5xxShare: num(body.status5xxShare ?? 0, 'status5xxShare'), latencyMs: num(body.latencyMs ?? 0, 'latencyMs'),
+        route: body.route,
+        status5xxShare: num(body.status5xxShare ?? 0, 'status5xxShare'),
+        latencyMs: num(body.latencyMs ?? 0, 'latencyMs'),
         resetShare: num(body.resetShare ?? 0, 'resetShare'),
-        force429: f === undefined ? null : { count: num(f.count ?? 1, 'force429.count'), retryAfterSeconds: num(f.retryAfterSeconds ?? 1, 'force429.retryAfterSeconds') },
-        ignorePage: flag(body.ignorePage, 'ignorePage'), zonelessTimes: flag(body.zonelessTimes, 'zonelessTimes'),
+        force429:
+          f === undefined
+            ? null
+            : {
+                count: num(f.count ?? 1, 'force429.count'),
+                retryAfterSeconds: num(f.retryAfterSeconds ?? 1, 'force429.retryAfterSeconds'),
+              },
+        ignorePage: flag(body.ignorePage, 'ignorePage'),
+        zonelessTimes: flag(body.zonelessTimes, 'zonelessTimes'),
       })
       return ctx.faults.list()
     }
@@ -102,8 +121,10 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
       const after = opt('after')
       const status = opt('status')
       return ctx.log.list({
-        ...(after === undefined ? {} : { afterSeq: Number(after) }), ...(status === undefined ? {} : { status: Number(status) }),
-        ...(opt('method') === undefined ? {} : { method: opt('method') }), ...(opt('path') === undefined ? {} : { pathPrefix: opt('path') }),
+        ...(after === undefined ? {} : { afterSeq: Number(after) }),
+        ...(status === undefined ? {} : { status: Number(status) }),
+        ...(opt('method') === undefined ? {} : { method: opt('method') }),
+        ...(opt('path') === undefined ? {} : { pathPrefix: opt('path') }),
       } as Parameters<typeof ctx.log.list>[0])
     }
     case 'POST requests':
@@ -112,8 +133,11 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
       return { cleared: true }
     case 'GET counters':
       return ctx.counters.snapshot({
-        'deliveries.sent': ctx.dispatcher.sent, 'deliveries.succeeded': ctx.dispatcher.succeeded, 'deliveries.failed': ctx.dispatcher.failed,
-        'churn.done': d.churn.done, 'churn.errors': d.churn.errors,
+        'deliveries.sent': ctx.dispatcher.sent,
+        'deliveries.succeeded': ctx.dispatcher.succeeded,
+        'deliveries.failed': ctx.dispatcher.failed,
+        'churn.done': d.churn.done,
+        'churn.errors': d.churn.errors,
       })
     case 'POST integrations': {
       const name = rest[0] ?? ''
@@ -136,11 +160,19 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
         return keyView(k)
       }
       const scopes = body.scopes ?? ['*']
-      if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string' && (SCOPES as readonly string[]).includes(s))) throw badRequest(`'scopes' must be drawn from: ${SCOPES.join(', ')}`)
-      const { record, key: plaintext } = ctx.keys.create({
-        name: typeof body.name === 'string' ? body.name : 'control key', scopes: scopes as string[], expiresMs: expiryValue(body.expiresAt),
-        rateLimit: rateLimitValue(body.rateLimit), isActive: body.active !== false,
-      }, ctx.clock.now(), ctx.state.ownerUserId)
+      if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string' && (SCOPES as readonly string[]).includes(s)))
+        throw badRequest(`'scopes' must be drawn from: ${SCOPES.join(', ')}`)
+      const { record, key: plaintext } = ctx.keys.create(
+        {
+          name: typeof body.name === 'string' ? body.name : 'control key',
+          scopes: scopes as string[],
+          expiresMs: expiryValue(body.expiresAt),
+          rateLimit: rateLimitValue(body.rateLimit),
+          isActive: body.active !== false,
+        },
+        ctx.clock.now(),
+        ctx.state.ownerUserId,
+      )
       return { ...keyView(record), key: plaintext }
     }
     case 'POST support-token':

@@ -17,14 +17,23 @@ export function fakeClient(prng: Prng): ClientInput {
   const lastName = prng.pick(LAST_NAMES)
   return {
     fields: {
-      firstName, lastName, email: `${firstName}.${lastName}.${prng.hex(4)}@example.com`.toLowerCase().replace(/[^a-z0-9.@]/g, ''),
-      phoneNumber: phoneNumber(prng), propertyAddress: detailedAddress(prng), clientType: 'Residential', stage: prng.pick(CLIENT_STAGES),
+      firstName,
+      lastName,
+      email: `${firstName}.${lastName}.${prng.hex(4)}@example.com`.toLowerCase().replace(/[^a-z0-9.@]/g, ''),
+      phoneNumber: phoneNumber(prng),
+      propertyAddress: detailedAddress(prng),
+      clientType: 'Residential',
+      stage: prng.pick(CLIENT_STAGES),
     },
     properties: undefined,
   }
 }
 
-const liveIds = (coll: { all(): { id: string; deleted: boolean }[] }): string[] => coll.all().filter((r) => !r.deleted).map((r) => r.id)
+const liveIds = (coll: { all(): { id: string; deleted: boolean }[] }): string[] =>
+  coll
+    .all()
+    .filter((r) => !r.deleted)
+    .map((r) => r.id)
 
 export function fakeJob(state: State): JobInput {
   const { prng } = state
@@ -32,8 +41,12 @@ export function fakeJob(state: State): JobInput {
   return {
     clientId: prng.pick(liveIds(state.clients)),
     fields: {
-      jobType: 'one-off', startDateTime: new Date(start).toISOString(), endDateTime: new Date(start + 7_200_000).toISOString(),
-      assignedToTeams: prng.sample(liveIds(state.team), 1), subTotal: prng.int(10, 90) * 10, notes: prng.pick(JOB_NOTES),
+      jobType: 'one-off',
+      startDateTime: new Date(start).toISOString(),
+      endDateTime: new Date(start + 7_200_000).toISOString(),
+      assignedToTeams: prng.sample(liveIds(state.team), 1),
+      subTotal: prng.int(10, 90) * 10,
+      notes: prng.pick(JOB_NOTES),
     },
   }
 }
@@ -43,7 +56,12 @@ export function fakeInvoice(state: State): InvoiceInput {
   const [name, , rate] = prng.pick(SERVICES)
   return {
     clientId: prng.pick(liveIds(state.clients)),
-    fields: { title: `Invoice ${prng.hex(6)}`, items: [{ itemId: null, name, description: name, quantity: 1, rate, taxes: [] }], subTotal: rate, total: rate },
+    fields: {
+      title: `Invoice ${prng.hex(6)}`,
+      items: [{ itemId: null, name, description: name, quantity: 1, rate, taxes: [] }],
+      subTotal: rate,
+      total: rate,
+    },
   }
 }
 

@@ -29,7 +29,12 @@ function compile(route: string): (method: string, path: string) => boolean {
   const m = /^([A-Z]+)\s+(.*)$/.exec(route.trim())
   const method = m?.[1]
   const pattern = (m?.[2] ?? route).trim()
-  const re = new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)
+  const re = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  )
   return (reqMethod, path) => (method === undefined || method === reqMethod) && re.test(path)
 }
 
@@ -65,7 +70,8 @@ export class FaultTable {
         d.force429 = rule.force429.retryAfterSeconds
       }
       if (!d.reset && rule.resetShare > 0 && this.prng.chance(rule.resetShare)) d.reset = true
-      if (d.status5xx === null && rule.status5xxShare > 0 && this.prng.chance(rule.status5xxShare)) d.status5xx = this.prng.pick([500, 500, 502, 503, 504])
+      if (d.status5xx === null && rule.status5xxShare > 0 && this.prng.chance(rule.status5xxShare))
+        d.status5xx = this.prng.pick([500, 500, 502, 503, 504])
     }
     return d
   }

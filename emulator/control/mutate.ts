@@ -24,15 +24,32 @@ export interface MutateBody {
   emit?: boolean
 }
 
-const KIND: Record<string, ResourceKind | null> = { clients: 'client', jobs: 'job', visits: 'visit', invoices: 'invoice', items: null, taxes: null, team: null, job_forms: null }
+const KIND: Record<string, ResourceKind | null> = {
+  clients: 'client',
+  jobs: 'job',
+  visits: 'visit',
+  invoices: 'invoice',
+  items: null,
+  taxes: null,
+  team: null,
+  job_forms: null,
+}
 
 function collectionOf(ctx: EmulatorContext, resource: string): Collection {
   const s = ctx.state
   const map: Record<string, Collection | undefined> = {
-    clients: s.clients, jobs: s.jobs, visits: s.visits, invoices: s.invoices, items: s.items, taxes: s.taxes, team: s.team, job_forms: s.jobForms,
+    clients: s.clients,
+    jobs: s.jobs,
+    visits: s.visits,
+    invoices: s.invoices,
+    items: s.items,
+    taxes: s.taxes,
+    team: s.team,
+    job_forms: s.jobForms,
   }
   const coll = resource.startsWith('objects/') ? s.objects.get(resource.slice(8)) : map[resource]
-  if (coll === undefined) throw badRequest(`Unknown resource '${resource}': use clients, jobs, visits, invoices, items, taxes, team, job_forms or objects/<slug>`)
+  if (coll === undefined)
+    throw badRequest(`Unknown resource '${resource}': use clients, jobs, visits, invoices, items, taxes, team, job_forms or objects/<slug>`)
   return coll
 }
 
@@ -50,17 +67,36 @@ function create(ctx: EmulatorContext, resource: string, fields: Doc, origin: Ori
   const s = ctx.state
   const now = ctx.clock.now()
   if (resource === 'clients') return createClient(ctx, fakeClient(s.prng), origin)
-  if (resource === 'jobs') return createJob(ctx, { ...fakeJob(s), ...(typeof fields.clientId === 'string' ? { clientId: fields.clientId } : {}) }, origin)
-  if (resource === 'invoices') return createInvoice(ctx, { ...fakeInvoice(s), ...(typeof fields.clientId === 'string' ? { clientId: fields.clientId } : {}) }, origin)
+  if (resource === 'jobs')
+    return createJob(ctx, { ...fakeJob(s), ...(typeof fields.clientId === 'string' ? { clientId: fields.clientId } : {}) }, origin)
+  if (resource === 'invoices')
+    return createInvoice(ctx, { ...fakeInvoice(s), ...(typeof fields.clientId === 'string' ? { clientId: fields.clientId } : {}) }, origin)
   if (resource === 'visits') {
     const jobId = typeof fields.jobId === 'string' ? fields.jobId : s.prng.pick(liveIds(s.jobs))
     const job = s.jobs.live(jobId)
     if (job === undefined) throw notFound(`Job ${jobId} not found`)
     const id = s.ids.make(now)
-    const rec = s.visits.insert(id, shape('visit', {
-      id, jobId, visitStartDateTime: null, visitEndDateTime: null, visitStatus: 'unscheduled', teamId: [], serviceDuration: 60, anyTime: false, notes: '',
-      priority: 'medium', actualEndTime: null, createdAt: iso(now), updatedAt: iso(now),
-    }), now, now, null)
+    const rec = s.visits.insert(
+      id,
+      shape('visit', {
+        id,
+        jobId,
+        visitStartDateTime: null,
+        visitEndDateTime: null,
+        visitStatus: 'unscheduled',
+        teamId: [],
+        serviceDuration: 60,
+        anyTime: false,
+        notes: '',
+        priority: 'medium',
+        actualEndTime: null,
+        createdAt: iso(now),
+        updatedAt: iso(now),
+      }),
+      now,
+      now,
+      null,
+    )
     s.visitsByJob.set(jobId, [...(s.visitsByJob.get(jobId) ?? []), id])
     rollUp(ctx, job, origin, false)
     return rec
@@ -69,12 +105,30 @@ function create(ctx: EmulatorContext, resource: string, fields: Doc, origin: Ori
     const def = s.objectDefs.find((d) => d.slug === resource.slice(8))
     if (def === undefined) throw badRequest(`Unknown custom object '${resource.slice(8)}'`)
     const data = { ...fakeRecordData(s, def), ...(fields.data as Doc | undefined) }
-    return createRecord(ctx, def, { data, stage: typeof fields.stage === 'string' ? fields.stage : undefined, linkedRecords: undefined, suppress: false, statusInBody: false }, origin, 'en')
+    return createRecord(
+      ctx,
+      def,
+      {
+        data,
+        stage: typeof fields.stage === 'string' ? fields.stage : undefined,
+        linkedRecords: undefined,
+        suppress: false,
+        statusInBody: false,
+      },
+      origin,
+      'en',
+    )
   }
   const coll = collectionOf(ctx, resource)
   const id = s.ids.make(now)
   const idKey = resource === 'items' ? '_id' : resource === 'job_forms' ? 'recordId' : 'id'
-  return coll.insert(id, { [idKey]: id, name: `New ${resource} ${s.prng.hex(4)}`, isActive: true, createdAt: iso(now), updatedAt: iso(now) }, now, now, null)
+  return coll.insert(
+    id,
+    { [idKey]: id, name: `New ${resource} ${s.prng.hex(4)}`, isActive: true, createdAt: iso(now), updatedAt: iso(now) },
+    now,
+    now,
+    null,
+  )
 }
 
 function update(ctx: EmulatorContext, resource: string, rec: StoredRecord, fields: Doc, origin: Origin): void {
@@ -90,7 +144,14 @@ function update(ctx: EmulatorContext, resource: string, rec: StoredRecord, field
     if (def === undefined) throw badRequest(`Unknown custom object '${resource.slice(8)}'`)
     const stage = typeof fields.stage === 'string' ? fields.stage : undefined
     const data = (fields.data as Doc | undefined) ?? {}
-    updateRecord(ctx, def, rec as StoredRecord<{ linkedRecords: unknown[] | null }>, { data, stage, linkedRecords: undefined, suppress: false, statusInBody: stage !== undefined }, origin, 'en')
+    updateRecord(
+      ctx,
+      def,
+      rec as StoredRecord<{ linkedRecords: unknown[] | null }>,
+      { data, stage, linkedRecords: undefined, suppress: false, statusInBody: stage !== undefined },
+      origin,
+      'en',
+    )
     if (fields.updatedAt !== undefined) overlay(ctx, coll, rec, 'record', { updatedAt: fields.updatedAt })
     return
   }
@@ -139,7 +200,10 @@ export function mutate(ctx: EmulatorContext, body: MutateBody): Doc[] {
     if (rec === undefined) throw notFound(`No live ${resource} record ${body.id}`)
     targets = [rec]
   } else {
-    targets = ctx.state.prng.sample(coll.all().filter((r) => !r.deleted), count)
+    targets = ctx.state.prng.sample(
+      coll.all().filter((r) => !r.deleted),
+      count,
+    )
   }
   for (const rec of targets) {
     if (op === 'update') update(ctx, resource, rec, fields, origin)
@@ -151,5 +215,8 @@ export function mutate(ctx: EmulatorContext, body: MutateBody): Doc[] {
 /** Every record of a resource in the API's shape, soft-deleted ones included with `deleted: true`. */
 export function stateOf(ctx: EmulatorContext, resource: string): string {
   const coll = collectionOf(ctx, resource)
-  return `[${coll.all().map((r) => `${Collection.json(r).slice(0, -1)}${Object.keys(r.doc).length > 0 ? ',' : ''}"deleted":${String(r.deleted)}}`).join(',')}]`
+  return `[${coll
+    .all()
+    .map((r) => `${Collection.json(r).slice(0, -1)}${Object.keys(r.doc).length > 0 ? ',' : ''}"deleted":${String(r.deleted)}}`)
+    .join(',')}]`
 }

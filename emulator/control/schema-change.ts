@@ -38,8 +38,15 @@ export function addField(ctx: EmulatorContext, slug: string, body: Doc): Doc {
   if (type !== 'text' && type !== 'select') throw badRequest("'type' must be text or select")
   const options = Array.isArray(body.options) ? (body.options as unknown[]).map((v) => ({ value: String(v), label: String(v) })) : null
   const field: FieldDef = {
-    name, id: ctx.state.ids.make(ctx.clock.now()), label: typeof body.label === 'string' ? body.label : name, type, required: body.required === true,
-    readOnly: false, system: false, options: type === 'select' ? (options ?? []) : null, relation: null,
+    name,
+    id: ctx.state.ids.make(ctx.clock.now()),
+    label: typeof body.label === 'string' ? body.label : name,
+    type,
+    required: body.required === true,
+    readOnly: false,
+    system: false,
+    options: type === 'select' ? (options ?? []) : null,
+    relation: null,
   }
   return change(ctx, def, body, () => {
     def.fields.push(field)

@@ -2,7 +2,15 @@
 // (message first, error second, optionally a code); auth, scope and rate-limit errors are
 // {success, code, message}.
 
-export type ErrorCode = 'UNAUTHORIZED' | 'FORBIDDEN' | 'RATE_LIMITED' | 'INTERNAL_ERROR' | 'INTEGRATION_NOT_CONNECTED' | 'NOT_FOUND' | 'CONFLICT' | 'VALIDATION_ERROR'
+export type ErrorCode =
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'RATE_LIMITED'
+  | 'INTERNAL_ERROR'
+  | 'INTEGRATION_NOT_CONNECTED'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'VALIDATION_ERROR'
 
 export class HttpError extends Error {
   constructor(

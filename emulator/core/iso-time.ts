@@ -24,7 +24,14 @@ export const isDateOnly = (v: string): boolean => DATE_ONLY.test(v) && !Number.i
 /** Offset of `zone` from UTC at instant `utcMs`, in ms (positive east of Greenwich). */
 function zoneOffsetMs(zone: string, utcMs: number): number {
   const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
   }).formatToParts(new Date(utcMs))
   const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value ?? '0')
   const asUtc = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'))

@@ -40,7 +40,8 @@ export function optBoolean(body: Doc, key: string): boolean | undefined {
 export function optIdArray(body: Doc, key: string): string[] | undefined {
   const v = body[key]
   if (v === undefined) return undefined
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && OBJECT_ID.test(x))) throw badRequest(`'${key}' must be an array of 24-hex ids`)
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && OBJECT_ID.test(x)))
+    throw badRequest(`'${key}' must be an array of 24-hex ids`)
   return v as string[]
 }
 

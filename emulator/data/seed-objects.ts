@@ -11,15 +11,30 @@ import { JOB_NOTES } from './word-lists.js'
 
 const BRANDS = ['Carrier', 'Trane', 'Lennox', 'Rheem', 'Goodman', 'Daikin', 'Bosch', 'Kohler'] as const
 const KINDS: Record<string, readonly string[]> = {
-  hvac: ['AC condenser', 'Furnace', 'Heat pump', 'Air handler'], plumbing: ['Water heater', 'Sump pump', 'Backflow preventer'],
-  electrical: ['Panel', 'Generator', 'EV charger'], appliance: ['Ice machine', 'Walk-in cooler', 'Dishwasher'],
+  hvac: ['AC condenser', 'Furnace', 'Heat pump', 'Air handler'],
+  plumbing: ['Water heater', 'Sump pump', 'Backflow preventer'],
+  electrical: ['Panel', 'Generator', 'EV charger'],
+  appliance: ['Ice machine', 'Walk-in cooler', 'Dishwasher'],
 }
 
-function insertRecord(state: State, def: ObjectDef, coll: Collection<ObjectRecordInternal>, data: Doc, stage: string, anchorMs: number): StoredRecord<ObjectRecordInternal> {
+function insertRecord(
+  state: State,
+  def: ObjectDef,
+  coll: Collection<ObjectRecordInternal>,
+  data: Doc,
+  stage: string,
+  anchorMs: number,
+): StoredRecord<ObjectRecordInternal> {
   const { createdMs, updatedMs } = seededTimes(state.prng, anchorMs)
   const id = state.ids.make(createdMs)
   const full = { ...serviceOwnedData(state, def, data, stage), ...nextDisplayId(state, def) }
-  return coll.insert(id, shape('record', { id, object: def.slug, stage, data: full, createdAt: iso(createdMs), updatedAt: iso(updatedMs) }), createdMs, updatedMs, { linkedRecords: null })
+  return coll.insert(
+    id,
+    shape('record', { id, object: def.slug, stage, data: full, createdAt: iso(createdMs), updatedAt: iso(updatedMs) }),
+    createdMs,
+    updatedMs,
+    { linkedRecords: null },
+  )
 }
 
 export function seedObjects(state: State, perObject: number, anchorMs: number): void {
@@ -36,14 +51,20 @@ export function seedObjects(state: State, perObject: number, anchorMs: number): 
       if (def.slug === 'equipment') {
         const category = prng.pick(Object.keys(KINDS))
         data = {
-          name: `${prng.pick(BRANDS)} ${prng.pick(KINDS[category] ?? ['Unit'])} #${i + 1}`, serialNumber: `SN-${prng.hex(8).toUpperCase()}`, category,
-          ownerId: business.length > 0 ? prng.pick(business).id : null, location: prng.pick(['Roof', 'Basement', 'Garage', 'Utility room', 'Kitchen', 'Exterior pad']),
+          name: `${prng.pick(BRANDS)} ${prng.pick(KINDS[category] ?? ['Unit'])} #${i + 1}`,
+          serialNumber: `SN-${prng.hex(8).toUpperCase()}`,
+          category,
+          ownerId: business.length > 0 ? prng.pick(business).id : null,
+          location: prng.pick(['Roof', 'Basement', 'Garage', 'Utility room', 'Kitchen', 'Exterior pad']),
         }
       } else if (def.slug === 'inspections') {
         const equipment = state.objects.get('equipment')?.all() ?? []
         data = {
-          title: `Inspection ${i + 1}`, equipmentId: equipment.length > 0 ? prng.pick(equipment).id : null, inspectorIds: prng.sample(teamIds, prng.int(1, 2)),
-          result: prng.pick(['pass', 'fail', 'needs_followup']), notes: prng.pick(JOB_NOTES),
+          title: `Inspection ${i + 1}`,
+          equipmentId: equipment.length > 0 ? prng.pick(equipment).id : null,
+          inspectorIds: prng.sample(teamIds, prng.int(1, 2)),
+          result: prng.pick(['pass', 'fail', 'needs_followup']),
+          notes: prng.pick(JOB_NOTES),
         }
       } else {
         data = { label: `Asset ${i + 1}` }

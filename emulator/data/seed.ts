@@ -9,7 +9,15 @@ import { anchorOf } from './seed-time.js'
 import type { Counts, State } from './state.js'
 
 export const DEFAULT_COUNTS: Counts = {
-  clients: 50, jobs: 80, visitsPerJob: 0, invoices: 60, customRecords: 40, items: 25, taxes: 4, teamMembers: 8, jobForms: 5,
+  clients: 50,
+  jobs: 80,
+  visitsPerJob: 0,
+  invoices: 60,
+  customRecords: 40,
+  items: 25,
+  taxes: 4,
+  teamMembers: 8,
+  jobForms: 5,
 }
 
 export function seedState(seed: number, counts: Partial<Counts>, nowMs: number): State {
@@ -21,7 +29,13 @@ export function seedState(seed: number, counts: Partial<Counts>, nowMs: number):
   const teamIds = ref.team.all().map((t) => t.id)
   const ownerUserId = teamIds[0] ?? ids.make(anchorMs)
   const refs = {
-    prng, ids, anchorMs, ownerUserId, teamIds, taxes: ref.taxes.all().map((t) => t.doc), jobFormIds: ref.jobForms.all().map((f) => f.id),
+    prng,
+    ids,
+    anchorMs,
+    ownerUserId,
+    teamIds,
+    taxes: ref.taxes.all().map((t) => t.doc),
+    jobFormIds: ref.jobForms.all().map((f) => f.id),
   }
   const clients = seedClients(refs, resolved.clients)
   const live = clients.all()
@@ -29,9 +43,25 @@ export function seedState(seed: number, counts: Partial<Counts>, nowMs: number):
   const work = seedJobs(refs, live, resolved, resolved.visitsPerJob > 0)
   const invoices = seedInvoices(refs, live, resolved.invoices)
   const state: State = {
-    seed, counts: resolved, prng, ids, ownerUserId, clients, jobs: work.jobs, visits: work.visits, visitsByJob: work.visitsByJob, invoices,
-    objectDefs: objectDefinitions(), clientSchema: clientSchema(), schemaCache: new SchemaCache(), objects: new Map(),
-    items: ref.items, taxes: ref.taxes, team: ref.team, jobForms: ref.jobForms, company: ref.company,
+    seed,
+    counts: resolved,
+    prng,
+    ids,
+    ownerUserId,
+    clients,
+    jobs: work.jobs,
+    visits: work.visits,
+    visitsByJob: work.visitsByJob,
+    invoices,
+    objectDefs: objectDefinitions(),
+    clientSchema: clientSchema(),
+    schemaCache: new SchemaCache(),
+    objects: new Map(),
+    items: ref.items,
+    taxes: ref.taxes,
+    team: ref.team,
+    jobForms: ref.jobForms,
+    company: ref.company,
     next: { jobNumber: work.nextJobNumber, documentNumber: 2000 + resolved.invoices, customId: new Map() },
   }
   seedObjects(state, resolved.customRecords, anchorMs)

@@ -33,7 +33,8 @@ export function parseListQuery(q: URLSearchParams, sortable: readonly string[], 
   if (sort !== null && sort !== '') {
     const [f = '', d, ...rest] = sort.split(':')
     if (!sortable.includes(f)) throw badRequest(`Unsupported sort field '${f}'. Sortable fields: ${sortable.join(', ')}`)
-    if (rest.length > 0 || (d !== undefined && d !== 'asc' && d !== 'desc')) throw badRequest(`Invalid sort direction in '${sort}': use asc or desc`)
+    if (rest.length > 0 || (d !== undefined && d !== 'asc' && d !== 'desc'))
+      throw badRequest(`Invalid sort direction in '${sort}': use asc or desc`)
     field = f
     dir = d === 'asc' ? 'asc' : 'desc'
   }
@@ -61,7 +62,10 @@ const PAGES_PER_ORDER = 64
  * kept, since they change without a write to this collection).
  */
 export function listResponse<I>(
-  coll: Collection<I>, lq: ListQuery, filter: ((r: StoredRecord<I>) => boolean) | null, row?: (r: StoredRecord<I>) => Buffer,
+  coll: Collection<I>,
+  lq: ListQuery,
+  filter: ((r: StoredRecord<I>) => boolean) | null,
+  row?: (r: StoredRecord<I>) => Buffer,
 ): ApiResponse {
   const sorted = coll.sorted(lq.field, lq.dir)
   if (filter !== null || row !== undefined) return { body: buildPage(sorted, lq, filter, row) }
@@ -82,10 +86,16 @@ export function listResponse<I>(
 }
 
 function buildPage<I>(
-  sorted: StoredRecord<I>[], lq: ListQuery, filter: ((r: StoredRecord<I>) => boolean) | null, row: (r: StoredRecord<I>) => Buffer = (r) => Collection.bytes(r),
+  sorted: StoredRecord<I>[],
+  lq: ListQuery,
+  filter: ((r: StoredRecord<I>) => boolean) | null,
+  row: (r: StoredRecord<I>) => Buffer = (r) => Collection.bytes(r),
 ): Buffer {
   const since = lq.sinceMs
-  const rows = since === null && filter === null ? sorted : sorted.filter((r) => (since === null || r.updatedMs >= since) && (filter === null || filter(r)))
+  const rows =
+    since === null && filter === null
+      ? sorted
+      : sorted.filter((r) => (since === null || r.updatedMs >= since) && (filter === null || filter(r)))
   const start = (lq.page - 1) * lq.limit
   const page = rows.slice(start, start + lq.limit).map(row)
   return listJson(page, { page: lq.page, limit: lq.limit, total: rows.length })

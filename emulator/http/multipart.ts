@@ -31,7 +31,8 @@ function params(value: string): Map<string, string> {
 export function boundaryOf(contentType: string): string {
   const b = params(contentType).get('boundary')
   if (b === undefined || b === '') throw badRequest('multipart/form-data needs a boundary parameter in Content-Type')
-  if (!BOUNDARY.test(b)) throw badRequest(`Invalid multipart boundary '${b.slice(0, 80)}': 1-70 characters from the RFC 2046 set, not ending in a space`)
+  if (!BOUNDARY.test(b))
+    throw badRequest(`Invalid multipart boundary '${b.slice(0, 80)}': 1-70 characters from the RFC 2046 set, not ending in a space`)
   return b
 }
 
@@ -47,7 +48,8 @@ function partHeaders(text: string): Omit<FormPart, 'data'> {
     if (name === 'content-disposition') disposition = value
     else if (name === 'content-type') contentType = value
   }
-  if (disposition === undefined || !/^form-data\s*(;|$)/i.test(disposition)) throw badRequest('Malformed multipart body: every part needs Content-Disposition: form-data')
+  if (disposition === undefined || !/^form-data\s*(;|$)/i.test(disposition))
+    throw badRequest('Malformed multipart body: every part needs Content-Disposition: form-data')
   const p = params(disposition)
   const name = p.get('name')
   if (name === undefined || name === '') throw badRequest('Malformed multipart body: a part has no name in its Content-Disposition')
@@ -59,7 +61,8 @@ export function parseMultipart(body: Buffer, boundary: string): FormPart[] {
   const delimiter = Buffer.from(`--${boundary}`)
   const next = Buffer.from(`\r\n--${boundary}`)
   let pos = body.indexOf(delimiter)
-  if (pos === -1) throw badRequest(`Malformed multipart body: the boundary '${boundary}' declared in Content-Type does not occur in the body`)
+  if (pos === -1)
+    throw badRequest(`Malformed multipart body: the boundary '${boundary}' declared in Content-Type does not occur in the body`)
   const parts: FormPart[] = []
   for (;;) {
     pos += delimiter.length
@@ -72,7 +75,8 @@ export function parseMultipart(body: Buffer, boundary: string): FormPart[] {
     if (body.subarray(pos, pos + 2).equals(CRLF)) start = pos + 2
     else {
       const end = body.indexOf(HEADER_END, pos)
-      if (end === -1 || end - pos > MAX_HEADER_BYTES) throw badRequest('Malformed multipart body: a part header block does not end (CRLF CRLF)')
+      if (end === -1 || end - pos > MAX_HEADER_BYTES)
+        throw badRequest('Malformed multipart body: a part header block does not end (CRLF CRLF)')
       headerText = body.subarray(pos, end).toString('utf8')
       start = end + 4
     }

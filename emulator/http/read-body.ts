@@ -36,7 +36,9 @@ export async function readForm(req: IncomingMessage, expected: string): Promise<
   const raw = await readRaw(req)
   const type = req.headers['content-type'] ?? ''
   if (!/^multipart\/form-data\b/i.test(type)) {
-    throw badRequest(`This route takes multipart/form-data (${expected}), not ${type === '' ? 'a body without Content-Type' : type.split(';')[0]}`)
+    throw badRequest(
+      `This route takes multipart/form-data (${expected}), not ${type === '' ? 'a body without Content-Type' : type.split(';')[0]}`,
+    )
   }
   if (raw.length === 0) throw badRequest(`Empty multipart body: expected ${expected}`)
   return parseMultipart(raw, boundaryOf(type))

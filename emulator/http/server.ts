@@ -29,7 +29,8 @@ function withoutPage(query: URLSearchParams): URLSearchParams {
   return copy
 }
 
-const GATEWAY_PAGE = (status: number): string => `<html><head><title>${status}</title></head><body><h1>${status} Bad Gateway</h1></body></html>`
+const GATEWAY_PAGE = (status: number): string =>
+  `<html><head><title>${status}</title></head><body><h1>${status} Bad Gateway</h1></body></html>`
 
 export function requestHandler(ctx: EmulatorContext, router: Router, control: ControlHandler) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -57,7 +58,13 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
         }
         if (fault.status5xx !== null) {
           status = fault.status5xx
-          if (status === 500) sendJson(res, 500, { success: false, message: 'Internal server error', error: 'Internal server error', code: 'INTERNAL_ERROR' }, ctx.clock.now())
+          if (status === 500)
+            sendJson(
+              res,
+              500,
+              { success: false, message: 'Internal server error', error: 'Internal server error', code: 'INTERNAL_ERROR' },
+              ctx.clock.now(),
+            )
           else sendText(res, status, GATEWAY_PAGE(status), ctx.clock.now(), { 'content-type': 'text/html' })
           return
         }
@@ -94,12 +101,26 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
       } else {
         status = 500
         const message = err instanceof Error ? err.message : String(err)
-        sendJson(res, 500, { success: false, message: `Internal server error: ${message}`, error: 'Internal server error', code: 'INTERNAL_ERROR' }, ctx.clock.now())
+        sendJson(
+          res,
+          500,
+          { success: false, message: `Internal server error: ${message}`, error: 'Internal server error', code: 'INTERNAL_ERROR' },
+          ctx.clock.now(),
+        )
       }
     } finally {
       ctx.counters.bump('requests.total')
       ctx.counters.bump(`requests.status.${status}`)
-      ctx.log.add({ time: iso(ctx.clock.now()), startedAt: iso(startedAt), keyId, userAgent: req.headers['user-agent'] ?? null, method, path, query: url.search, status })
+      ctx.log.add({
+        time: iso(ctx.clock.now()),
+        startedAt: iso(startedAt),
+        keyId,
+        userAgent: req.headers['user-agent'] ?? null,
+        method,
+        path,
+        query: url.search,
+        status,
+      })
     }
   }
 }

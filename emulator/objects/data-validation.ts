@@ -13,16 +13,21 @@ import { mirrorKey, normaliseRelation } from './record-data.js'
 
 export type Locale = 'en' | 'fr'
 
-export const localeOf = (acceptLanguage: string | undefined): Locale => (acceptLanguage?.trim().toLowerCase().startsWith('fr') === true ? 'fr' : 'en')
+export const localeOf = (acceptLanguage: string | undefined): Locale =>
+  acceptLanguage?.trim().toLowerCase().startsWith('fr') === true ? 'fr' : 'en'
 
 const MESSAGES = {
   required: { en: (l: string) => `Missing required field(s): ${l}`, fr: (l: string) => `Champ(s) obligatoire(s) manquant(s) : ${l}` },
   restrict: {
     en: (label: string, want: string, got: string) => `${label}: client must be ${want} (got ${got})`,
-    fr: (label: string, want: string, got: string) => `${label} : le client doit être ${want === 'business' ? 'une entreprise' : 'un particulier'} (reçu : ${got === 'business' ? 'entreprise' : 'particulier'})`,
+    fr: (label: string, want: string, got: string) =>
+      `${label} : le client doit être ${want === 'business' ? 'une entreprise' : 'un particulier'} (reçu : ${got === 'business' ? 'entreprise' : 'particulier'})`,
   },
   text: { en: (label: string) => `${label}: expected a text value`, fr: (label: string) => `${label} : une valeur texte est attendue` },
-  option: { en: (label: string, v: string) => `${label}: "${v}" is not one of the options`, fr: (label: string, v: string) => `${label} : « ${v} » ne fait pas partie des options` },
+  option: {
+    en: (label: string, v: string) => `${label}: "${v}" is not one of the options`,
+    fr: (label: string, v: string) => `${label} : « ${v} » ne fait pas partie des options`,
+  },
 } as const
 
 function checkRestriction(state: State, field: FieldDef, value: string | string[] | null, locale: Locale): void {
@@ -76,6 +81,8 @@ function coerce(state: State, def: ObjectDef, field: FieldDef, value: unknown, l
 }
 
 export function checkRequired(def: ObjectDef, data: Doc, locale: Locale): void {
-  const missing = def.fields.filter((f) => f.required && (data[f.name] === undefined || data[f.name] === null || data[f.name] === '')).map((f) => f.name)
+  const missing = def.fields
+    .filter((f) => f.required && (data[f.name] === undefined || data[f.name] === null || data[f.name] === ''))
+    .map((f) => f.name)
   if (missing.length > 0) throw badRequest(MESSAGES.required[locale](missing.join(', ')))
 }

@@ -32,7 +32,17 @@ function resolve(ctx: EmulatorContext, slug: string | undefined): { def: ObjectD
 export function schemaView(def: ObjectDef): Doc {
   return {
     object: { slug: def.slug, nameSingular: def.nameSingular, namePlural: def.namePlural },
-    fields: def.fields.map((f) => ({ name: f.name, id: f.id, label: f.label, type: f.type, required: f.required, readOnly: f.readOnly, system: f.system, options: f.options, relation: f.relation })),
+    fields: def.fields.map((f) => ({
+      name: f.name,
+      id: f.id,
+      label: f.label,
+      type: f.type,
+      required: f.required,
+      readOnly: f.readOnly,
+      system: f.system,
+      options: f.options,
+      relation: f.relation,
+    })),
     pipeline: def.pipeline,
   }
 }
@@ -57,7 +67,8 @@ function listRecords(ctx: EmulatorContext, slug: string | undefined, q: URLSearc
     if (known.has(key)) filters.push([key, value])
     else unknown.push(key)
   }
-  if (unknown.length > 0) throw badRequest(`Unknown filter field(s): ${unknown.join(', ')}. Read GET /api/v1/objects/${def.slug}/schema for the field names.`)
+  if (unknown.length > 0)
+    throw badRequest(`Unknown filter field(s): ${unknown.join(', ')}. Read GET /api/v1/objects/${def.slug}/schema for the field names.`)
   const rows = coll.sorted('id', 'asc').filter((r) => {
     if (cursor !== null && r.id <= cursor.toLowerCase()) return false
     if (sinceMs !== null && r.updatedMs < sinceMs) return false
@@ -65,7 +76,9 @@ function listRecords(ctx: EmulatorContext, slug: string | undefined, q: URLSearc
     const data = r.doc.data as Doc
     return filters.every(([k, v]) => {
       const d = data[k]
-      return Array.isArray(d) ? d.some((x) => x === v || (typeof x === 'number' && String(x) === v)) : d === v || ((typeof d === 'number' || typeof d === 'boolean') && String(d) === v)
+      return Array.isArray(d)
+        ? d.some((x) => x === v || (typeof x === 'number' && String(x) === v))
+        : d === v || ((typeof d === 'number' || typeof d === 'boolean') && String(d) === v)
     })
   })
   const page = rows.slice(0, limit)
@@ -75,28 +88,61 @@ function listRecords(ctx: EmulatorContext, slug: string | undefined, q: URLSearc
 }
 
 export function objectRoutes(ctx: EmulatorContext): RouteDef[] {
-  const one = (rec: ObjectRecord, status = 200, meta?: Doc) => ({ status, body: `{"success":true,"data":${Collection.json(rec)}${meta === undefined ? '' : `,"meta":${JSON.stringify(meta)}`}}` })
+  const one = (rec: ObjectRecord, status = 200, meta?: Doc) => ({
+    status,
+    body: `{"success":true,"data":${Collection.json(rec)}${meta === undefined ? '' : `,"meta":${JSON.stringify(meta)}`}}`,
+  })
   return [
     {
-      method: 'GET', path: '/api/v1/objects', family: 'v1', scope: 'objects:read',
+      method: 'GET',
+      path: '/api/v1/objects',
+      family: 'v1',
+      scope: 'objects:read',
       handler: () => {
         // Disabled objects are omitted here (their records stay readable and writable).
-        const data = ctx.state.objectDefs.filter((d) => d.enabled).sort((a, b) => (a.slug < b.slug ? -1 : 1)).map((d) => ({
-          slug: d.slug, nameSingular: d.nameSingular, namePlural: d.namePlural, isChildObject: d.isChildObject, parentObjectSlug: d.parentObjectSlug, schemaUrl: `/api/v1/objects/${d.slug}/schema`,
-        }))
+        const data = ctx.state.objectDefs
+          .filter((d) => d.enabled)
+          .sort((a, b) => (a.slug < b.slug ? -1 : 1))
+          .map((d) => ({
+            slug: d.slug,
+            nameSingular: d.nameSingular,
+            namePlural: d.namePlural,
+            isChildObject: d.isChildObject,
+            parentObjectSlug: d.parentObjectSlug,
+            schemaUrl: `/api/v1/objects/${d.slug}/schema`,
+          }))
         return { body: { success: true, data, meta: { total: data.length } } }
       },
     },
     {
-      method: 'GET', path: '/api/v1/objects/:slug/schema', family: 'v1', scope: 'objects:read',
+      method: 'GET',
+      path: '/api/v1/objects/:slug/schema',
+      family: 'v1',
+      scope: 'objects:read',
       // `client` is accepted here: the way to learn client custom-field ids.
       handler: (req) => ({
-        body: { success: true, data: schemaView(req.params.slug === 'client' ? ctx.state.schemaCache.view(ctx.state.clientSchema, ctx.clock.now()) : resolve(ctx, req.params.slug).def) },
+        body: {
+          success: true,
+          data: schemaView(
+            req.params.slug === 'client'
+              ? ctx.state.schemaCache.view(ctx.state.clientSchema, ctx.clock.now())
+              : resolve(ctx, req.params.slug).def,
+          ),
+        },
       }),
     },
-    { method: 'GET', path: '/api/v1/objects/:slug', family: 'v1', scope: 'objects:read', handler: (req) => ({ body: listRecords(ctx, req.params.slug, req.query) }) },
     {
-      method: 'GET', path: '/api/v1/objects/:slug/:id', family: 'v1', scope: 'objects:read',
+      method: 'GET',
+      path: '/api/v1/objects/:slug',
+      family: 'v1',
+      scope: 'objects:read',
+      handler: (req) => ({ body: listRecords(ctx, req.params.slug, req.query) }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/objects/:slug/:id',
+      family: 'v1',
+      scope: 'objects:read',
       // The slug is not verified here: an unknown one gives `Record not found.`
       handler: (req) => {
         const rec = ctx.state.objects.get(req.params.slug ?? '')?.live(req.params.id ?? '')
@@ -105,7 +151,10 @@ export function objectRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'POST', path: '/api/v1/objects/:slug', family: 'v1', scope: 'objects:write',
+      method: 'POST',
+      path: '/api/v1/objects/:slug',
+      family: 'v1',
+      scope: 'objects:write',
       handler: (req) => {
         const { def } = resolve(ctx, req.params.slug)
         const locale = localeOf(req.headers['accept-language'])
@@ -113,7 +162,10 @@ export function objectRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'PATCH', path: '/api/v1/objects/:slug/:id', family: 'v1', scope: 'objects:write',
+      method: 'PATCH',
+      path: '/api/v1/objects/:slug/:id',
+      family: 'v1',
+      scope: 'objects:write',
       handler: (req) => {
         const { def, coll } = resolve(ctx, req.params.slug)
         const rec = coll.live(req.params.id ?? '')
@@ -124,7 +176,10 @@ export function objectRoutes(ctx: EmulatorContext): RouteDef[] {
       },
     },
     {
-      method: 'PUT', path: '/api/v1/objects/:slug/by/:field/:value', family: 'v1', scope: 'objects:write',
+      method: 'PUT',
+      path: '/api/v1/objects/:slug/by/:field/:value',
+      family: 'v1',
+      scope: 'objects:write',
       handler: (req) => {
         const { def, coll } = resolve(ctx, req.params.slug)
         const field = req.params.field ?? ''

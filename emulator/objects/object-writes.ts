@@ -30,7 +30,13 @@ function stageValue(v: unknown): string {
 }
 
 /** Reads the write body. On create only `status` sets the stage; on PATCH/upsert `stage` wins over `status`. */
-export function parseRecordWrite(ctx: EmulatorContext, def: ObjectDef, body: unknown, mode: 'create' | 'update' | 'upsert', locale: Locale): RecordWrite {
+export function parseRecordWrite(
+  ctx: EmulatorContext,
+  def: ObjectDef,
+  body: unknown,
+  mode: 'create' | 'update' | 'upsert',
+  locale: Locale,
+): RecordWrite {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object')
   const b = body as Doc
   if (mode === 'create' && b.data === undefined) throw badRequest("'data' is required")
@@ -41,7 +47,8 @@ export function parseRecordWrite(ctx: EmulatorContext, def: ObjectDef, body: unk
   else if (b.status !== undefined) stage = stageValue(b.status)
   const suppress = b.suppress_automation === true
   let linkedRecords: unknown[] | null | undefined
-  if (b.linkedRecords !== undefined) linkedRecords = Array.isArray(b.linkedRecords) ? b.linkedRecords : b.linkedRecords === null ? null : [b.linkedRecords]
+  if (b.linkedRecords !== undefined)
+    linkedRecords = Array.isArray(b.linkedRecords) ? b.linkedRecords : b.linkedRecords === null ? null : [b.linkedRecords]
   return { data, stage, linkedRecords, suppress, statusInBody: b.status !== undefined }
 }
 
@@ -60,13 +67,22 @@ export function createRecord(ctx: EmulatorContext, def: ObjectDef, w: RecordWrit
   const now = ctx.clock.now()
   const id = state.ids.make(now)
   const data = { ...serviceOwnedData(state, def, w.data, stage), ...nextDisplayId(state, def) }
-  const rec = coll.insert(id, shape('record', { id, object: def.slug, stage, data, createdAt: iso(now), updatedAt: iso(now) }), now, now, { linkedRecords: w.linkedRecords ?? null })
+  const rec = coll.insert(id, shape('record', { id, object: def.slug, stage, data, createdAt: iso(now), updatedAt: iso(now) }), now, now, {
+    linkedRecords: w.linkedRecords ?? null,
+  })
   ctx.counters.bump(`writes.objects.${origin}`)
   if (!w.suppress) emit(ctx, origin, 'object.created', rec.doc)
   return rec
 }
 
-export function updateRecord(ctx: EmulatorContext, def: ObjectDef, rec: ObjectRecord, w: RecordWrite, origin: Origin, locale: Locale): void {
+export function updateRecord(
+  ctx: EmulatorContext,
+  def: ObjectDef,
+  rec: ObjectRecord,
+  w: RecordWrite,
+  origin: Origin,
+  locale: Locale,
+): void {
   const coll = ctx.state.objects.get(def.slug)
   if (coll === undefined) throw new RangeError(def.slug)
   // Merge: omitted keys kept, null sets null, keys cannot be removed.
@@ -82,7 +98,8 @@ export function updateRecord(ctx: EmulatorContext, def: ObjectDef, rec: ObjectRe
   ctx.counters.bump(`writes.objects.${origin}`)
   if (w.suppress) return
   emit(ctx, origin, 'object.updated', rec.doc)
-  if (w.statusInBody && stage !== previous) emit(ctx, origin, 'object.stage_changed', { ...rec.doc, transition: { from: previous, to: stage } })
+  if (w.statusInBody && stage !== previous)
+    emit(ctx, origin, 'object.stage_changed', { ...rec.doc, transition: { from: previous, to: stage } })
 }
 
 /** In-app deletion (the API has no delete): soft, emits `object.deleted` carrying only the id. */

@@ -12,11 +12,16 @@ const HEX24 = /^[a-fA-F0-9]{24}$/
 function oneId(v: unknown, label: string): string[] {
   if (v === null || v === undefined) return []
   if (typeof v === 'number') return [String(v)]
-  if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter((s) => s !== '')
+  if (typeof v === 'string')
+    return v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '')
   if (Array.isArray(v)) return v.flatMap((x) => oneId(x, label))
   if (typeof v === 'object') {
     const o = v as Doc
-    for (const key of ['$oid', 'id', '_id', 'recordId']) if (typeof o[key] === 'string' || typeof o[key] === 'number') return [String(o[key])]
+    for (const key of ['$oid', 'id', '_id', 'recordId'])
+      if (typeof o[key] === 'string' || typeof o[key] === 'number') return [String(o[key])]
   }
   throw badRequest(`${label}: invalid relation value`)
 }
@@ -62,7 +67,8 @@ export function serviceOwnedData(state: State, def: ObjectDef, data: Doc, stage:
     const mirror = mirrorKey(field)
     if (mirror === null || !(field.name in out)) continue
     const id = out[field.name]
-    out[mirror] = typeof id === 'string' && HEX24.test(id) && field.relation !== null ? displayName(state, field.relation.targetObject, id) : null
+    out[mirror] =
+      typeof id === 'string' && HEX24.test(id) && field.relation !== null ? displayName(state, field.relation.targetObject, id) : null
   }
   out[def.pipeline.fieldName] = stage
   return out
@@ -76,5 +82,4 @@ export function nextDisplayId(state: State, def: ObjectDef): Doc {
   return { customId: `${def.displayIdPrefix}-${String(n).padStart(5, '0')}`, customIdCounter: n }
 }
 
-export const firstStage = (def: ObjectDef): string =>
-  [...def.pipeline.stages].sort((a, b) => a.order - b.order)[0]?.value ?? ''
+export const firstStage = (def: ObjectDef): string => [...def.pipeline.stages].sort((a, b) => a.order - b.order)[0]?.value ?? ''

@@ -43,7 +43,10 @@ export class SchemaCache {
 
   describe(nowMs: number): { slug: string; filledAt: string; expiresAt: string; fresh: boolean }[] {
     return [...this.entries.entries()].map(([slug, e]) => ({
-      slug, filledAt: new Date(e.filledMs).toISOString(), expiresAt: new Date(e.expiresMs).toISOString(), fresh: nowMs < e.expiresMs,
+      slug,
+      filledAt: new Date(e.filledMs).toISOString(),
+      expiresAt: new Date(e.expiresMs).toISOString(),
+      fresh: nowMs < e.expiresMs,
     }))
   }
 

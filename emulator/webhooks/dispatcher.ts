@@ -27,15 +27,21 @@ interface AttemptResult {
 function post(url: URL, body: string, headers: Record<string, string>): Promise<AttemptResult> {
   const lib = url.protocol === 'https:' ? https : http
   return new Promise((resolve) => {
-    const req = lib.request(url, {
-      method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, timeout: DELIVERY_TIMEOUT_MS,
-      // Loopback receivers in tests use self-signed certificates.
-      ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}),
-    }, (res) => {
-      res.resume()
-      res.on('end', () => resolve({ code: res.statusCode ?? null, error: null }))
-      res.on('error', (err) => resolve({ code: res.statusCode ?? null, error: err.message }))
-    })
+    const req = lib.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        timeout: DELIVERY_TIMEOUT_MS,
+        // Loopback receivers in tests use self-signed certificates.
+        ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}),
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve({ code: res.statusCode ?? null, error: null }))
+        res.on('error', (err) => resolve({ code: res.statusCode ?? null, error: err.message }))
+      },
+    )
     req.on('timeout', () => req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`)))
     req.on('error', (err) => resolve({ code: null, error: err.message }))
     req.end(body)
@@ -48,20 +54,36 @@ export class Dispatcher {
   succeeded = 0
   failed = 0
 
-  constructor(private readonly store: WebhookStore, private readonly now: () => number) {}
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly now: () => number,
+  ) {}
 
   emit(event: EventName, payload: unknown): void {
     for (const endpoint of this.store.endpoints.values()) {
       if (!endpoint.isActive || !endpoint.events.includes(event)) continue
       const nowMs = this.now()
       const delivery: Delivery = {
-        id: randomUUID(), endpointId: endpoint.id, event, status: 'pending', attempts: 0, responseCode: null, errorMessage: null, duration: null,
-        createdAt: iso(nowMs), createdMs: nowMs, lastAttemptAt: null, nextAttemptAt: null,
+        id: randomUUID(),
+        endpointId: endpoint.id,
+        event,
+        status: 'pending',
+        attempts: 0,
+        responseCode: null,
+        errorMessage: null,
+        duration: null,
+        createdAt: iso(nowMs),
+        createdMs: nowMs,
+        lastAttemptAt: null,
+        nextAttemptAt: null,
       }
       this.store.deliveries.set(delivery.id, delivery)
       const body = JSON.stringify(payload)
       const headers = {
-        'content-type': 'application/json', 'x-service-event': event, 'x-service-delivery': delivery.id, 'x-service-signature': sign(endpoint.secret, body),
+        'content-type': 'application/json',
+        'x-service-event': event,
+        'x-service-delivery': delivery.id,
+        'x-service-signature': sign(endpoint.secret, body),
       }
       const url = endpoint.url
       const previous = this.chains.get(endpoint.id) ?? Promise.resolve()
@@ -77,7 +99,9 @@ export class Dispatcher {
     const url = new URL(rawUrl)
     const started = performance.now()
     // The emulator never reaches beyond this machine: other hosts fail like a network error.
-    const result = isLoopbackHost(url.hostname) ? await post(url, body, headers) : { code: null, error: 'the emulator delivers to loopback receivers only' }
+    const result = isLoopbackHost(url.hostname)
+      ? await post(url, body, headers)
+      : { code: null, error: 'the emulator delivers to loopback receivers only' }
     const at = this.now()
     this.sent++
     delivery.attempts = 1

@@ -51,7 +51,16 @@ export class WebhookStore {
 
 /** The endpoint record; the secret only when it was just generated (spec: "shown once"). */
 export function endpointView(e: Endpoint, withSecret: boolean): Doc {
-  const view: Doc = { id: e.id, url: e.url, events: e.events, description: e.description, isActive: e.isActive, metadata: e.metadata, createdAt: e.createdAt, updatedAt: e.updatedAt }
+  const view: Doc = {
+    id: e.id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    isActive: e.isActive,
+    metadata: e.metadata,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+  }
   if (withSecret) view.secret = e.secret
   return view
 }
@@ -59,7 +68,15 @@ export function endpointView(e: Endpoint, withSecret: boolean): Doc {
 /** The delivery record: no payload and no response body (spec: Delivery record). */
 export function deliveryView(d: Delivery): Doc {
   return {
-    id: d.id, event: d.event, status: d.status, attempts: d.attempts, responseCode: d.responseCode, errorMessage: d.errorMessage,
-    duration: d.duration, createdAt: d.createdAt, lastAttemptAt: d.lastAttemptAt, nextAttemptAt: d.nextAttemptAt,
+    id: d.id,
+    event: d.event,
+    status: d.status,
+    attempts: d.attempts,
+    responseCode: d.responseCode,
+    errorMessage: d.errorMessage,
+    duration: d.duration,
+    createdAt: d.createdAt,
+    lastAttemptAt: d.lastAttemptAt,
+    nextAttemptAt: d.nextAttemptAt,
   }
 }

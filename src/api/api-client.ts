@@ -74,9 +74,7 @@ export interface ApiResponse {
 
 const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 15_000, deadlineMs: 30_000 }
 
-type Attempt =
-  | { ok: true; response: ApiResponse }
-  | { ok: false; error: Error; outcome: AttemptOutcome }
+type Attempt = { ok: true; response: ApiResponse } | { ok: false; error: Error; outcome: AttemptOutcome }
 
 export class ApiClient {
   readonly #pool: Pool
@@ -208,7 +206,9 @@ export class ApiClient {
     } catch (err) {
       if (signal?.aborted === true) throw abortReason(signal)
       this.#count(where.route, 0, attempt, startedAt)
-      const error = deadline.passed() ? new RequestDeadlineError({ ...where, deadlineMs: this.#timeouts.deadlineMs }, { cause: err }) : networkErrorFor(err, where)
+      const error = deadline.passed()
+        ? new RequestDeadlineError({ ...where, deadlineMs: this.#timeouts.deadlineMs }, { cause: err })
+        : networkErrorFor(err, where)
       return { ok: false, error, outcome: { kind: 'network', reachedServer: error.reachedServer } }
     } finally {
       deadline.dispose()

@@ -63,11 +63,17 @@ export async function* customObjectCursor(
     const rows = extractRows(res, route)
     const parsed = CursorMetaSchema.safeParse(res.meta ?? {})
     if (!parsed.success) {
-      throw new MalformedResponseError({ route: res.route, target: `GET ${route}`, status: res.status, detail: 'meta.next is not {cursor, limit} or null' }, { cause: parsed.error })
+      throw new MalformedResponseError(
+        { route: res.route, target: `GET ${route}`, status: res.status, detail: 'meta.next is not {cursor, limit} or null' },
+        { cause: parsed.error },
+      )
     }
     const next = parsed.data.next?.cursor ?? null
     if (next !== null && next === cursor) {
-      throw new MalformedResponseError({ route: res.route, target: `GET ${route}`, status: res.status, detail: 'meta.next.cursor did not move' }, { cause: next })
+      throw new MalformedResponseError(
+        { route: res.route, target: `GET ${route}`, status: res.status, detail: 'meta.next.cursor did not move' },
+        { cause: next },
+      )
     }
     const bookmark = new Date(startedAt - (options.marginMs ?? 30_000)).toISOString()
     yield { rows, meta: parsed.data, next, walkStartedAt: new Date(startedAt).toISOString(), bookmark }

@@ -20,7 +20,13 @@ export interface RouteInfo {
  * Maps a non-2xx answer. `body` is the parsed JSON body, or the raw text when it was not JSON;
  * `location` is the answer's Location header, named when the answer is a redirect.
  */
-export function apiErrorFor(status: number, body: unknown, where: RouteInfo, retryAfterMs?: number, location?: string | string[]): ApiError {
+export function apiErrorFor(
+  status: number,
+  body: unknown,
+  where: RouteInfo,
+  retryAfterMs?: number,
+  location?: string | string[],
+): ApiError {
   const parsed = FailureBodySchema.safeParse(body)
   const failure = parsed.success ? parsed.data : undefined
   const errorText = typeof failure?.error === 'string' ? failure.error : undefined
@@ -59,14 +65,7 @@ function redirectMessage(data: ApiErrorData, location: string | string[] | undef
 }
 
 // Failures to set up a connection: the request was never sent, so even a create may be repeated.
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-])
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])
 
 export function errorCodeOf(err: unknown): string {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {

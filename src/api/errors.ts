@@ -118,8 +118,14 @@ export class NetworkError extends Error {
   readonly reachedServer: boolean
   readonly retryable = true
 
-  constructor(data: { route: string; target: string; errorCode: string; reachedServer: boolean; message?: string }, options: { cause: unknown }) {
-    super(data.message ?? `Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`, options)
+  constructor(
+    data: { route: string; target: string; errorCode: string; reachedServer: boolean; message?: string },
+    options: { cause: unknown },
+  ) {
+    super(
+      data.message ?? `Network error (${data.errorCode}) on ${data.target}: the upstream could not be reached or did not answer in time`,
+      options,
+    )
     this.name = new.target.name
     this.route = data.route
     this.target = data.target

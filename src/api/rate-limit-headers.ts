@@ -27,8 +27,7 @@ export function parseResetHeader(value: string | undefined, nowMs: number, serve
   if (value === undefined) return undefined
   const text = value.trim()
   if (text === '') return undefined
-  const serverNow =
-    serverDateMs !== undefined && Math.abs(serverDateMs - nowMs) > SKEW_TOLERANCE_MS ? serverDateMs : nowMs
+  const serverNow = serverDateMs !== undefined && Math.abs(serverDateMs - nowMs) > SKEW_TOLERANCE_MS ? serverDateMs : nowMs
   if (/^\d+(\.\d+)?$/.test(text)) {
     const n = Number(text)
     if (n >= EPOCH_MS_MIN) return { waitMs: Math.max(0, n - serverNow), form: 'epoch-ms' }

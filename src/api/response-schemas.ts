@@ -15,7 +15,10 @@ export type ListMeta = z.infer<typeof ListMetaSchema>
 
 /** `meta` of custom-object lists: `next` is `{cursor, limit}` while pages remain, else null. */
 export const CursorMetaSchema = z.looseObject({
-  next: z.looseObject({ cursor: z.string().min(1), limit: count.optional() }).nullable().optional(),
+  next: z
+    .looseObject({ cursor: z.string().min(1), limit: count.optional() })
+    .nullable()
+    .optional(),
 })
 export type CursorMeta = z.infer<typeof CursorMetaSchema>
 

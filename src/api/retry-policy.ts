@@ -13,9 +13,7 @@ export type AttemptOutcome =
   | { kind: 'status'; status: number; retryAfterMs?: number | undefined }
   | { kind: 'network'; reachedServer: boolean; retryAfterMs?: undefined }
 
-export type RetryDecision =
-  | { retry: true; delayMs: number; reason: string }
-  | { retry: false; reason: string }
+export type RetryDecision = { retry: true; delayMs: number; reason: string } | { retry: false; reason: string }
 
 export interface RetryPolicy {
   /** Retries after the first attempt. Default 3. */

@@ -74,7 +74,13 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
   for (;;) {
     const sinceIso = pos.since === undefined ? undefined : new Date(pos.since).toISOString()
     const requested = page
-    const query: Query = { ...options.extraQuery, sort: 'updatedAt:asc', limit, page, ...(sinceIso === undefined ? {} : { since: sinceIso }) }
+    const query: Query = {
+      ...options.extraQuery,
+      sort: 'updatedAt:asc',
+      limit,
+      page,
+      ...(sinceIso === undefined ? {} : { since: sinceIso }),
+    }
     const res = await client.get(route, query, { priority: options.priority ?? 'sweep', signal: options.signal })
     const rows = readKeysetRows(res, route)
     const meta = ListMetaSchema.safeParse(res.meta ?? {}).data ?? {}
@@ -83,11 +89,20 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
     const first = rows[0]
     if (pos.since !== undefined && first !== undefined && instant(first) < pos.since) {
       throw new MalformedResponseError(
-        { route: res.route, target: `GET ${route}`, status: res.status, detail: `a row older than since=${sinceIso ?? ''} came back: the route does not honour since` },
+        {
+          route: res.route,
+          target: `GET ${route}`,
+          status: res.status,
+          detail: `a row older than since=${sinceIso ?? ''} came back: the route does not honour since`,
+        },
         { cause: first },
       )
     }
-    const stalled = (requests: number, detail: string) => new PagingStalledError({ route: res.route, target: `GET ${route}`, requests, detail }, { cause: { since: sinceIso, page: requested } })
+    const stalled = (requests: number, detail: string) =>
+      new PagingStalledError(
+        { route: res.route, target: `GET ${route}`, requests, detail },
+        { cause: { since: sinceIso, page: requested } },
+      )
     const at = pos.since
     const before = { since: pos.since, seen: pos.seen.size }
     const lastAt = rows.length === 0 ? undefined : instant(rows[rows.length - 1]!)
@@ -107,7 +122,10 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       else if (!short && lastAt === at && tieIds.every((id) => passIds.has(id))) {
         // A full page of the tie, every row of it already received in this pass: the route
         // answered an earlier page again instead of page=N.
-        throw stalled(idle + 1, `page=${requested} at since=${sinceIso ?? ''} brought only rows of an earlier page of the same ${passIds.size}+ rows sharing that updatedAt: the route ignores page, so the rest of them cannot be read`)
+        throw stalled(
+          idle + 1,
+          `page=${requested} at since=${sinceIso ?? ''} brought only rows of an earlier page of the same ${passIds.size}+ rows sharing that updatedAt: the route ignores page, so the rest of them cannot be read`,
+        )
       }
       for (const id of tieIds) passIds.add(id)
       // Stepping through (or re-reading) the tie at `at`: new rows of the tie, and rows past it

@@ -23,16 +23,28 @@ import type { Command } from './command.js'
 import { formatResults } from './run-summary.js'
 
 export const DEMO_QUERIES: readonly { title: string; sql: string }[] = [
-  { title: 'Jobs by status', sql: `SELECT job_status, count(*) AS jobs, round(sum(total), 2) AS total FROM jobs WHERE deleted_at IS NULL GROUP BY job_status ORDER BY jobs DESC` },
+  {
+    title: 'Jobs by status',
+    sql: `SELECT job_status, count(*) AS jobs, round(sum(total), 2) AS total FROM jobs WHERE deleted_at IS NULL GROUP BY job_status ORDER BY jobs DESC`,
+  },
   {
     title: 'Clients with the most unpaid invoices',
     sql: `SELECT coalesce(nullif(c.company_name, ''), c.first_name || ' ' || c.last_name) AS client, count(*) AS invoices, round(sum(i.total), 2) AS unpaid
           FROM invoices i JOIN clients c ON c.id = i.client_id
           WHERE i.deleted_at IS NULL AND i.status IN ('unpaid', 'overdue', 'partial') GROUP BY c.id ORDER BY unpaid DESC LIMIT 5`,
   },
-  { title: 'Visits by status', sql: `SELECT visit_status, count(*) AS visits FROM visits WHERE deleted_at IS NULL GROUP BY visit_status ORDER BY visits DESC` },
-  { title: 'Custom objects and their record counts', sql: `SELECT t.slug, t.view_name, count(r.id) AS records FROM custom_object_types t LEFT JOIN custom_records r ON r.slug = t.slug AND r.deleted_at IS NULL GROUP BY t.slug` },
-  { title: 'The latest changes (what a warehouse loader reads)', sql: `SELECT seq, table_name, record_id, op, changed_at FROM change_log ORDER BY seq DESC LIMIT 5` },
+  {
+    title: 'Visits by status',
+    sql: `SELECT visit_status, count(*) AS visits FROM visits WHERE deleted_at IS NULL GROUP BY visit_status ORDER BY visits DESC`,
+  },
+  {
+    title: 'Custom objects and their record counts',
+    sql: `SELECT t.slug, t.view_name, count(r.id) AS records FROM custom_object_types t LEFT JOIN custom_records r ON r.slug = t.slug AND r.deleted_at IS NULL GROUP BY t.slug`,
+  },
+  {
+    title: 'The latest changes (what a warehouse loader reads)',
+    sql: `SELECT seq, table_name, record_id, op, changed_at FROM change_log ORDER BY seq DESC LIMIT 5`,
+  },
 ]
 
 /** Seconds between live lines. */
@@ -58,7 +70,8 @@ export function demoSchedules(sweepSeconds: number): Record<string, string> {
 
 export const demoCommand: Command = {
   command: 'demo',
-  describe: 'Run the daemon against an emulated, changing account (webhooks included), print example queries, keep the mirror live until Ctrl-C',
+  describe:
+    'Run the daemon against an emulated, changing account (webhooks included), print example queries, keep the mirror live until Ctrl-C',
   builder: (y) =>
     y
       .option('dir', { type: 'string', describe: 'folder for the mirror (default: a new temporary folder)' })
@@ -89,7 +102,14 @@ export const demoCommand: Command = {
       const dir = typeof args.dir === 'string' ? args.dir : mkdtempSync(path.join(tmpdir(), 'fsm-demo-'))
       const db = path.join(dir, 'fsm-mirror.db')
       const config = loadConfig({
-        env: { FSM_BASE_URL: emulator.url, FSM_API_KEY: emulator.apiKey, FSM_DB: db, FSM_LOG_LEVEL: 'warn', FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: '0' },
+        env: {
+          FSM_BASE_URL: emulator.url,
+          FSM_API_KEY: emulator.apiKey,
+          FSM_DB: db,
+          FSM_LOG_LEVEL: 'warn',
+          FSM_HTTP_HOST: '127.0.0.1',
+          FSM_HTTP_PORT: '0',
+        },
         overrides: { schedules: demoSchedules(interval) },
       })
       const logger = createLogger({ level: config.logLevel, secrets: [emulator.apiKey], destination: process.stderr })
@@ -117,7 +137,11 @@ export const demoCommand: Command = {
 
       // The account now changes on its own: some changes through the API (webhooks to the daemon),
       // some "in the web app" (no webhook: only the next sweep sees them).
-      await request(`${emulator.url}/__emulator/churn`, { method: 'POST', body: JSON.stringify({ ratePerSecond: CHURN_PER_SECOND }), headers: { 'content-type': 'application/json' } }).then((r) => r.body.dump())
+      await request(`${emulator.url}/__emulator/churn`, {
+        method: 'POST',
+        body: JSON.stringify({ ratePerSecond: CHURN_PER_SECOND }),
+        headers: { 'content-type': 'application/json' },
+      }).then((r) => r.body.dump())
       out.write(
         `Webhooks: endpoint ${reg.endpointId} delivers every event to ${webhookUrl}.\n` +
           `The emulated account now changes about ${CHURN_PER_SECOND} times a second, half of it with webhooks. ` +
@@ -172,8 +196,19 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
 /** The runs the daemon recorded since `began`, in order, as the `sync` summary prints them. */
 function runsSince(sqlite: Sqlite, began: string): RunResult[] {
   const rows = sqlite
-    .prepare(`SELECT stream, kind, outcome, rows, requests, error, started_at, ended_at FROM sync_runs WHERE started_at >= ? AND ended_at IS NOT NULL ORDER BY id`)
-    .all(began) as { stream: string; kind: string; outcome: RunResult['outcome']; rows: number; requests: number; error: string | null; started_at: string; ended_at: string }[]
+    .prepare(
+      `SELECT stream, kind, outcome, rows, requests, error, started_at, ended_at FROM sync_runs WHERE started_at >= ? AND ended_at IS NOT NULL ORDER BY id`,
+    )
+    .all(began) as {
+    stream: string
+    kind: string
+    outcome: RunResult['outcome']
+    rows: number
+    requests: number
+    error: string | null
+    started_at: string
+    ended_at: string
+  }[]
   return rows.map((r) => ({
     stream: r.stream,
     kind: r.kind === 'reconcile' ? 'reconcile' : 'sweep',

@@ -23,8 +23,14 @@ export const doctorCommand: Command = {
     print(checks[0]!)
     const { baseUrl, apiKey } = config
     if (baseUrl === undefined || apiKey === undefined) {
-      const missing = [baseUrl === undefined ? 'FSM_BASE_URL' : undefined, apiKey === undefined ? 'FSM_API_KEY' : undefined].filter((k) => k !== undefined)
-      const c = { ok: false, label: 'API settings', detail: `${missing.join(' and ')} not set: the API base address and a svc_live_ key are required` }
+      const missing = [baseUrl === undefined ? 'FSM_BASE_URL' : undefined, apiKey === undefined ? 'FSM_API_KEY' : undefined].filter(
+        (k) => k !== undefined,
+      )
+      const c = {
+        ok: false,
+        label: 'API settings',
+        detail: `${missing.join(' and ')} not set: the API base address and a svc_live_ key are required`,
+      }
       checks.push(c)
       print(c)
     } else {

@@ -10,13 +10,11 @@ export const queryCommand: Command = {
   command: 'query <sql>',
   describe: 'Run one read-only SQL statement against the mirror; rows stream out as they are read',
   builder: (y) =>
-    y
-      .positional('sql', { type: 'string', describe: 'the statement, e.g. "SELECT count(*) FROM jobs"' })
-      .option('format', {
-        choices: ['table', 'json', 'csv'] as const,
-        default: 'table' as const,
-        describe: `json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
-      }),
+    y.positional('sql', { type: 'string', describe: 'the statement, e.g. "SELECT count(*) FROM jobs"' }).option('format', {
+      choices: ['table', 'json', 'csv'] as const,
+      default: 'table' as const,
+      describe: `json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
+    }),
   run: async (args, ctx) => {
     const db = ctx.config().db
     const mirror = await openMirror(db, { readonly: true })

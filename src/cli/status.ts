@@ -42,10 +42,23 @@ function render(report: StatusReport, budget: number): string {
     s.lastError === null ? '' : `${s.lastErrorAt ?? ''} ${s.lastError}`.slice(0, 100),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
-  const out = [line(head), ...rows.map(line), '', `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`]
-  if (report.webhookInbox !== null) out.push(`webhook inbox: ${report.webhookInbox.backlog} waiting, ${report.webhookInbox.failed} failed, ${report.webhookInbox.skipped} skipped (stream not selected)`)
-  if (report.schedulesOff !== undefined && report.schedulesOff.length > 0) out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd()
+  const out = [
+    line(head),
+    ...rows.map(line),
+    '',
+    `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`,
+  ]
+  if (report.webhookInbox !== null)
+    out.push(
+      `webhook inbox: ${report.webhookInbox.backlog} waiting, ${report.webhookInbox.failed} failed, ${report.webhookInbox.skipped} skipped (stream not selected)`,
+    )
+  if (report.schedulesOff !== undefined && report.schedulesOff.length > 0)
+    out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
   return out.join('\n') + '\n'
 }
 

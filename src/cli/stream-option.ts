@@ -12,7 +12,8 @@ const isObject = (name: string) => OBJECT_STREAM.test(name)
 
 /** Why `name` cannot be given to `--stream` of this command, or undefined when it can. */
 export function streamOptionProblem(command: 'sync' | 'reconcile', name: string): string | undefined {
-  if (!StreamName.safeParse(name).success) return `--stream ${name}: no such stream; valid: ${STREAM_NAMES.join(', ')}, or objects:<slug> for one custom object`
+  if (!StreamName.safeParse(name).success)
+    return `--stream ${name}: no such stream; valid: ${STREAM_NAMES.join(', ')}, or objects:<slug> for one custom object`
   if (command === 'reconcile' && !RECONCILABLE.includes(name) && !isObject(name)) {
     return `--stream ${name}: reconcile has nothing to do for it (reference data and account metadata are re-read whole by sync); reconcilable: ${RECONCILABLE.join(', ')}, or objects:<slug>`
   }

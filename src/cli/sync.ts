@@ -9,8 +9,11 @@ export const syncCommand: Command = {
   command: 'sync',
   describe: 'One incremental pass over the named streams (all by default), then exit',
   builder: (y) =>
-    streamOption(y, 'sync', 'stream to sync (repeatable); all when omitted')
-      .option('full', { type: 'boolean', default: false, describe: 'ignore the stored cursors and walk everything' }),
+    streamOption(y, 'sync', 'stream to sync (repeatable); all when omitted').option('full', {
+      type: 'boolean',
+      default: false,
+      describe: 'ignore the stored cursors and walk everything',
+    }),
   run: (args, ctx) =>
     withRuntime(ctx, async (rt, signal) => {
       const named = (args.stream as string[] | undefined) ?? []

@@ -17,11 +17,15 @@ export const triggerCommand: Command = {
       ;(result.outcome === 'success' ? ctx.io.stdout : ctx.io.stderr).write(formatTrigger(result))
       if (name === 'calendar-a' && !result.notConnected) {
         const status = await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
-        if (status !== undefined) ctx.io.stdout.write(`calendar-a status: ${status.connected === true ? 'connected' : 'not connected'}, last sync ${status.lastSyncAt ?? 'never'}\n`)
+        if (status !== undefined)
+          ctx.io.stdout.write(
+            `calendar-a status: ${status.connected === true ? 'connected' : 'not connected'}, last sync ${status.lastSyncAt ?? 'never'}\n`,
+          )
         // The change feed lists what the trigger pushed: read only after a trigger that ran.
         if (result.outcome === 'success') {
           const feed = await syncCalendarFeed(rt.syncContext({ signal }), rt.client)
-          if (feed.outcome === 'success') ctx.io.stdout.write(`calendar-a change feed: ${feed.rows} new change records stored in calendar_changes\n`)
+          if (feed.outcome === 'success')
+            ctx.io.stdout.write(`calendar-a change feed: ${feed.rows} new change records stored in calendar_changes\n`)
           else ctx.io.stderr.write(`calendar-a change feed: ${feed.outcome}: ${feed.error ?? ''}\n`)
         }
       }

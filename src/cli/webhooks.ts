@@ -32,7 +32,9 @@ export const webhooksCommand: Command = {
       if (action === 'list') return list(rt, store, ctx.io, signal)
       const endpoint = (args.endpoint as string | undefined) ?? store.current()?.endpointId
       if (endpoint === undefined) {
-        ctx.io.stderr.write('fsm-sync webhooks deliveries: no endpoint registered from this mirror; pass --endpoint ID (see `fsm-sync webhooks list`)\n')
+        ctx.io.stderr.write(
+          'fsm-sync webhooks deliveries: no endpoint registered from this mirror; pass --endpoint ID (see `fsm-sync webhooks list`)\n',
+        )
         return Promise.resolve(1)
       }
       return deliveries(rt, endpoint, args.status as DeliveryStatus | undefined, Number(args.limit), ctx.io, signal)
@@ -57,20 +59,51 @@ async function register(rt: Runtime, store: SecretStore, url: string, io: Io): P
 async function list(rt: Runtime, store: SecretStore, io: Io, signal: AbortSignal): Promise<number> {
   const endpoints = await listEndpoints(rt.client, signal)
   const ours = store.current()?.endpointId
-  const rows = endpoints.map((e) => [e.id, e.isActive === false ? 'paused' : 'active', String(e.events?.length ?? ''), e.id === ours ? 'yes' : '', e.url])
-  io.stdout.write(table(['id', 'state', 'events', 'this mirror', 'url'], rows) + (endpoints.length === 0 ? 'no endpoints registered\n' : ''))
+  const rows = endpoints.map((e) => [
+    e.id,
+    e.isActive === false ? 'paused' : 'active',
+    String(e.events?.length ?? ''),
+    e.id === ours ? 'yes' : '',
+    e.url,
+  ])
+  io.stdout.write(
+    table(['id', 'state', 'events', 'this mirror', 'url'], rows) + (endpoints.length === 0 ? 'no endpoints registered\n' : ''),
+  )
   return 0
 }
 
-async function deliveries(rt: Runtime, endpoint: string, status: DeliveryStatus | undefined, limit: number, io: Io, signal: AbortSignal): Promise<number> {
+async function deliveries(
+  rt: Runtime,
+  endpoint: string,
+  status: DeliveryStatus | undefined,
+  limit: number,
+  io: Io,
+  signal: AbortSignal,
+): Promise<number> {
   const records = await listDeliveries(rt.client, endpoint, { status, max: limit, signal })
-  const rows = records.map((d) => [d.id, d.event, d.status, String(d.attempts ?? ''), String(d.responseCode ?? ''), d.createdAt ?? '', d.lastAttemptAt ?? '', (d.errorMessage ?? '').slice(0, 60)])
-  io.stdout.write(table(['id', 'event', 'status', 'attempts', 'code', 'created', 'last attempt', 'error'], rows) + (records.length === 0 ? 'no delivery records\n' : ''))
+  const rows = records.map((d) => [
+    d.id,
+    d.event,
+    d.status,
+    String(d.attempts ?? ''),
+    String(d.responseCode ?? ''),
+    d.createdAt ?? '',
+    d.lastAttemptAt ?? '',
+    (d.errorMessage ?? '').slice(0, 60),
+  ])
+  io.stdout.write(
+    table(['id', 'event', 'status', 'attempts', 'code', 'created', 'last attempt', 'error'], rows) +
+      (records.length === 0 ? 'no delivery records\n' : ''),
+  )
   return 0
 }
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd()
   return [line(head), ...rows.map(line)].join('\n') + '\n'
 }

@@ -8,7 +8,10 @@ export const CRON_FORMS =
 
 /** Why `expression` cannot be a schedule, or undefined when croner gives it a next run after `from`. */
 export function cronProblem(expression: string, from: Date = new Date()): string | undefined {
-  const fields = expression.trim().split(/\s+/).filter((f) => f !== '').length
+  const fields = expression
+    .trim()
+    .split(/\s+/)
+    .filter((f) => f !== '').length
   if (fields !== 5 && fields !== 6) return `"${expression}" has ${fields} field${fields === 1 ? '' : 's'}: ${CRON_FORMS}`
   let cron: Cron
   try {

@@ -6,7 +6,18 @@ import { HELD_SHARE, INTAKE_LIMIT_DEFAULTS } from './intake-defaults.js'
 import { cronProblem } from './cron-check.js'
 
 const STREAMS = [
-  'clients', 'jobs', 'visits', 'invoices', 'objects', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys',
+  'clients',
+  'jobs',
+  'visits',
+  'invoices',
+  'objects',
+  'items',
+  'taxes',
+  'team',
+  'job_forms',
+  'company',
+  'webhooks',
+  'api_keys',
 ] as const
 export type CoreStreamName = (typeof STREAMS)[number]
 export const STREAM_NAMES: readonly CoreStreamName[] = STREAMS
@@ -15,11 +26,9 @@ export const STREAM_NAMES: readonly CoreStreamName[] = STREAMS
 export const OBJECT_STREAM = /^objects:([A-Za-z0-9_-]+)$/
 
 /** A stream name of the product, or `objects:<slug>` for one custom object. */
-export const StreamName = z
-  .string()
-  .refine((s) => (STREAMS as readonly string[]).includes(s) || OBJECT_STREAM.test(s), {
-    message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
-  })
+export const StreamName = z.string().refine((s) => (STREAMS as readonly string[]).includes(s) || OBJECT_STREAM.test(s), {
+  message: `must be one of ${STREAMS.join(', ')}, or objects:<slug>`,
+})
 
 // Decimal digits only: z.coerce.number() would also take "0x10" (16), "1e3", " 12 " and "" (0).
 // A JSON number from the config file passes as it is.
@@ -28,10 +37,23 @@ const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
 const DEFAULT_BODY_GAP_MS = 15_000
 
 const int = (min: number, max: number) =>
-  z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), z.number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) }).int({ error: INT_MESSAGE }).min(min).max(max))
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v),
+    z
+      .number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) })
+      .int({ error: INT_MESSAGE })
+      .min(min)
+      .max(max),
+  )
 
 const commaList = z.preprocess(
-  (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : v),
+  (v) =>
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0)
+      : v,
   z.array(z.string().min(1)),
 )
 
@@ -55,12 +77,12 @@ export const RETENTION_OFF = 'off'
 
 /** A retention horizon in whole days, or "off": keep everything. */
 const DAYS_MESSAGE = 'must be a whole number of days from 1 to 36500, or "off" to keep everything'
-const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_MESSAGE).min(1, DAYS_MESSAGE).max(36_500, DAYS_MESSAGE)], { error: DAYS_MESSAGE })
+const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_MESSAGE).min(1, DAYS_MESSAGE).max(36_500, DAYS_MESSAGE)], {
+  error: DAYS_MESSAGE,
+})
 
 export const ConfigSchema = z.strictObject({
-  baseUrl: z
-    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' })
-    .optional(),
+  baseUrl: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' }).optional(),
   apiKey: z
     .string()
     .refine((s) => s.startsWith('svc_live_') && s.length > 'svc_live_'.length, {
@@ -78,8 +100,12 @@ export const ConfigSchema = z.strictObject({
     .string()
     .regex(/^0?[0-7]{3}$/, { message: 'must be an octal file mode such as 0640 (owner read/write, group read) or 0600 (owner only)' })
     .transform((s) => Number.parseInt(s, 8))
-    .refine((m) => (m & 0o600) === 0o600, { message: 'must give the owner read and write (6 in the first digit), e.g. 0640: fsm-sync writes the mirror' })
-    .refine((m) => (m & 0o007) === 0, { message: 'must give others no access (0 in the last digit), e.g. 0640: the mirror holds customer data; share it through the group' })
+    .refine((m) => (m & 0o600) === 0o600, {
+      message: 'must give the owner read and write (6 in the first digit), e.g. 0640: fsm-sync writes the mirror',
+    })
+    .refine((m) => (m & 0o007) === 0, {
+      message: 'must give others no access (0 in the last digit), e.g. 0640: the mirror holds customer data; share it through the group',
+    })
     .refine((m) => (m & 0o111) === 0, { message: 'must not be executable, e.g. 0640' })
     .default(0o640),
   rateLimit: int(1, 100_000).default(60),
@@ -135,11 +161,17 @@ export const ConfigSchema = z.strictObject({
         .string()
         .startsWith('/')
         // The daemon's own endpoints share the listener: the webhook route would take their place.
-        .refine((p) => !DAEMON_PATHS.includes(p), { message: `must not be ${DAEMON_PATHS.join(', ')}: the daemon serves those itself; use e.g. /webhooks` })
+        .refine((p) => !DAEMON_PATHS.includes(p), {
+          message: `must not be ${DAEMON_PATHS.join(', ')}: the daemon serves those itself; use e.g. /webhooks`,
+        })
         .default('/webhooks'),
       maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
       maxBacklog: int(1, 10_000_000).default(100_000),
-      rotationGraceHours: z.coerce.number().min(0).max(24 * 365).default(24),
+      rotationGraceHours: z.coerce
+        .number()
+        .min(0)
+        .max(24 * 365)
+        .default(24),
       /** Bounds against slow and hostile clients (src/webhooks/intake-limits.ts has the reasons). */
       maxConnections: int(16, 1_000_000).default(INTAKE_LIMIT_DEFAULTS.maxConnections),
       bodyTimeoutMs: int(100, 600_000).default(INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs),

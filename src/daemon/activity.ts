@@ -50,7 +50,9 @@ export function activityMark(sqlite: Sqlite, metrics: WebhookMetrics): ActivityM
 
 function inboxCounts(sqlite: Sqlite): { backlog: number; failed: number } {
   return sqlite
-    .prepare(`SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM webhook_inbox`)
+    .prepare(
+      `SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM webhook_inbox`,
+    )
     .get() as { backlog: number; failed: number }
 }
 
@@ -60,7 +62,8 @@ export function activitySince(sqlite: Sqlite, metrics: WebhookMetrics, since: Ac
     .prepare(`SELECT id, stream, kind, outcome, rows, requests, error FROM sync_runs WHERE id > ? AND ended_at IS NOT NULL ORDER BY id`)
     .all(since.runId) as (RunLine & { id: number })[]
   // Stop before the first run still going, so that it is reported once, when it ends.
-  const running = sqlite.prepare(`SELECT min(id) FROM sync_runs WHERE id > ? AND ended_at IS NULL`).pluck().get(since.runId) as number | null
+  const running = sqlite.prepare(`SELECT min(id) FROM sync_runs WHERE id > ? AND ended_at IS NULL`).pluck().get(since.runId) as
+    number | null
   const done = running === null ? runs : runs.filter((r) => r.id < running)
   const seq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get() as number
   const inbox = inboxCounts(sqlite)
@@ -84,14 +87,20 @@ export function activitySince(sqlite: Sqlite, metrics: WebhookMetrics, since: Ac
 
 /** One line: `webhooks +3 received, +3 applied; sweep: clients 2, jobs 1; 4 requests; mirror +6 changes`. Pure. */
 export function formatActivity(a: Activity): string {
-  const parts = [`webhooks +${a.received} received, +${a.applied} applied${a.backlog > 0 ? ` (${a.backlog} waiting)` : ''}${a.failed > 0 ? ` (${a.failed} could not be applied: see webhook_inbox.error)` : ''}`]
+  const parts = [
+    `webhooks +${a.received} received, +${a.applied} applied${a.backlog > 0 ? ` (${a.backlog} waiting)` : ''}${a.failed > 0 ? ` (${a.failed} could not be applied: see webhook_inbox.error)` : ''}`,
+  ]
   const byKind = new Map<string, RunLine[]>()
   for (const r of a.runs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r])
   for (const [kind, runs] of byKind) {
     const changed = runs.filter((r) => r.rows > 0).map((r) => `${r.stream} ${r.rows}`)
-    const failed = runs.filter((r) => r.outcome !== 'success').map((r) => `${r.stream} ${r.outcome}${r.error === null ? '' : ` (${r.error.slice(0, 80)})`}`)
+    const failed = runs
+      .filter((r) => r.outcome !== 'success')
+      .map((r) => `${r.stream} ${r.outcome}${r.error === null ? '' : ` (${r.error.slice(0, 80)})`}`)
     const what = [...changed, ...failed]
-    parts.push(`${kind} of ${runs.length} stream${runs.length === 1 ? '' : 's'}: ${what.length === 0 ? 'no changes' : what.join(', ')}; ${runs.reduce((n, r) => n + r.requests, 0)} requests`)
+    parts.push(
+      `${kind} of ${runs.length} stream${runs.length === 1 ? '' : 's'}: ${what.length === 0 ? 'no changes' : what.join(', ')}; ${runs.reduce((n, r) => n + r.requests, 0)} requests`,
+    )
   }
   parts.push(`mirror +${a.changes} changes`)
   return parts.join('; ')

@@ -21,16 +21,23 @@ export interface ApiAccessOptions {
   headersTimeoutMaxMs?: number
 }
 
-export function createApiAccess(config: Config & { baseUrl: string; apiKey: string }, logger: Logger, sqlite: Sqlite, options: ApiAccessOptions = {}): { governor: RequestGovernor; client: ApiClient } {
+export function createApiAccess(
+  config: Config & { baseUrl: string; apiKey: string },
+  logger: Logger,
+  sqlite: Sqlite,
+  options: ApiAccessOptions = {},
+): { governor: RequestGovernor; client: ApiClient } {
   const ledger = new RequestLedger(sqlite)
   let ledgerFailed = false
   const failed = (err: unknown) => {
     // The budget still holds for this process; other processes on the key cannot see this start.
-    if (!ledgerFailed) logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
+    if (!ledgerFailed)
+      logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
     ledgerFailed = true
   }
   const priorStarts = ledger.recent(Date.now())
-  if (priorStarts.length > 0) logger.info({ requests: priorStarts.length }, 'requests started in the last minute by another process count against this one\'s budget')
+  if (priorStarts.length > 0)
+    logger.info({ requests: priorStarts.length }, "requests started in the last minute by another process count against this one's budget")
   const governor = new RequestGovernor({
     limitPerMinute: config.rateLimit,
     priorStarts,

@@ -46,10 +46,15 @@ export function calendarChangeRow(record: unknown): CalendarChangeRow | undefine
   const visit = typeof d.visit === 'object' && d.visit !== null ? (d.visit as Record<string, unknown>) : {}
   const raw = JSON.stringify(record)
   const externalEventId = text(pick(d, ['externalEventId', 'external_event_id', 'eventId', 'event_id', 'externalId', 'external_id']))
-  const changedAt = canonicalTimeOrText(pick(d, ['changedAt', 'changed_at', 'updatedAt', 'updated_at', 'timestamp', 'syncedAt', 'createdAt']))
+  const changedAt = canonicalTimeOrText(
+    pick(d, ['changedAt', 'changed_at', 'updatedAt', 'updated_at', 'timestamp', 'syncedAt', 'createdAt']),
+  )
   return {
     // A re-read of the same change (the boundary of `since`, a repeated page) keeps one row.
-    change_key: externalEventId !== null && changedAt !== null ? `${externalEventId}@${changedAt}` : `sha256:${createHash('sha256').update(raw).digest('hex')}`,
+    change_key:
+      externalEventId !== null && changedAt !== null
+        ? `${externalEventId}@${changedAt}`
+        : `sha256:${createHash('sha256').update(raw).digest('hex')}`,
     action: text(pick(d, ['action', 'type', 'op', 'operation', 'change'])),
     visit_id: text(pick(d, ['visitId', 'visit_id']) ?? visit.id),
     external_event_id: externalEventId,
@@ -59,11 +64,17 @@ export function calendarChangeRow(record: unknown): CalendarChangeRow | undefine
 }
 
 /** The records of a feed page, and its next cursor (top level `next_cursor`, or in `meta`). Pure. */
-export function feedPage(body: unknown, data: unknown, meta: Record<string, unknown> | undefined): { records: unknown[]; next: string | null } {
+export function feedPage(
+  body: unknown,
+  data: unknown,
+  meta: Record<string, unknown> | undefined,
+): { records: unknown[]; next: string | null } {
   const b = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
   const d = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : {}
   const records = Array.isArray(data) ? data : Array.isArray(d.changes) ? d.changes : Array.isArray(d.items) ? d.items : []
-  const next = text(pick(b, ['next_cursor', 'nextCursor']) ?? pick(meta ?? {}, ['next_cursor', 'nextCursor']) ?? pick(d, ['next_cursor', 'nextCursor']))
+  const next = text(
+    pick(b, ['next_cursor', 'nextCursor']) ?? pick(meta ?? {}, ['next_cursor', 'nextCursor']) ?? pick(d, ['next_cursor', 'nextCursor']),
+  )
   return { records, next }
 }
 
@@ -100,7 +111,8 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
       const page = feedPage(res.body, res.data, res.meta)
       const rows = page.records.map(calendarChangeRow).filter((r): r is CalendarChangeRow => r !== undefined)
       records += rows.length
-      for (const r of rows) if (r.changed_at !== null && /^\d{4}-/.test(r.changed_at) && (latest === undefined || r.changed_at > latest)) latest = r.changed_at
+      for (const r of rows)
+        if (r.changed_at !== null && /^\d{4}-/.test(r.changed_at) && (latest === undefined || r.changed_at > latest)) latest = r.changed_at
       // Mid-walk the point stays where the walk began: a stop re-reads this walk, never skips it.
       const last = page.next === null
       committed.rows += commit(rows, last ? resumePoint(latest, walkStarted, ctx.options.lookbackMs, since) : undefined)
@@ -114,7 +126,10 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
         break
       }
     } while (cursor !== null && ctx.signal?.aborted !== true)
-    return { rows: committed.rows, details: { records, pages, ...(since === undefined ? {} : { since }), ...(cursorReset === undefined ? {} : { cursorReset }) } }
+    return {
+      rows: committed.rows,
+      details: { records, pages, ...(since === undefined ? {} : { since }), ...(cursorReset === undefined ? {} : { cursorReset }) },
+    }
   })
 }
 

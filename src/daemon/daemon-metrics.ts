@@ -31,11 +31,31 @@ export class DaemonMetrics {
 
   constructor(sources: MetricSources) {
     const registers = [this.registry]
-    this.#requests = new Counter({ name: 'fsm_api_requests_total', help: 'Upstream answers by route and HTTP status (0: failed below HTTP), every attempt counted', labelNames: ['route', 'status'], registers })
+    this.#requests = new Counter({
+      name: 'fsm_api_requests_total',
+      help: 'Upstream answers by route and HTTP status (0: failed below HTTP), every attempt counted',
+      labelNames: ['route', 'status'],
+      registers,
+    })
     this.#rateLimited = new Counter({ name: 'fsm_api_rate_limited_total', help: 'Upstream 429 answers', labelNames: ['route'], registers })
-    this.#retries = new Counter({ name: 'fsm_api_retries_total', help: 'Upstream attempts after the first of a request', labelNames: ['route'], registers })
-    this.#rows = new Counter({ name: 'fsm_rows_written_total', help: 'Rows a run changed in the mirror, by stream and kind', labelNames: ['stream', 'kind'], registers })
-    this.#runs = new Counter({ name: 'fsm_runs_total', help: 'Finished runs by stream, kind and outcome', labelNames: ['stream', 'kind', 'outcome'], registers })
+    this.#retries = new Counter({
+      name: 'fsm_api_retries_total',
+      help: 'Upstream attempts after the first of a request',
+      labelNames: ['route'],
+      registers,
+    })
+    this.#rows = new Counter({
+      name: 'fsm_rows_written_total',
+      help: 'Rows a run changed in the mirror, by stream and kind',
+      labelNames: ['stream', 'kind'],
+      registers,
+    })
+    this.#runs = new Counter({
+      name: 'fsm_runs_total',
+      help: 'Finished runs by stream, kind and outcome',
+      labelNames: ['stream', 'kind', 'outcome'],
+      registers,
+    })
     this.#durations = new Histogram({
       name: 'fsm_run_duration_seconds',
       help: 'Duration of sweeps, reconciliations and triggers',
@@ -43,8 +63,18 @@ export class DaemonMetrics {
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
       registers,
     })
-    this.#lastSuccess = new Gauge({ name: 'fsm_last_success_timestamp_seconds', help: 'Unix time of the last successful run per stream (alert on staleness)', labelNames: ['stream'], registers })
-    this.#notConnected = new Counter({ name: 'fsm_integration_not_connected_total', help: 'Triggers refused with INTEGRATION_NOT_CONNECTED', labelNames: ['integration'], registers })
+    this.#lastSuccess = new Gauge({
+      name: 'fsm_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful run per stream (alert on staleness)',
+      labelNames: ['stream'],
+      registers,
+    })
+    this.#notConnected = new Counter({
+      name: 'fsm_integration_not_connected_total',
+      help: 'Triggers refused with INTEGRATION_NOT_CONNECTED',
+      labelNames: ['integration'],
+      registers,
+    })
     this.#retention = new Counter({
       name: 'fsm_retention_deleted_rows_total',
       help: 'Rows removed by retention passes, by table (webhook_inbox_bodies: bodies of applied deliveries dropped, their ids kept)',
@@ -52,9 +82,20 @@ export class DaemonMetrics {
       registers,
     })
     const budget = (name: string, help: string, pick: (s: GovernorState) => number) =>
-      new Gauge({ name, help, registers, collect() { this.set(pick(sources.governor())) } })
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(pick(sources.governor()))
+        },
+      })
     budget('fsm_request_budget_limit', 'Configured requests per sliding minute (FSM_RATE_LIMIT)', (s) => s.limit)
-    budget('fsm_request_budget_effective_limit', 'Requests per minute the governor allows now (adapted to the rate-limit headers)', (s) => s.effectiveLimit)
+    budget(
+      'fsm_request_budget_effective_limit',
+      'Requests per minute the governor allows now (adapted to the rate-limit headers)',
+      (s) => s.effectiveLimit,
+    )
     budget('fsm_request_budget_used', 'Requests started in the last 60 seconds', (s) => s.sentLastMinute)
     budget('fsm_requests_in_flight', 'Upstream requests in flight', (s) => s.inFlight)
     budget('fsm_request_budget_paused', '1 while a 429 pauses every request', (s) => (s.pausedUntil === null ? 0 : 1))
@@ -62,19 +103,54 @@ export class DaemonMetrics {
     if (webhookCounters !== undefined) {
       for (const key of Object.keys(webhookCounters())) {
         // The webhook path keeps plain numbers; mirror each into a counter when scraped.
-        new Counter({ name: `fsm_${key}`, help: `Webhook path counter ${key}`, registers, collect() { this.reset(); this.inc(webhookCounters()[key] ?? 0) } })
+        new Counter({
+          name: `fsm_${key}`,
+          help: `Webhook path counter ${key}`,
+          registers,
+          collect() {
+            this.reset()
+            this.inc(webhookCounters()[key] ?? 0)
+          },
+        })
       }
     }
     const backlog = sources.webhookBacklog
-    if (backlog !== undefined) new Gauge({ name: 'fsm_webhook_inbox_backlog', help: 'Stored deliveries not applied yet', registers, collect() { this.set(backlog()) } })
+    if (backlog !== undefined)
+      new Gauge({
+        name: 'fsm_webhook_inbox_backlog',
+        help: 'Stored deliveries not applied yet',
+        registers,
+        collect() {
+          this.set(backlog())
+        },
+      })
     const checkpoints = sources.checkpoints
     if (checkpoints !== undefined) {
       const counter = (name: string, help: string, pick: (s: CheckpointStats) => number) =>
-        new Counter({ name, help, registers, collect() { this.reset(); this.inc(pick(checkpoints())) } })
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset()
+            this.inc(pick(checkpoints()))
+          },
+        })
       counter('fsm_mirror_checkpoint_passes_total', 'Background checkpoint passes (worker thread)', (s) => s.passes)
       counter('fsm_mirror_checkpoint_errors_total', 'Background checkpoint passes that failed', (s) => s.errors)
-      counter('fsm_mirror_checkpoint_frames_total', 'Log frames copied into the mirror file, read by the background checkpoints (includes the writer\'s backstop checkpoints)', (s) => s.copiedFrames)
-      new Gauge({ name: 'fsm_mirror_wal_frames', help: 'Frames in the mirror\'s write-ahead log after the last background checkpoint', registers, collect() { this.set(checkpoints().logFrames) } })
+      counter(
+        'fsm_mirror_checkpoint_frames_total',
+        "Log frames copied into the mirror file, read by the background checkpoints (includes the writer's backstop checkpoints)",
+        (s) => s.copiedFrames,
+      )
+      new Gauge({
+        name: 'fsm_mirror_wal_frames',
+        help: "Frames in the mirror's write-ahead log after the last background checkpoint",
+        registers,
+        collect() {
+          this.set(checkpoints().logFrames)
+        },
+      })
     }
   }
 

@@ -61,8 +61,18 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   })
   hook.metrics = m
   m.seedLastSuccess(rt.state.all())
-  const gaps = new DeliveryGapCheck({ client: rt.client, sqlite: rt.mirror.sqlite, secrets: webhooks.secrets, graceHours: config.webhooks.rotationGraceHours, logger, selectedStreams: config.streams })
-  const scheduler = new Scheduler(syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }), logger)
+  const gaps = new DeliveryGapCheck({
+    client: rt.client,
+    sqlite: rt.mirror.sqlite,
+    secrets: webhooks.secrets,
+    graceHours: config.webhooks.rotationGraceHours,
+    logger,
+    selectedStreams: config.streams,
+  })
+  const scheduler = new Scheduler(
+    syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }),
+    logger,
+  )
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
@@ -77,10 +87,19 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
       const fault = webhooks.processor.fault
-      if (fault !== undefined) return { ready: false, reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s` }
+      if (fault !== undefined)
+        return {
+          ready: false,
+          reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s`,
+        }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
       const stalled = scheduler.stalled()
-      if (stalled.length > 0) return { ready: false, reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`, next: scheduler.nextRuns() }
+      if (stalled.length > 0)
+        return {
+          ready: false,
+          reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`,
+          next: scheduler.nextRuns(),
+        }
       return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns(), off: scheduler.off() }
     },
   })
@@ -89,7 +108,9 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
     await rt.close()
-    throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, { cause: err })
+    throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, {
+      cause: err,
+    })
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
@@ -99,7 +120,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   scheduler.start()
   logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
   const off = scheduler.off()
-  if (off.length > 0) logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
+  if (off.length > 0)
+    logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
   // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
   const firstSweep = off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined)
 

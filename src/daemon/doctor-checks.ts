@@ -25,7 +25,11 @@ export interface Check {
 /** One GET per enabled stream (and the integrations the daemon triggers), with the scope it needs. */
 export function scopeProbes(config: Config): { label: string; path: string; query?: Record<string, string> }[] {
   const sel = selectStreams(config.streams)
-  const probes: { label: string; path: string; query?: Record<string, string> }[] = sel.records.map((s) => ({ label: `${s.scope} (${s.name})`, path: s.route, query: { limit: '1' } }))
+  const probes: { label: string; path: string; query?: Record<string, string> }[] = sel.records.map((s) => ({
+    label: `${s.scope} (${s.name})`,
+    path: s.route,
+    query: { limit: '1' },
+  }))
   if (sel.objects !== undefined) probes.push({ label: `${customObjects.scope} (objects)`, path: customObjects.discoveryRoute })
   if (sel.metadata.includes('webhooks')) probes.push({ label: `${webhookEndpoints.scope ?? ''} (webhooks)`, path: webhookEndpoints.route })
   for (const r of sel.reference) probes.push({ label: `legacy route ${r.route} (${r.name})`, path: r.route })
@@ -53,7 +57,12 @@ export async function apiChecks(config: Config & { baseUrl: string; apiKey: stri
           governor: new RequestGovernor({ limitPerMinute: config.rateLimit, maxInFlight: 1 }),
           logger,
           retryPolicy,
-          timeouts: { connectMs: Math.min(config.http.connectTimeoutMs, 5000), headersMs: Math.min(config.http.headersTimeoutMs, 10_000), bodyMs: config.http.bodyTimeoutMs, deadlineMs: config.http.requestDeadlineMs },
+          timeouts: {
+            connectMs: Math.min(config.http.connectTimeoutMs, 5000),
+            headersMs: Math.min(config.http.headersTimeoutMs, 10_000),
+            bodyMs: config.http.bodyTimeoutMs,
+            deadlineMs: config.http.requestDeadlineMs,
+          },
         })
       : createApiAccess(config, logger, mirror.sqlite, access).client
   const checks: Check[] = []
@@ -65,11 +74,20 @@ export async function apiChecks(config: Config & { baseUrl: string; apiKey: stri
       checks.push({ ok: true, label: 'FSM_API_KEY valid', detail: 'accepted' })
     } catch (err) {
       if (err instanceof NetworkError) {
-        checks.push({ ok: false, label: 'FSM_BASE_URL reachable', detail: `${err.message}. Check the address (${config.baseUrl}), DNS, proxies and firewalls` })
+        checks.push({
+          ok: false,
+          label: 'FSM_BASE_URL reachable',
+          detail: `${err.message}. Check the address (${config.baseUrl}), DNS, proxies and firewalls`,
+        })
         return checks
       }
       checks.push({ ok: true, label: 'FSM_BASE_URL reachable', detail: config.baseUrl })
-      if (err instanceof UnauthorizedError) checks.push({ ok: false, label: 'FSM_API_KEY valid', detail: 'rejected (401): the key is invalid, revoked or expired; create a new one in the account settings' })
+      if (err instanceof UnauthorizedError)
+        checks.push({
+          ok: false,
+          label: 'FSM_API_KEY valid',
+          detail: 'rejected (401): the key is invalid, revoked or expired; create a new one in the account settings',
+        })
       else checks.push({ ok: false, label: 'FSM_API_KEY valid', detail: (err as Error).message })
       return checks
     }
@@ -78,8 +96,14 @@ export async function apiChecks(config: Config & { baseUrl: string; apiKey: stri
         await client.get(probe.path, probe.query, { priority: 'sweep' })
         checks.push({ ok: true, label: probe.label, detail: 'granted' })
       } catch (err) {
-        if (err instanceof ApiError && err.apiCode === 'INTEGRATION_NOT_CONNECTED') checks.push({ ok: true, label: probe.label, detail: 'granted (calendar-a is not connected: its trigger will report that)' })
-        else if (err instanceof ForbiddenError) checks.push({ ok: false, label: probe.label, detail: `missing scope ${err.missingScope ?? '(not named)'}: add it to the key or create a key that has it` })
+        if (err instanceof ApiError && err.apiCode === 'INTEGRATION_NOT_CONNECTED')
+          checks.push({ ok: true, label: probe.label, detail: 'granted (calendar-a is not connected: its trigger will report that)' })
+        else if (err instanceof ForbiddenError)
+          checks.push({
+            ok: false,
+            label: probe.label,
+            detail: `missing scope ${err.missingScope ?? '(not named)'}: add it to the key or create a key that has it`,
+          })
         else checks.push({ ok: false, label: probe.label, detail: (err as Error).message })
       }
     }
@@ -96,8 +120,15 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
     mirror = await openMirror(config.db, { mode: config.dbMode })
   } catch (err) {
     // A MirrorError about the file already names it, what is wrong and the fix.
-    const known = err instanceof MirrorError && (err.code === 'MIRROR_CORRUPT' || err.code === 'MIRROR_UNREADABLE' || err.code === 'MIGRATION_FAILED')
-    return [{ ok: false, label: 'mirror writable, migrations applied', detail: known ? err.message : `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user` }]
+    const known =
+      err instanceof MirrorError && (err.code === 'MIRROR_CORRUPT' || err.code === 'MIRROR_UNREADABLE' || err.code === 'MIGRATION_FAILED')
+    return [
+      {
+        ok: false,
+        label: 'mirror writable, migrations applied',
+        detail: known ? err.message : `${(err as Error).message}. Check FSM_DB and that its folder is writable by this user`,
+      },
+    ]
   }
   try {
     const probe = await probeMirror(mirror.sqlite, config.webhooks.maxBodyBytes)
@@ -117,11 +148,22 @@ export async function mirrorChecks(config: Config): Promise<Check[]> {
     }
     const mode = secretsFileMode(store.file)
     if (mode !== undefined && (mode & 0o077) !== 0) {
-      checks.push({ ok: false, label: 'webhook secrets file readable by its owner only', detail: `${store.file} has mode 0${mode.toString(8)}: run \`chmod 600 ${store.file}\`` })
+      checks.push({
+        ok: false,
+        label: 'webhook secrets file readable by its owner only',
+        detail: `${store.file} has mode 0${mode.toString(8)}: run \`chmod 600 ${store.file}\``,
+      })
     }
-    if (config.webhookSecrets.length > 0) checks.push({ ok: true, label: 'webhook secret', detail: `${config.webhookSecrets.length} in FSM_WEBHOOK_SECRETS` })
-    else if (stored !== undefined) checks.push({ ok: true, label: 'webhook secret', detail: `stored for endpoint ${stored.endpointId} (${stored.url})` })
-    else checks.push({ ok: false, label: 'webhook secret', detail: 'none: run `fsm-sync webhooks register --url https://<this host>/webhooks`, or set FSM_WEBHOOK_SECRETS' })
+    if (config.webhookSecrets.length > 0)
+      checks.push({ ok: true, label: 'webhook secret', detail: `${config.webhookSecrets.length} in FSM_WEBHOOK_SECRETS` })
+    else if (stored !== undefined)
+      checks.push({ ok: true, label: 'webhook secret', detail: `stored for endpoint ${stored.endpointId} (${stored.url})` })
+    else
+      checks.push({
+        ok: false,
+        label: 'webhook secret',
+        detail: 'none: run `fsm-sync webhooks register --url https://<this host>/webhooks`, or set FSM_WEBHOOK_SECRETS',
+      })
     return checks
   } finally {
     await mirror.close()

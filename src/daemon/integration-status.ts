@@ -40,7 +40,14 @@ export async function pollCalendarStatus(
   try {
     const res = await client.get(`/api/v1/integrations/${name}/status`, undefined, { priority: 'trigger', signal: options.signal })
     const status = parseCalendarStatus(res.data)
-    upsert.run({ name, ...status, connected: status.connected === null ? null : Number(status.connected), error: null, raw: JSON.stringify(res.data), checkedAt })
+    upsert.run({
+      name,
+      ...status,
+      connected: status.connected === null ? null : Number(status.connected),
+      error: null,
+      raw: JSON.stringify(res.data),
+      checkedAt,
+    })
     return status
   } catch (err) {
     // Keep the last known values; record only why this read failed.

@@ -50,7 +50,11 @@ export async function runTrigger(ctx: SyncContext, client: Pick<ApiClient, 'post
   let notConnected = false
   const result = await trackedRun(ctx, 'trigger', name, async ({ source }) => {
     try {
-      const res = await client.post(`/api/v1/integrations/${name}/sync`, undefined, source.counted({ priority: 'trigger', signal: ctx.signal }))
+      const res = await client.post(
+        `/api/v1/integrations/${name}/sync`,
+        undefined,
+        source.counted({ priority: 'trigger', signal: ctx.signal }),
+      )
       const details = triggerDetails(res.data)
       return { rows: changedCount(details), details }
     } catch (err) {

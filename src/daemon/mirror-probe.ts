@@ -85,7 +85,8 @@ async function roomLeft(sqlite: Sqlite, minRoomBytes: number): Promise<string | 
   if (file === undefined) return undefined
   const disk = await fs.promises.statfs(path.dirname(file))
   const free = disk.bavail * disk.bsize
-  if (free < minRoomBytes) return `the disk holding the mirror is full: ${free} bytes free in ${path.dirname(file)}; free space on it (deliveries are answered 503 until then)`
+  if (free < minRoomBytes)
+    return `the disk holding the mirror is full: ${free} bytes free in ${path.dirname(file)}; free space on it (deliveries are answered 503 until then)`
   return undefined
 }
 

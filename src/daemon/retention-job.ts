@@ -69,7 +69,10 @@ export function retentionJob({ sqlite, settings, cron, logger, metrics, now = Da
       const started = performance.now()
       const r = await runRetention(sqlite, now(), settings, { signal })
       metrics.retentionRemoved(r.removed)
-      log.info({ removed: r.removed, freedPages: r.freedPages, aborted: r.aborted, durationMs: Math.round(performance.now() - started) }, 'retention pass done')
+      log.info(
+        { removed: r.removed, freedPages: r.freedPages, aborted: r.aborted, durationMs: Math.round(performance.now() - started) },
+        'retention pass done',
+      )
     },
   }
 }

@@ -58,7 +58,8 @@ export class RunOwnership {
         this.#beatFailed = false
       } catch (err) {
         // Only matters to another host: after STALE_AFTER_MS of silence it may abandon our runs.
-        if (!this.#beatFailed) logger.warn({ err }, 'cannot refresh this process\'s heartbeat in the mirror; another host may take its runs for abandoned')
+        if (!this.#beatFailed)
+          logger.warn({ err }, "cannot refresh this process's heartbeat in the mirror; another host may take its runs for abandoned")
         this.#beatFailed = true
       }
     }, options.heartbeatMs ?? HEARTBEAT_MS)
@@ -72,22 +73,24 @@ export class RunOwnership {
     // The owners are read under the same write lock that marks runs interrupted: read before it, a
     // process that registers and starts a run in between would have its live run taken for one
     // with no owner.
-    return this.#sqlite.transaction(() => {
-      const owners = new Map(this.#store.all().map((o) => [o.id, o]))
-      const gone: AbandonedOwner[] = []
-      const runs = state.abandonRunning(isoNow(now), (id) => {
-        const owner = id === null ? undefined : owners.get(id)
-        const verdict = ownerLiveness(owner, this.#self, rules)
-        if (!verdict.gone) return false
-        gone.push({ id, ...(owner === undefined ? {} : { pid: owner.pid, host: owner.host }), reason: verdict.reason })
-        return true
+    return this.#sqlite
+      .transaction(() => {
+        const owners = new Map(this.#store.all().map((o) => [o.id, o]))
+        const gone: AbandonedOwner[] = []
+        const runs = state.abandonRunning(isoNow(now), (id) => {
+          const owner = id === null ? undefined : owners.get(id)
+          const verdict = ownerLiveness(owner, this.#self, rules)
+          if (!verdict.gone) return false
+          gone.push({ id, ...(owner === undefined ? {} : { pid: owner.pid, host: owner.host }), reason: verdict.reason })
+          return true
+        })
+        // Rows of gone owners (and of any owner whose runs all ended) are no longer needed.
+        for (const o of owners.values()) {
+          if (o.id !== this.id && ownerLiveness(o, this.#self, rules).gone) this.#store.prune(o.id)
+        }
+        return { runs, owners: gone }
       })
-      // Rows of gone owners (and of any owner whose runs all ended) are no longer needed.
-      for (const o of owners.values()) {
-        if (o.id !== this.id && ownerLiveness(o, this.#self, rules).gone) this.#store.prune(o.id)
-      }
-      return { runs, owners: gone }
-    }).immediate()
+      .immediate()
   }
 
   /** Stops the heartbeat and removes this process's row: a run it left running is then abandoned at the next start. */

@@ -26,7 +26,8 @@ export interface Runtime {
 /** The settings every command that calls the API needs, reported together (exit 2). */
 export function requireApiSettings(config: Config): { baseUrl: string; apiKey: string } {
   const issues = []
-  if (config.baseUrl === undefined) issues.push({ key: 'FSM_BASE_URL', message: 'is required: the API base address, e.g. https://api.example.com' })
+  if (config.baseUrl === undefined)
+    issues.push({ key: 'FSM_BASE_URL', message: 'is required: the API base address, e.g. https://api.example.com' })
   if (config.apiKey === undefined) issues.push({ key: 'FSM_API_KEY', message: 'is required: an API key starting with svc_live_' })
   if (issues.length > 0 || config.baseUrl === undefined || config.apiKey === undefined) throw new ConfigError(issues)
   return { baseUrl: config.baseUrl, apiKey: config.apiKey }
@@ -44,9 +45,18 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
   const ownership = new RunOwnership(mirror.sqlite, logger)
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
-  if (abandoned.runs > 0) logger.warn({ runs: abandoned.runs, owners: abandoned.owners }, 'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint')
+  if (abandoned.runs > 0)
+    logger.warn(
+      { runs: abandoned.runs, owners: abandoned.owners },
+      'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint',
+    )
   // One budget for the key across processes (see api-access.ts).
-  const { governor, client } = createApiAccess({ ...config, baseUrl, apiKey }, logger, mirror.sqlite, options.onResponse === undefined ? {} : { onResponse: options.onResponse })
+  const { governor, client } = createApiAccess(
+    { ...config, baseUrl, apiKey },
+    logger,
+    mirror.sqlite,
+    options.onResponse === undefined ? {} : { onResponse: options.onResponse },
+  )
   const now = () => Date.now()
   return {
     config,

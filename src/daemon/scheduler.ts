@@ -88,7 +88,12 @@ export class Scheduler {
 
   /** Next run per job; "off" for a schedule switched off. */
   nextRuns(): Record<string, string | null> {
-    return Object.fromEntries([...this.#jobs.values()].map((s) => [s.def.name, s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.cron?.nextRun()?.toISOString() ?? null)]))
+    return Object.fromEntries(
+      [...this.#jobs.values()].map((s) => [
+        s.def.name,
+        s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.cron?.nextRun()?.toISOString() ?? null),
+      ]),
+    )
   }
 
   /** Jobs switched on for which croner has no next run: they would never run on their own. */

@@ -51,18 +51,28 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
       if (name !== 'calendar-a' || signal.aborted) return
       await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
       // The change feed is read after a trigger that ran (a disconnected calendar has none).
-      if (r.outcome === 'success' && !signal.aborted) metrics.observeRun(await syncCalendarFeed(rt.syncContext({ signal }), rt.client), 'sweep')
+      if (r.outcome === 'success' && !signal.aborted)
+        metrics.observeRun(await syncCalendarFeed(rt.syncContext({ signal }), rt.client), 'sweep')
     },
   })
   const s: Config['schedules'] = rt.config.schedules
   return [
-    { name: 'sweep', cron: s.sweep, run: (signal) => lane.run(async () => void observe(await runSweeps(rt.syncContext({ signal }), records))) },
+    {
+      name: 'sweep',
+      cron: s.sweep,
+      run: (signal) => lane.run(async () => void observe(await runSweeps(rt.syncContext({ signal }), records))),
+    },
     {
       name: 'reference',
       cron: s.reference,
-      run: async (signal) => void observe(await runSweeps(rt.syncContext({ signal }), { ...selection, records: [], objects: undefined }), 'reference'),
+      run: async (signal) =>
+        void observe(await runSweeps(rt.syncContext({ signal }), { ...selection, records: [], objects: undefined }), 'reference'),
     },
-    { name: 'reconcile', cron: s.reconcile, run: (signal) => lane.run(async () => void observe(await runReconciliations(rt.syncContext({ signal }), records))) },
+    {
+      name: 'reconcile',
+      cron: s.reconcile,
+      run: (signal) => lane.run(async () => void observe(await runReconciliations(rt.syncContext({ signal }), records))),
+    },
     trigger('calendar-a', s.calendarA),
     trigger('calendar-b', s.calendarB),
     trigger('accounting', s.accounting),

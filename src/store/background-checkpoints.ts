@@ -19,7 +19,12 @@
 // writes), completes, and the next commit restarts the log. If the worker cannot run, the writer's
 // previous setting comes back and the mirror checkpoints as it did before.
 import type { Logger } from '../log/logger.js'
-import { CHECKPOINT_COUNTERS as FIELDS, STOP_CHECKPOINTS, type CheckpointWorkerData, type CheckpointWorkerMessage } from './checkpoint-protocol.js'
+import {
+  CHECKPOINT_COUNTERS as FIELDS,
+  STOP_CHECKPOINTS,
+  type CheckpointWorkerData,
+  type CheckpointWorkerMessage,
+} from './checkpoint-protocol.js'
 import type { Sqlite } from './mirror-database.js'
 import { startModuleWorker } from './module-worker.js'
 
@@ -91,10 +96,12 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     else log.warn({ reason: m.message }, 'a background checkpoint failed; the next pass tries again')
   })
   worker.on('error', (err) => giveBack('the worker failed', err))
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => {
-    giveBack('the worker exited')
-    resolve()
-  }))
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      giveBack('the worker exited')
+      resolve()
+    }),
+  )
   // Only once the worker is asked to run: until then the writer keeps its own setting.
   sqlite.pragma(`wal_autocheckpoint = ${Math.min(backstop, previous > 0 ? previous : backstop)}`)
   const stop = async (): Promise<void> => {
@@ -109,7 +116,10 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     // for it: `abandoned` tells the caller to end the process another way.
     const waitMs = options.stopTimeoutMs ?? 3_000
     let timer: NodeJS.Timeout | undefined
-    const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs)))])
+    const late = await Promise.race([
+      exited.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
+    ])
     clearTimeout(timer)
     if (late) {
       abandoned = true

@@ -12,7 +12,14 @@ interface CheckpointResult {
   checkpointed: number
 }
 
-const [PASSES, BUSY, ERRORS, LOG, COPIED, MICROS] = [slotOf('passes'), slotOf('busy'), slotOf('errors'), slotOf('logFrames'), slotOf('copiedFrames'), slotOf('micros')]
+const [PASSES, BUSY, ERRORS, LOG, COPIED, MICROS] = [
+  slotOf('passes'),
+  slotOf('busy'),
+  slotOf('errors'),
+  slotOf('logFrames'),
+  slotOf('copiedFrames'),
+  slotOf('micros'),
+]
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 

@@ -15,12 +15,14 @@ export class CustomObjectTypes {
   constructor(private readonly sqlite: Sqlite) {}
 
   all(): StoredType[] {
-    return (this.sqlite.prepare('SELECT slug, fields, pipeline, disabled_at FROM custom_object_types ORDER BY slug').all() as {
-      slug: string
-      fields: string | null
-      pipeline: string | null
-      disabled_at: string | null
-    }[]).map((r) => ({ slug: r.slug, fields: r.fields, pipeline: r.pipeline, disabledAt: r.disabled_at }))
+    return (
+      this.sqlite.prepare('SELECT slug, fields, pipeline, disabled_at FROM custom_object_types ORDER BY slug').all() as {
+        slug: string
+        fields: string | null
+        pipeline: string | null
+        disabled_at: string | null
+      }[]
+    ).map((r) => ({ slug: r.slug, fields: r.fields, pipeline: r.pipeline, disabledAt: r.disabled_at }))
   }
 
   /**
@@ -32,8 +34,7 @@ export class CustomObjectTypes {
     const fields = JSON.stringify(Array.isArray(schema.raw.fields) ? schema.raw.fields : schema.fields)
     const pipeline = JSON.stringify(schema.pipeline)
     const current = this.sqlite.prepare('SELECT fields, pipeline, disabled_at FROM custom_object_types WHERE slug = ?').get(item.slug) as
-      | { fields: string | null; pipeline: string | null; disabled_at: string | null }
-      | undefined
+      { fields: string | null; pipeline: string | null; disabled_at: string | null } | undefined
     const changed = current === undefined || current.fields !== fields || current.pipeline !== pipeline
     const view = viewName(item.slug)
     const raw = item.raw
@@ -67,7 +68,10 @@ export class CustomObjectTypes {
 
   /** A slug gone from discovery is disabled, not deleted: its records stay readable upstream. */
   disable(slug: string, now: string): boolean {
-    return this.sqlite.prepare('UPDATE custom_object_types SET disabled_at = ? WHERE slug = ? AND disabled_at IS NULL').run(now, slug).changes > 0
+    return (
+      this.sqlite.prepare('UPDATE custom_object_types SET disabled_at = ? WHERE slug = ? AND disabled_at IS NULL').run(now, slug).changes >
+      0
+    )
   }
 
   private viewExists(name: string): boolean {

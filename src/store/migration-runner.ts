@@ -25,7 +25,12 @@ export interface MigrationReport {
 const CREATED = /^\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:"([^"]+)"|(\w+))/i
 
 /** `hooks[name].before` runs inside that migration's transaction, right before its statements. */
-export function runMigrations(sqlite: Database.Database, file: string, migrations: Migrations, hooks: Readonly<Record<string, MigrationHooks>> = {}): MigrationReport {
+export function runMigrations(
+  sqlite: Database.Database,
+  file: string,
+  migrations: Migrations,
+  hooks: Readonly<Record<string, MigrationHooks>> = {},
+): MigrationReport {
   const names = Object.keys(migrations).sort()
   const report: MigrationReport = { applied: [], repaired: [] }
   // Read without the lock first: an up-to-date mirror (every start but the first) takes no write lock.
@@ -37,7 +42,11 @@ export function runMigrations(sqlite: Database.Database, file: string, migration
     try {
       sqlite.exec('BEGIN IMMEDIATE')
     } catch (err) {
-      throw new MirrorError('MIGRATION_FAILED', `cannot migrate the mirror ${file}: the write lock was not granted (${(err as Error).message}); another process holds it: try again, or stop the other process`, { cause: err })
+      throw new MirrorError(
+        'MIGRATION_FAILED',
+        `cannot migrate the mirror ${file}: the write lock was not granted (${(err as Error).message}); another process holds it: try again, or stop the other process`,
+        { cause: err },
+      )
     }
     try {
       sqlite.exec(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (name varchar(255) not null primary key, timestamp varchar(255) not null)`)
@@ -57,7 +66,9 @@ export function runMigrations(sqlite: Database.Database, file: string, migration
     } catch (err) {
       if (sqlite.inTransaction) sqlite.exec('ROLLBACK')
       if (err instanceof MirrorError) throw err
-      throw new MirrorError('MIGRATION_FAILED', `migration ${name} of ${file} failed and was rolled back: ${(err as Error).message}`, { cause: err })
+      throw new MirrorError('MIGRATION_FAILED', `migration ${name} of ${file} failed and was rolled back: ${(err as Error).message}`, {
+        cause: err,
+      })
     }
   }
   return report
@@ -73,7 +84,10 @@ function appliedNames(sqlite: Database.Database): Set<string> {
 function checkKnown(recorded: ReadonlySet<string>, names: readonly string[], file: string): void {
   const unknown = [...recorded].filter((n) => !names.includes(n))
   if (unknown.length > 0) {
-    throw new MirrorError('MIGRATION_FAILED', `the mirror ${file} was migrated by a newer fsm-sync (migrations ${unknown.join(', ')} are unknown to this version): run that version, or point FSM_DB at another file`)
+    throw new MirrorError(
+      'MIGRATION_FAILED',
+      `the mirror ${file} was migrated by a newer fsm-sync (migrations ${unknown.join(', ')} are unknown to this version): run that version, or point FSM_DB at another file`,
+    )
   }
 }
 
@@ -94,7 +108,9 @@ function clearLeftovers(sqlite: Database.Database, file: string, name: string, s
     if (type !== undefined) found.push({ type, name: object })
   }
   if (found.length === 0) return []
-  const holding = found.filter((o) => o.type === 'table' && sqlite.prepare(`SELECT 1 FROM "${o.name.replaceAll('"', '""')}" LIMIT 1`).get() !== undefined)
+  const holding = found.filter(
+    (o) => o.type === 'table' && sqlite.prepare(`SELECT 1 FROM "${o.name.replaceAll('"', '""')}" LIMIT 1`).get() !== undefined,
+  )
   if (holding.length > 0) {
     throw new MirrorError(
       'MIGRATION_FAILED',

@@ -62,7 +62,10 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
     sqlite = new Database(file, { readonly, fileMustExist: readonly })
   } catch (err) {
     const hint = readonly && !existsSync(file) ? ': no mirror there yet; run `fsm-sync sync` first' : ''
-    throw explainMirrorError(file, new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err }))
+    throw explainMirrorError(
+      file,
+      new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file}${hint}: ${(err as Error).message}`, { cause: err }),
+    )
   }
   try {
     configure(sqlite, readonly, options)
@@ -83,7 +86,11 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
       if (secretsLeftInMirror(sqlite) !== undefined) setMode(file, SECRETS_FILE_MODE)
       const hooks: Readonly<Record<string, MigrationHooks>> = options.migrations === undefined ? MIGRATION_HOOKS : {}
       const report = runMigrations(sqlite, file, options.migrations ?? MIGRATIONS, hooks)
-      for (const r of report.repaired) options.logger?.warn({ migration: r.migration, objects: r.objects }, 'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again')
+      for (const r of report.repaired)
+        options.logger?.warn(
+          { migration: r.migration, objects: r.objects },
+          'a migration an earlier version left half-applied (its tables were empty) was cleaned up and applied again',
+        )
       runAfterMigrations(sqlite, file, hooks)
       const left = secretsLeftInMirror(sqlite)
       if (left === undefined) setMode(file, options.mode ?? DEFAULT_DB_MODE)
@@ -151,7 +158,9 @@ function runAfterMigrations(sqlite: Sqlite, file: string, hooks: Readonly<Record
     try {
       hook.afterMigrations?.(sqlite)
     } catch (err) {
-      throw new MirrorError('MIGRATION_FAILED', `the step after migration ${name} of ${file} failed: ${(err as Error).message}`, { cause: err })
+      throw new MirrorError('MIGRATION_FAILED', `the step after migration ${name} of ${file} failed: ${(err as Error).message}`, {
+        cause: err,
+      })
     }
   }
 }

@@ -13,30 +13,47 @@ export interface MirrorFault {
   fix: string
 }
 
-const REBUILD = 'restore it from a backup, or move it aside and run `fsm-sync sync` to build a new one (then `fsm-sync webhooks register` again)'
+const REBUILD =
+  'restore it from a backup, or move it aside and run `fsm-sync sync` to build a new one (then `fsm-sync webhooks register` again)'
 
 /** The fault an error from better-sqlite3 (or the file system) reveals, or undefined for any other error. */
 export function mirrorFault(err: unknown): MirrorFault | undefined {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err).code) : ''
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : ''
   const message = err instanceof Error ? err.message : String(err)
   const base = code.split('_').slice(0, 2).join('_')
   switch (base) {
     case 'SQLITE_FULL':
-      return { kind: 'full', what: `the mirror is full (${message})`, fix: 'free space on its disk (or raise the volume\'s quota)' }
+      return { kind: 'full', what: `the mirror is full (${message})`, fix: "free space on its disk (or raise the volume's quota)" }
     case 'SQLITE_CORRUPT':
       return { kind: 'corrupt', what: `the mirror is corrupt (${message})`, fix: REBUILD }
     case 'SQLITE_NOTADB':
-      return { kind: 'not-a-database', what: `the file is not an SQLite database (${message})`, fix: `point FSM_DB at the mirror file, or ${REBUILD.replace('restore it from a backup, or ', '')}` }
+      return {
+        kind: 'not-a-database',
+        what: `the file is not an SQLite database (${message})`,
+        fix: `point FSM_DB at the mirror file, or ${REBUILD.replace('restore it from a backup, or ', '')}`,
+      }
     case 'SQLITE_IOERR':
-      return { kind: 'io', what: `reading or writing the mirror failed (${message})`, fix: 'check the disk and the volume it is on (dmesg, free space, mount state)' }
+      return {
+        kind: 'io',
+        what: `reading or writing the mirror failed (${message})`,
+        fix: 'check the disk and the volume it is on (dmesg, free space, mount state)',
+      }
     case 'SQLITE_READONLY':
     case 'SQLITE_PERM':
-      return { kind: 'readonly', what: `the mirror cannot be written (${message})`, fix: 'give this user write access to the file and its folder, or mount the volume read-write' }
+      return {
+        kind: 'readonly',
+        what: `the mirror cannot be written (${message})`,
+        fix: 'give this user write access to the file and its folder, or mount the volume read-write',
+      }
     case 'SQLITE_CANTOPEN':
     case 'EACCES':
     case 'EISDIR':
     case 'EPERM':
-      return { kind: 'unopenable', what: `the mirror cannot be opened (${message})`, fix: 'check that FSM_DB names a file (not a folder) that this user may read and write, in a folder it may write' }
+      return {
+        kind: 'unopenable',
+        what: `the mirror cannot be opened (${message})`,
+        fix: 'check that FSM_DB names a file (not a folder) that this user may read and write, in a folder it may write',
+      }
     default:
       return undefined
   }
@@ -49,7 +66,7 @@ export function mirrorFault(err: unknown): MirrorFault | undefined {
  * tried again.
  */
 export function mirrorLocked(err: unknown): boolean {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err).code) : ''
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : ''
   const base = code.split('_').slice(0, 2).join('_')
   return base === 'SQLITE_BUSY' || base === 'SQLITE_LOCKED'
 }
@@ -61,7 +78,8 @@ export function mirrorLocked(err: unknown): boolean {
 export function explainMirrorError(file: string, err: unknown): Error {
   const cause = err instanceof MirrorError && err.cause !== undefined ? err.cause : err
   // Already explained: a migration that failed on its own, or no file there at all.
-  if (err instanceof MirrorError && (!fs.existsSync(file) || (err.code !== 'MIRROR_OPEN_FAILED' && mirrorFault(cause) === undefined))) return err
+  if (err instanceof MirrorError && (!fs.existsSync(file) || (err.code !== 'MIRROR_OPEN_FAILED' && mirrorFault(cause) === undefined)))
+    return err
   const shape = fileShape(file)
   if (shape !== undefined) return new MirrorError('MIRROR_UNREADABLE', `the mirror ${file} ${shape}`, { cause })
   const fault = mirrorFault(cause)

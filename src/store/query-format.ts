@@ -51,7 +51,11 @@ function* csv({ columns, rows }: QueryRows): Generator<string> {
 
 function* table({ columns, rows }: QueryRows): Generator<string> {
   const fit = (s: string, w: number) => (s.length > TABLE_MAX_WIDTH ? `${s.slice(0, TABLE_MAX_WIDTH - 1)}…` : s.padEnd(w))
-  const line = (r: readonly string[], widths: readonly number[]) => `${r.map((s, i) => fit(s, widths[i] ?? 0)).join('  ').trimEnd()}\n`
+  const line = (r: readonly string[], widths: readonly number[]) =>
+    `${r
+      .map((s, i) => fit(s, widths[i] ?? 0))
+      .join('  ')
+      .trimEnd()}\n`
   const cells = (r: readonly unknown[]) => r.map((v) => cellText(v).replace(/\s+/g, ' '))
   // Widths come from the header and the first rows only: measuring every row would hold them all.
   const sample: string[][] = []

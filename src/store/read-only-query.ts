@@ -28,7 +28,8 @@ export function openReadOnlyQuery(sqlite: Sqlite, text: string): QueryRows {
     throw new QueryRefusedError(`the statement does not compile: ${(err as Error).message}`, { cause: err })
   }
   // SQLite counts ATTACH and DETACH as read-only, yet ATTACH creates files: refuse them by name.
-  if (!stmt.readonly || /^\s*(ATTACH|DETACH|VACUUM)\b/i.test(stripComments(text))) throw new QueryRefusedError('only read-only statements are allowed: the mirror is written by fsm-sync alone')
+  if (!stmt.readonly || /^\s*(ATTACH|DETACH|VACUUM)\b/i.test(stripComments(text)))
+    throw new QueryRefusedError('only read-only statements are allowed: the mirror is written by fsm-sync alone')
   if (!stmt.reader) return { columns: [], rows: [] }
   return { columns: stmt.columns().map((c) => c.name), rows: stmt.raw(true).iterate() as IterableIterator<unknown[]> }
 }

@@ -87,7 +87,12 @@ function compactBodies(sqlite: Sqlite): { run(droppedAt: unknown, cutoff: unknow
   return { run: (droppedAt, cutoff, limit) => batch(droppedAt as string, cutoff as string, limit as number) }
 }
 
-export async function runRetention(sqlite: Sqlite, now: number, settings: RetentionSettings, options: RetentionOptions = {}): Promise<RetentionResult> {
+export async function runRetention(
+  sqlite: Sqlite,
+  now: number,
+  settings: RetentionSettings,
+  options: RetentionOptions = {},
+): Promise<RetentionResult> {
   const pause = options.pause ?? (() => nextTurn())
   const removed: RetentionCounts = { webhook_inbox_bodies: 0, webhook_inbox: 0, sync_runs: 0, calendar_changes: 0 }
   const cutoff = (days: RetentionDays) => (days === 'off' ? undefined : new Date(now - days * DAY_MS).toISOString())
@@ -136,9 +141,13 @@ export async function runRetention(sqlite: Sqlite, now: number, settings: Retent
   const changes = cutoff(settings.calendarChangesDays)
   if (changes !== undefined) {
     // Rowids grow with insertion, so the oldest fetches come first and a batch stops early.
-    const del = sqlite.prepare(`DELETE FROM calendar_changes WHERE rowid IN (SELECT rowid FROM calendar_changes WHERE fetched_at < ? ORDER BY rowid LIMIT ?)`)
+    const del = sqlite.prepare(
+      `DELETE FROM calendar_changes WHERE rowid IN (SELECT rowid FROM calendar_changes WHERE fetched_at < ? ORDER BY rowid LIMIT ?)`,
+    )
     await batches(del, changes).drain('calendar_changes')
   }
-  const freedPages = aborted() ? 0 : await freeUnusedPages(sqlite, settings.vacuumPages, { pause, ...(options.signal === undefined ? {} : { signal: options.signal }) })
+  const freedPages = aborted()
+    ? 0
+    : await freeUnusedPages(sqlite, settings.vacuumPages, { pause, ...(options.signal === undefined ? {} : { signal: options.signal }) })
   return { removed, freedPages, aborted: aborted() }
 }

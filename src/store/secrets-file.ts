@@ -61,7 +61,12 @@ export function readSecretsFile(file: string): SecretEntry[] {
     text = fs.readFileSync(file, 'utf8')
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-    throw new SecretsFileError('SECRETS_FILE_UNREADABLE', file, `cannot read the webhook secrets file ${file}: ${(err as Error).message}; it must be readable by the user fsm-sync runs as`, { cause: err })
+    throw new SecretsFileError(
+      'SECRETS_FILE_UNREADABLE',
+      file,
+      `cannot read the webhook secrets file ${file}: ${(err as Error).message}; it must be readable by the user fsm-sync runs as`,
+      { cause: err },
+    )
   }
   let value: unknown
   try {
@@ -69,13 +74,21 @@ export function readSecretsFile(file: string): SecretEntry[] {
   } catch (err) {
     // No cause and no message of the parser's: V8 quotes the text around the fault, which is a
     // secret here, and error serializers log causes. The position is enough to find it.
-    throw new SecretsFileError('SECRETS_FILE_INVALID', file, `the webhook secrets file ${file} is not valid JSON (${jsonFault(text, err)}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`)
+    throw new SecretsFileError(
+      'SECRETS_FILE_INVALID',
+      file,
+      `the webhook secrets file ${file} is not valid JSON (${jsonFault(text, err)}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`,
+    )
   }
   const parsed = FileSchema.safeParse(value)
   if (!parsed.success) {
     // Paths only: the values are secrets.
     const where = parsed.error.issues.map((i) => i.path.join('.') || '(top)').join(', ')
-    throw new SecretsFileError('SECRETS_FILE_INVALID', file, `the webhook secrets file ${file} does not have the expected shape (at ${where}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`)
+    throw new SecretsFileError(
+      'SECRETS_FILE_INVALID',
+      file,
+      `the webhook secrets file ${file} does not have the expected shape (at ${where}); restore it from a backup, or delete it and run \`fsm-sync webhooks register\` again`,
+    )
   }
   return parsed.data.secrets
 }
@@ -112,7 +125,12 @@ export function writeSecretsFile(file: string, entries: readonly SecretEntry[]):
   } catch (err) {
     if (fd !== undefined) fs.closeSync(fd)
     fs.rmSync(temp, { force: true })
-    throw new SecretsFileError('SECRETS_FILE_WRITE_FAILED', file, `cannot write the webhook secrets file ${file}: ${(err as Error).message}; check that its folder is writable and the disk has room, then run the command again`, { cause: err })
+    throw new SecretsFileError(
+      'SECRETS_FILE_WRITE_FAILED',
+      file,
+      `cannot write the webhook secrets file ${file}: ${(err as Error).message}; check that its folder is writable and the disk has room, then run the command again`,
+      { cause: err },
+    )
   }
 }
 

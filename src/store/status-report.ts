@@ -48,7 +48,9 @@ interface Counts {
 }
 
 export function statusReport(sqlite: Sqlite, now: number): StatusReport {
-  const states = sqlite.prepare('SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream').all() as {
+  const states = sqlite
+    .prepare('SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream')
+    .all() as {
     stream: string
     cursor: string | null
     last_success_at: string | null
@@ -60,7 +62,8 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
   if (tables.has('custom_records')) {
-    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[]) objectCounts.set(r.slug, r)
+    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[])
+      objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
     if (stream.startsWith('objects:')) {
@@ -69,7 +72,10 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     }
     if (stream === 'calendar_changes' && tables.has('calendar_changes')) {
       // A feed: rows are never deleted.
-      return { table: 'calendar_changes', counts: { live: sqlite.prepare(`SELECT count(*) FROM calendar_changes`).pluck().get() as number, deleted: 0 } }
+      return {
+        table: 'calendar_changes',
+        counts: { live: sqlite.prepare(`SELECT count(*) FROM calendar_changes`).pluck().get() as number, deleted: 0 },
+      }
     }
     const table = TABLE_OF[stream]
     if (table === undefined || !tables.has(table)) return undefined
@@ -93,10 +99,15 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     }
   })
   const since = new Date(now - 60_000).toISOString()
-  const requestsLastMinute = (sqlite.prepare(`SELECT coalesce(sum(requests), 0) FROM sync_runs WHERE coalesce(ended_at, started_at) >= ?`).pluck().get(since) as number) || 0
+  const requestsLastMinute =
+    (sqlite
+      .prepare(`SELECT coalesce(sum(requests), 0) FROM sync_runs WHERE coalesce(ended_at, started_at) >= ?`)
+      .pluck()
+      .get(since) as number) || 0
   const hasInbox = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'webhook_inbox'`).get() !== undefined
   // A mirror the daemon has not migrated yet (read-only here) has no skipped column: none skipped.
-  const hasSkipped = hasInbox && sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
+  const hasSkipped =
+    hasInbox && sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
   const webhookInbox = hasInbox
     ? (sqlite
         .prepare(

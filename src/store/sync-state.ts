@@ -70,7 +70,9 @@ export class SyncStateStore {
     this.finishRunStmt = sqlite.prepare(
       `UPDATE sync_runs SET ended_at = @now, outcome = @outcome, rows = @rows, requests = @requests, error = @error, details = @details WHERE id = @id`,
     )
-    this.abandonStmt = sqlite.prepare(`UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running' AND owner_id IS ?`)
+    this.abandonStmt = sqlite.prepare(
+      `UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running' AND owner_id IS ?`,
+    )
     this.runningOwnersStmt = sqlite.prepare(`SELECT DISTINCT owner_id FROM sync_runs WHERE outcome = 'running'`).pluck()
   }
 
@@ -127,11 +129,14 @@ export class SyncStateStore {
    * `isGone` decides, given a run's owner id (null: a run from before owners were recorded).
    */
   abandonRunning(now: string, isGone: (ownerId: number | null) => boolean): number {
-    return this.sqlite.transaction(() => {
-      let n = 0
-      for (const owner of this.runningOwnersStmt.all() as (number | null)[]) if (isGone(owner)) n += this.abandonStmt.run(now, owner).changes
-      return n
-    }).immediate()
+    return this.sqlite
+      .transaction(() => {
+        let n = 0
+        for (const owner of this.runningOwnersStmt.all() as (number | null)[])
+          if (isGone(owner)) n += this.abandonStmt.run(now, owner).changes
+        return n
+      })
+      .immediate()
   }
 }
 

@@ -24,7 +24,10 @@ export function applySnapshot(ctx: SyncContext, table: string, rows: readonly Re
     if (options.refuseEmpty && rows.length === 0 && live.length > 0) {
       ctx.logger.warn({ stream: options.stream, live: live.length }, 'empty snapshot over a non-empty table: nothing marked deleted')
     } else {
-      n += writer.markDeleted(live.filter((id) => !seen.has(id)), now).changed.length
+      n += writer.markDeleted(
+        live.filter((id) => !seen.has(id)),
+        now,
+      ).changed.length
     }
     return n
   })()

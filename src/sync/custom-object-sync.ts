@@ -26,11 +26,17 @@ export const ObjectCursorSchema = z
     bookmark: instant.optional(),
   })
   // Resuming a walk without its own bookmark would take a later one and miss what changed behind it.
-  .refine((c) => c.next === undefined || c.bookmark !== undefined, { message: 'a walk under way (next) without its bookmark', path: ['bookmark'] })
+  .refine((c) => c.next === undefined || c.bookmark !== undefined, {
+    message: 'a walk under way (next) without its bookmark',
+    path: ['bookmark'],
+  })
 export type ObjectCursor = z.infer<typeof ObjectCursorSchema>
 
 /** Discovery and schemas: one request for the list, one per object. Returns the slugs to sync. */
-export async function discoverObjects(ctx: SyncContext, source: CountingSource): Promise<{ slugs: string[]; disabled: string[]; changed: number }> {
+export async function discoverObjects(
+  ctx: SyncContext,
+  source: CountingSource,
+): Promise<{ slugs: string[]; disabled: string[]; changed: number }> {
   const types = new CustomObjectTypes(ctx.mirror.sqlite)
   let changed = 0
   const res = await source.get(customObjects.discoveryRoute, undefined, { priority: 'sweep', signal: ctx.signal })
@@ -41,21 +47,28 @@ export async function discoverObjects(ctx: SyncContext, source: CountingSource):
     const schemaRes = await source.get(customObjects.schemaRoute(item.slug), undefined, { priority: 'sweep', signal: ctx.signal })
     const data = schemaRes.data
     const schema = toSchema(typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {})
-    if (types.store(item, schema, isoNow(ctx.now())) && ++changed > 0) ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
+    if (types.store(item, schema, isoNow(ctx.now())) && ++changed > 0)
+      ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
   }
   await storeClientFields(ctx, source)
   const found = new Set(items.map((i) => i.slug))
   const disabled: string[] = []
   for (const t of types.all()) {
     if (!found.has(t.slug)) {
-      if (types.disable(t.slug, isoNow(ctx.now()))) ctx.logger.warn({ slug: t.slug }, 'custom object no longer discovered: marked disabled, its records are still synced')
+      if (types.disable(t.slug, isoNow(ctx.now())))
+        ctx.logger.warn({ slug: t.slug }, 'custom object no longer discovered: marked disabled, its records are still synced')
       disabled.push(t.slug)
     }
   }
   return { slugs: [...found, ...disabled].sort(), disabled, changed }
 }
 
-export function sweepObjectRecords(ctx: SyncContext, slug: string, source: CountingSource, options: { full?: boolean } = {}): Promise<RunResult> {
+export function sweepObjectRecords(
+  ctx: SyncContext,
+  slug: string,
+  source: CountingSource,
+  options: { full?: boolean } = {},
+): Promise<RunResult> {
   const stream = `objects:${slug}`
   return trackedRun(
     ctx,
@@ -87,7 +100,11 @@ export function sweepObjectRecords(ctx: SyncContext, slug: string, source: Count
           page.next === null
             ? { updatedSince: bookmark }
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
-        committed.rows += commit(page.rows.map((r) => customRecordToRow(r)), cursor, isoNow(source.lastStartedAt))
+        committed.rows += commit(
+          page.rows.map((r) => customRecordToRow(r)),
+          cursor,
+          isoNow(source.lastStartedAt),
+        )
       }
       return { rows: committed.rows, ...(resumed.cursorReset === undefined ? {} : { details: { cursorReset: resumed.cursorReset } }) }
     },
@@ -110,11 +127,21 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
       const writer = new RecordWriter(ctx.mirror.sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })
       const walkStartedAt = isoNow(ctx.now())
       const seen = new Set<string>()
-      for await (const page of customObjectCursor(source, slug, { limit: ctx.options.pageSize, priority: 'reconcile', ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) })) {
+      for await (const page of customObjectCursor(source, slug, {
+        limit: ctx.options.pageSize,
+        priority: 'reconcile',
+        ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+      })) {
         for (const r of page.rows) if (typeof r.id === 'string') seen.add(r.id)
       }
-      const live = ctx.mirror.sqlite.prepare(`SELECT id FROM custom_records WHERE slug = ? AND deleted_at IS NULL AND synced_at < ?`).pluck().all(slug, walkStartedAt) as string[]
-      const liveCount = ctx.mirror.sqlite.prepare(`SELECT count(*) FROM custom_records WHERE slug = ? AND deleted_at IS NULL`).pluck().get(slug) as number
+      const live = ctx.mirror.sqlite
+        .prepare(`SELECT id FROM custom_records WHERE slug = ? AND deleted_at IS NULL AND synced_at < ?`)
+        .pluck()
+        .all(slug, walkStartedAt) as string[]
+      const liveCount = ctx.mirror.sqlite
+        .prepare(`SELECT count(*) FROM custom_records WHERE slug = ? AND deleted_at IS NULL`)
+        .pluck()
+        .get(slug) as number
       const gone = live.filter((id) => !seen.has(id))
       const guarded = deletionGuard(stream, gone.length, liveCount, ctx.options.maxDeleteShare)
       if (guarded !== undefined) return guarded
@@ -132,15 +159,28 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
 async function storeClientFields(ctx: SyncContext, source: CountingSource): Promise<void> {
   const res = await source.get(customObjects.schemaRoute('client'), undefined, { priority: 'sweep', signal: ctx.signal })
   const data = res.data
-  const fields = (typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields) ? (data as { fields: unknown[] }).fields : [])
-    .filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string')
+  const fields = (
+    typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields)
+      ? (data as { fields: unknown[] }).fields
+      : []
+  ).filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string')
   const now = isoNow(ctx.now())
-  const insert = ctx.mirror.sqlite.prepare('INSERT INTO client_fields (id, name, label, type, options, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const insert = ctx.mirror.sqlite.prepare(
+    'INSERT INTO client_fields (id, name, label, type, options, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  )
   ctx.mirror.sqlite.transaction(() => {
     ctx.mirror.sqlite.prepare('DELETE FROM client_fields').run()
     for (const f of fields) {
       const str = (v: unknown) => (typeof v === 'string' ? v : null)
-      insert.run(f.id, str(f.name), str(f.label), str(f.type), f.options === undefined || f.options === null ? null : JSON.stringify(f.options), JSON.stringify(f), now)
+      insert.run(
+        f.id,
+        str(f.name),
+        str(f.label),
+        str(f.type),
+        f.options === undefined || f.options === null ? null : JSON.stringify(f.options),
+        JSON.stringify(f),
+        now,
+      )
     }
   })()
 }

@@ -25,8 +25,12 @@ export function syncMetadata(ctx: SyncContext, name: 'webhooks' | 'api_keys'): P
       if (typeof endpoint.id !== 'string') continue
       const endpointId = endpoint.id
       for await (const page of pageWalk(source, `/api/v1/webhooks/${endpointId}/deliveries`, walk)) {
-        const mapped = page.rows.map((r) => metadataRow(webhookDeliveries, r, { endpoint_id: endpointId })).filter((r): r is RecordRow => r !== undefined)
-        committed.rows += ctx.mirror.sqlite.transaction(() => writer.upsert(mapped, { now: isoNow(ctx.now()), replaceTies: true }).changed.length)()
+        const mapped = page.rows
+          .map((r) => metadataRow(webhookDeliveries, r, { endpoint_id: endpointId }))
+          .filter((r): r is RecordRow => r !== undefined)
+        committed.rows += ctx.mirror.sqlite.transaction(
+          () => writer.upsert(mapped, { now: isoNow(ctx.now()), replaceTies: true }).changed.length,
+        )()
       }
     }
     return { rows: committed.rows }

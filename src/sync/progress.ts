@@ -40,7 +40,10 @@ export function createProgress(options: ProgressOptions): ProgressSink {
       const t = options.now()
       if (!p.done && t - (lastLog.get(p.stream) ?? 0) < every) return
       lastLog.set(p.stream, t)
-      options.logger.info({ stream: p.stream, rows: p.rows, total: p.total, requests: p.requests, etaSeconds: eta }, p.done ? 'sweep finished' : 'sweep progress')
+      options.logger.info(
+        { stream: p.stream, rows: p.rows, total: p.total, requests: p.requests, etaSeconds: eta },
+        p.done ? 'sweep finished' : 'sweep progress',
+      )
     },
   }
 }

@@ -27,7 +27,10 @@ export function reconcileRecords(ctx: SyncContext, stream: RecordStream): Promis
       for (const row of page.rows) if (typeof row.id === 'string') seen.add(row.id)
     }
     // Records first stored after the walk began may simply be newer than the walk.
-    const live = ctx.mirror.sqlite.prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL AND synced_at < ?`).pluck().all(walkStartedAt) as string[]
+    const live = ctx.mirror.sqlite
+      .prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL AND synced_at < ?`)
+      .pluck()
+      .all(walkStartedAt) as string[]
     const liveCount = ctx.mirror.sqlite.prepare(`SELECT count(*) FROM "${stream.table}" WHERE deleted_at IS NULL`).pluck().get() as number
     const candidates = live.filter((id) => !seen.has(id))
     const guarded = deletionGuard(stream.name, candidates.length, liveCount, ctx.options.maxDeleteShare)
@@ -38,7 +41,8 @@ export function reconcileRecords(ctx: SyncContext, stream: RecordStream): Promis
       try {
         const res = await source.get(`${stream.route}/${id}`, undefined, { priority: 'reconcile', signal: ctx.signal })
         // Still there: the walk skipped it. Store what the GET returned (newer-wins).
-        if (isRecord(res.data)) writer.upsert([stream.toRow(res.data)], { now: isoNow(ctx.now()), observedAt: isoNow(source.lastStartedAt), replaceTies: true })
+        if (isRecord(res.data))
+          writer.upsert([stream.toRow(res.data)], { now: isoNow(ctx.now()), observedAt: isoNow(source.lastStartedAt), replaceTies: true })
         confirmedLive++
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err

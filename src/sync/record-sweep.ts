@@ -21,7 +21,8 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
     // An unreadable cursor restarts the stream with a full walk, not from the newest updatedAt in
     // its table: webhooks write that table too, so its newest row says nothing of how far the
     // sweep had come. Re-reading is harmless (newer wins) and costs one backfill's requests.
-    const { cursor: stored, cursorReset } = options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
+    const { cursor: stored, cursorReset } =
+      options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
     const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
       const now = isoNow(ctx.now())
       const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })

@@ -20,7 +20,11 @@ export function syncReference(ctx: SyncContext, stream: ReferenceStream): Promis
       .filter((r): r is RecordRow => r !== undefined)
     const skipped = payloads.length - rows.length
     if (skipped > 0) ctx.logger.warn({ stream: stream.name, skipped }, 'reference rows without any id (id, _id, recordId) were skipped')
-    const changed = applySnapshot(ctx, stream.table, rows, { observedAt: isoNow(source.lastStartedAt), refuseEmpty: true, stream: stream.name })
+    const changed = applySnapshot(ctx, stream.table, rows, {
+      observedAt: isoNow(source.lastStartedAt),
+      refuseEmpty: true,
+      stream: stream.name,
+    })
     return { rows: changed }
   })
 }

@@ -60,7 +60,8 @@ export async function runSweeps(ctx: SyncContext, selection: Selection, options:
     if (ctx.signal?.aborted === true) return results
     results.push(await syncMetadata(ctx, name))
   }
-  if (selection.objects !== undefined && ctx.signal?.aborted !== true) results.push(...(await runObjects(ctx, selection.objects, 'sweep', options)))
+  if (selection.objects !== undefined && ctx.signal?.aborted !== true)
+    results.push(...(await runObjects(ctx, selection.objects, 'sweep', options)))
   return results
 }
 
@@ -70,12 +71,18 @@ export async function runReconciliations(ctx: SyncContext, selection: Selection)
     if (!stream.deletions.reconcile || ctx.signal?.aborted === true) continue
     results.push(await reconcileRecords(ctx, stream))
   }
-  if (selection.objects !== undefined && ctx.signal?.aborted !== true) results.push(...(await runObjects(ctx, selection.objects, 'reconcile')))
+  if (selection.objects !== undefined && ctx.signal?.aborted !== true)
+    results.push(...(await runObjects(ctx, selection.objects, 'reconcile')))
   return results
 }
 
 /** Discovery (with schemas and views) first, as a run of its own, then each object's records. */
-async function runObjects(ctx: SyncContext, which: 'all' | string[], kind: 'sweep' | 'reconcile', options: { full?: boolean } = {}): Promise<RunResult[]> {
+async function runObjects(
+  ctx: SyncContext,
+  which: 'all' | string[],
+  kind: 'sweep' | 'reconcile',
+  options: { full?: boolean } = {},
+): Promise<RunResult[]> {
   const source = new CountingSource(ctx.upstream, ctx.now)
   let slugs: string[] = []
   const discovery = await trackedRun(
@@ -86,7 +93,10 @@ async function runObjects(ctx: SyncContext, which: 'all' | string[], kind: 'swee
       const found = await discoverObjects(ctx, source)
       slugs = which === 'all' ? found.slugs : which
       const unknown = slugs.filter((s) => !found.slugs.includes(s))
-      if (unknown.length > 0) throw new Error(`no custom object ${unknown.map((s) => `'${s}'`).join(', ')} on this account (discovered: ${found.slugs.join(', ') || 'none'})`)
+      if (unknown.length > 0)
+        throw new Error(
+          `no custom object ${unknown.map((s) => `'${s}'`).join(', ')} on this account (discovered: ${found.slugs.join(', ') || 'none'})`,
+        )
       return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
     },
     source,

@@ -60,14 +60,21 @@ export async function trackedRun(
   ctx.mirror.sqlite.transaction(() => {
     ctx.state.finishRun(
       runId,
-      { outcome: result.outcome, rows: result.rows, requests, ...(result.error === undefined ? {} : { error: result.error }), details: result.details },
+      {
+        outcome: result.outcome,
+        rows: result.rows,
+        requests,
+        ...(result.error === undefined ? {} : { error: result.error }),
+        details: result.details,
+      },
       isoNow(end),
     )
     if (result.outcome === 'error') ctx.state.recordError(stream, runId, result.error ?? 'failed', isoNow(end))
     else if (result.outcome === 'success') ctx.state.recordSuccess(stream, runId, isoNow(end))
   })()
   if (result.outcome === 'guarded') ctx.logger.warn({ stream, kind, ...result.details }, result.error ?? 'guarded')
-  else if (result.outcome === 'success') ctx.logger.info({ stream, kind, rows: result.rows, requests, durationMs: end - started }, `${kind} finished`)
+  else if (result.outcome === 'success')
+    ctx.logger.info({ stream, kind, rows: result.rows, requests, durationMs: end - started }, `${kind} finished`)
   return {
     stream,
     kind: kind === 'reconcile' ? 'reconcile' : 'sweep',

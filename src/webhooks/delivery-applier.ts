@@ -54,7 +54,8 @@ export class DeliveryApplier {
     }
     this.#jobs = streams.find((s) => s.name === 'jobs')
     if (this.#jobs !== undefined) this.#routes.set('job.status_changed', { kind: 'job-status' })
-    for (const event of ['object.created', 'object.updated', 'object.stage_changed', 'object.deleted']) this.#routes.set(event, { kind: 'object' })
+    for (const event of ['object.created', 'object.updated', 'object.stage_changed', 'object.deleted'])
+      this.#routes.set(event, { kind: 'object' })
   }
 
   writer(table: string): RecordWriter {
@@ -75,7 +76,12 @@ export class DeliveryApplier {
    * ids must be distinct within the run so each row meets the stored one, not its neighbour).
    */
   applySnapshots(stream: RecordStream, payloads: readonly Payload[], now: string): Set<string> {
-    return new Set(this.writer(stream.table).upsert(payloads.map((p) => stream.toRow(p)), { now, replaceTies: false }).changed)
+    return new Set(
+      this.writer(stream.table).upsert(
+        payloads.map((p) => stream.toRow(p)),
+        { now, replaceTies: false },
+      ).changed,
+    )
   }
 
   /** Throws when the delivery cannot be applied (the processor keeps it with that error). */
@@ -105,7 +111,10 @@ export class DeliveryApplier {
         // The sink checks the slug: `object.deleted` carries only {id} (spec, Events, Delivery
         // format 5), so its slug is looked up in the mirror rather than required here.
         if (!this.#objectSink.apply(event, payload, now, (slug) => this.#selection.object(slug))) {
-          return { kind: 'skipped', reason: notSelected(`custom object ${typeof payload.object === 'string' ? `"${payload.object}"` : 'of this record'}`) }
+          return {
+            kind: 'skipped',
+            reason: notSelected(`custom object ${typeof payload.object === 'string' ? `"${payload.object}"` : 'of this record'}`),
+          }
         }
         return { kind: 'applied', changed: true }
       }
@@ -142,7 +151,9 @@ export class DeliveryApplier {
     let changed = false
     if (typeof next === 'string' && typeof previous === 'string' && next !== previous) {
       const hit = this.#sqlite
-        .prepare(`UPDATE jobs SET job_status = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND job_status IS ? RETURNING updated_at`)
+        .prepare(
+          `UPDATE jobs SET job_status = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND job_status IS ? RETURNING updated_at`,
+        )
         .get(next, now, id, previous) as { updated_at: string } | undefined
       if (hit !== undefined) {
         changed = true

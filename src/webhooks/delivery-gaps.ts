@@ -91,7 +91,10 @@ export class DeliveryGapCheck {
     const value = this.#o.sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(KEY) as string | undefined
     const stored = parseStoredCursor(value ?? null, GapCursorSchema)
     if (stored.ok) return stored.cursor ?? EMPTY_GAP_CURSOR
-    this.#o.logger.warn({ key: KEY, problem: stored.problem }, 'stored delivery-gap cursor could not be read; every failed delivery still listed upstream is checked again')
+    this.#o.logger.warn(
+      { key: KEY, problem: stored.problem },
+      'stored delivery-gap cursor could not be read; every failed delivery still listed upstream is checked again',
+    )
     return EMPTY_GAP_CURSOR
   }
 
@@ -117,12 +120,14 @@ export class DeliveryGapCheck {
     } else if (plan.missed.length > 0) {
       this.#o.logger.info(
         { deliveries: plan.missed.length, notSelected },
-        'webhook deliveries failed upstream, none of a selected stream: nothing to sweep (their streams are not in the config\'s streams)',
+        "webhook deliveries failed upstream, none of a selected stream: nothing to sweep (their streams are not in the config's streams)",
       )
     }
     const commit = (): void => {
       this.#o.sqlite
-        .prepare(`INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
+        .prepare(
+          `INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+        )
         .run(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
     }
     return { ...plan, commit }

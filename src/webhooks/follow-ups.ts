@@ -70,7 +70,10 @@ export class FollowUps {
     // record still returned means the record is live again (record-writer.ts, observedAt).
     const observedAt = new Date(now()).toISOString()
     try {
-      const res = await client.get(`${stream.route}/${encodeURIComponent(id)}`, undefined, { priority: 'webhook', signal: this.#abort.signal })
+      const res = await client.get(`${stream.route}/${encodeURIComponent(id)}`, undefined, {
+        priority: 'webhook',
+        signal: this.#abort.signal,
+      })
       const row = stream.toRow(res.data as Payload)
       sqlite.transaction(() => writer(stream.table).upsert([row], { now: new Date(now()).toISOString(), observedAt, replaceTies: true }))()
     } catch (err) {

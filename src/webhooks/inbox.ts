@@ -147,8 +147,13 @@ export class WebhookInbox {
        WHERE seq BETWEEN ? AND ? AND processed_at IS NULL AND error IS NULL`,
     )
     this.#failedStmt = sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
-    this.#skippedStmt = sqlite.prepare(`UPDATE webhook_inbox SET processed_at = ?, skipped = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
-    this.#backlog = sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`).pluck().get() as number
+    this.#skippedStmt = sqlite.prepare(
+      `UPDATE webhook_inbox SET processed_at = ?, skipped = ?, attempts = attempts + 1 WHERE delivery_id = ?`,
+    )
+    this.#backlog = sqlite
+      .prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`)
+      .pluck()
+      .get() as number
   }
 
   /** close() gave up on a sync that never returned: its thread may outlive a normal process exit. */
@@ -177,10 +182,14 @@ export class WebhookInbox {
 
   /** Resolves once the delivery is durably stored (or known); rejects with InboxUnavailableError. */
   enqueue(delivery: Delivery): Promise<EnqueueResult> {
-    if (this.#closed) return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the daemon is stopping)'))
+    if (this.#closed)
+      return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the daemon is stopping)'))
     if (this.#broken !== undefined) {
       return Promise.reject(
-        new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox cannot confirm writes since a sync of its log failed (${this.#broken.message}): check the disk, then restart the daemon`),
+        new InboxUnavailableError(
+          'INBOX_WRITE_FAILED',
+          `the webhook inbox cannot confirm writes since a sync of its log failed (${this.#broken.message}): check the disk, then restart the daemon`,
+        ),
       )
     }
     if (this.backlog >= this.#options.maxBacklog) {
@@ -231,17 +240,23 @@ export class WebhookInbox {
    * it back in line (clearFault) before each try. Not settled: it still counts in the backlog.
    */
   markFault(deliveryId: string, error: string): void {
-    this.#sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ? AND processed_at IS NULL`).run(`${MIRROR_FAULT_PREFIX}${error}`, deliveryId)
+    this.#sqlite
+      .prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ? AND processed_at IS NULL`)
+      .run(`${MIRROR_FAULT_PREFIX}${error}`, deliveryId)
   }
 
   /** Puts a delivery markFault kept back in line (the same process, so the backlog still counts it). */
   clearFault(deliveryId: string): void {
-    this.#sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE delivery_id = ? AND processed_at IS NULL AND error LIKE ? || '%'`).run(deliveryId, MIRROR_FAULT_PREFIX)
+    this.#sqlite
+      .prepare(`UPDATE webhook_inbox SET error = NULL WHERE delivery_id = ? AND processed_at IS NULL AND error LIKE ? || '%'`)
+      .run(deliveryId, MIRROR_FAULT_PREFIX)
   }
 
   /** At start: puts back in line every delivery an earlier process kept with a mirror fault. */
   requeueFaults(): number {
-    const n = this.#sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error LIKE ? || '%'`).run(MIRROR_FAULT_PREFIX).changes
+    const n = this.#sqlite
+      .prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error LIKE ? || '%'`)
+      .run(MIRROR_FAULT_PREFIX).changes
     this.#backlog += n
     return n
   }
@@ -321,8 +336,16 @@ export class WebhookInbox {
         if (fd === undefined) this.#restore.run()
       }
     } catch (err) {
-      this.#log.error({ err, deliveries: group.length }, 'webhook deliveries could not be stored: answering 503 (the sender will not retry; the next sweep recovers the changes)')
-      this.#failGroup(group, new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox could not be written: ${(err as Error).message}`, { cause: err }))
+      this.#log.error(
+        { err, deliveries: group.length },
+        'webhook deliveries could not be stored: answering 503 (the sender will not retry; the next sweep recovers the changes)',
+      )
+      this.#failGroup(
+        group,
+        new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox could not be written: ${(err as Error).message}`, {
+          cause: err,
+        }),
+      )
       return this.#settleIdle()
     }
     this.#commits++
@@ -374,7 +397,9 @@ export class WebhookInbox {
    */
   #syncFailed(group: readonly Waiting[], cause: Error): void {
     this.#broken = cause
-    const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${cause.message}`, { cause })
+    const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the webhook inbox log could not be synced to disk: ${cause.message}`, {
+      cause,
+    })
     this.#failGroup(group, error)
     this.#failGroup(this.#queue.splice(0), error)
     this.#settleIdle()
@@ -392,7 +417,7 @@ export class WebhookInbox {
       this.#walFd = fs.openSync(this.#walPath!, 'r+')
     } catch (err) {
       // No -wal file to sync: fall back to FULL commits (durable, on the event loop), for good.
-      this.#log.warn({ err }, 'the webhook inbox cannot open the mirror\'s -wal file: committing with synchronous=FULL instead')
+      this.#log.warn({ err }, "the webhook inbox cannot open the mirror's -wal file: committing with synchronous=FULL instead")
       this.#walPath = undefined
       return undefined
     }

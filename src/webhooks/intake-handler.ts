@@ -83,10 +83,15 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
         const now = Date.now()
         if (now - lastNoSecretLog > 60_000) {
           lastNoSecretLog = now
-          log.error('webhook delivery refused: no signing secret is configured; run `fsm-sync webhooks register --url URL` or set FSM_WEBHOOK_SECRETS')
+          log.error(
+            'webhook delivery refused: no signing secret is configured; run `fsm-sync webhooks register --url URL` or set FSM_WEBHOOK_SECRETS',
+          )
         }
       } else {
-        log.warn({ deliveryId, event, reason: verified.reason }, 'webhook delivery refused: signature missing or not matching any active secret (401)')
+        log.warn(
+          { deliveryId, event, reason: verified.reason },
+          'webhook delivery refused: signature missing or not matching any active secret (401)',
+        )
       }
       reply(res, 401, 'signature missing or invalid')
       return
@@ -97,7 +102,12 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
     }
     if (deliveryId.length > MAX_ID_LENGTH) {
       // Only the length is logged: an id this long is not one the upstream sends.
-      badRequest(res, `X-Service-Delivery is ${deliveryId.length} characters long; at most ${MAX_ID_LENGTH} are accepted (the upstream's ids are 24)`, undefined, event)
+      badRequest(
+        res,
+        `X-Service-Delivery is ${deliveryId.length} characters long; at most ${MAX_ID_LENGTH} are accepted (the upstream's ids are 24)`,
+        undefined,
+        event,
+      )
       return
     }
     if (!isJsonObject(read.body)) {
@@ -131,8 +141,16 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
       r.count++
       const now = Date.now()
       if (now - r.loggedAt >= 10_000) {
-        if (reason === 'timeout') log.warn({ bodyTimeoutMs, refusedSinceLastLine: r.count }, 'webhook requests refused: body not received within webhooks.bodyTimeoutMs (408); a slow or hostile client')
-        else log.warn({ maxBufferedBytes: budget.limit, refusedSinceLastLine: r.count }, 'webhook requests refused: bodies in memory would pass webhooks.maxBufferedBytes (503); many large or slow bodies at once')
+        if (reason === 'timeout')
+          log.warn(
+            { bodyTimeoutMs, refusedSinceLastLine: r.count },
+            'webhook requests refused: body not received within webhooks.bodyTimeoutMs (408); a slow or hostile client',
+          )
+        else
+          log.warn(
+            { maxBufferedBytes: budget.limit, refusedSinceLastLine: r.count },
+            'webhook requests refused: bodies in memory would pass webhooks.maxBufferedBytes (503); many large or slow bodies at once',
+          )
         r.loggedAt = now
         r.count = 0
       }
@@ -155,7 +173,10 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
   function unavailable(res: ServerResponse, err: unknown, deliveryId: string | undefined): void {
     if (metrics) metrics.intake.unavailable++
     const code = err instanceof InboxUnavailableError ? err.code : 'INBOX_WRITE_FAILED'
-    log.error({ deliveryId, code, err }, 'webhook delivery not stored: answered 503; the sender does not retry, so the next sweep must recover the change')
+    log.error(
+      { deliveryId, code, err },
+      'webhook delivery not stored: answered 503; the sender does not retry, so the next sweep must recover the change',
+    )
     reply(res, 503, 'the webhook inbox is unavailable')
   }
 }

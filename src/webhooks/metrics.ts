@@ -34,7 +34,10 @@ export class WebhookMetrics {
   /** Flat `webhook_<group>_<name>` counters (snake_case) for a metrics endpoint. */
   snapshot(): Record<string, number> {
     const out: Record<string, number> = {}
-    for (const [group, counters] of [['intake', this.intake], ['processor', this.processor]] as const) {
+    for (const [group, counters] of [
+      ['intake', this.intake],
+      ['processor', this.processor],
+    ] as const) {
       for (const [name, value] of Object.entries(counters)) out[`webhook_${group}_${snake(name)}_total`] = value
     }
     return out

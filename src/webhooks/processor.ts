@@ -117,7 +117,14 @@ export class WebhookProcessor {
     this.#followUps =
       options.client === undefined
         ? undefined
-        : new FollowUps({ client: options.client, sqlite: options.sqlite, writer: (t) => this.#applier.writer(t), logger: this.#log, now: options.now, metrics: options.metrics })
+        : new FollowUps({
+            client: options.client,
+            sqlite: options.sqlite,
+            writer: (t) => this.#applier.writer(t),
+            logger: this.#log,
+            now: options.now,
+            metrics: options.metrics,
+          })
     /** Applies one row; one deferred or skipped is marked here, an applied one by the caller. */
     const applyOne = (row: InboxRow, now: string): ApplyOutcome => {
       const outcome = this.#applier.apply(row.event, decode(row), now)
@@ -134,7 +141,7 @@ export class WebhookProcessor {
       const out: Settled[] = []
       // At least one row per slice: a thread descheduled past the budget before the first check
       // would otherwise settle nothing, and the loop below needs the last settled row.
-      for (let i = 0; i < rows.length && (i === 0 || performance.now() - started < budget()); ) {
+      for (let i = 0; i < rows.length && (i === 0 || performance.now() - started < budget());) {
         const now = new Date(options.now()).toISOString()
         const run = this.#snapshotRun(rows, i)
         if (run === undefined) {
@@ -276,7 +283,11 @@ export class WebhookProcessor {
     if (stream === undefined) return undefined
     const ids = new Set<unknown>()
     const payloads: Payload[] = []
-    for (let j = i; j < rows.length && j - i < (this.#busy ? BUSY_MAX_RUN : MAX_RUN) && this.#applier.snapshotStream(rows[j]!.event) === stream; j++) {
+    for (
+      let j = i;
+      j < rows.length && j - i < (this.#busy ? BUSY_MAX_RUN : MAX_RUN) && this.#applier.snapshotStream(rows[j]!.event) === stream;
+      j++
+    ) {
       let payload: Payload
       try {
         payload = decode(rows[j]!)
@@ -356,7 +367,8 @@ export class WebhookProcessor {
     }
     const fields = { error, code: (err as { code?: unknown }).code, attempts, retryInMs, deliveryId: head?.delivery_id, recorded }
     // An unknown failure gets its stack once; a known mirror fault never needs it.
-    if (fault === undefined && !locked && attempts === 1) this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
+    if (fault === undefined && !locked && attempts === 1)
+      this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
     else this.#log.error(fields, 'applying webhook deliveries failed: the mirror does not work; trying again later')
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined
@@ -389,7 +401,11 @@ export class WebhookProcessor {
     const filling = this.#o.inbox.filling
     if (filling !== this.#filling) {
       this.#filling = filling
-      if (filling) this.#log.warn({ backlog: this.#o.inbox.backlog }, 'webhook backlog past half of webhooks.maxBacklog: applying before acknowledging more, so acks slow down')
+      if (filling)
+        this.#log.warn(
+          { backlog: this.#o.inbox.backlog },
+          'webhook backlog past half of webhooks.maxBacklog: applying before acknowledging more, so acks slow down',
+        )
       else this.#log.info({ backlog: this.#o.inbox.backlog }, 'webhook backlog back under half of webhooks.maxBacklog')
     }
     const busy = this.#o.inbox.commits !== this.#commitsSeen && !filling
@@ -423,7 +439,10 @@ export class WebhookProcessor {
       if (m) m.deferred++
     } else {
       if (m) m.failed++
-      this.#log.warn({ deliveryId: row.delivery_id, event: row.event, error: outcome.error }, 'webhook delivery could not be applied: kept in webhook_inbox with its error')
+      this.#log.warn(
+        { deliveryId: row.delivery_id, event: row.event, error: outcome.error },
+        'webhook delivery could not be applied: kept in webhook_inbox with its error',
+      )
     }
   }
 }

@@ -56,13 +56,24 @@ export interface RegisterResult {
 
 const DESCRIPTION = 'fsm-sync mirror (all events; sweeps remain the source of truth)'
 
-export async function registerEndpoint(client: RegistrationClient, store: SecretStore, url: string, now: () => number): Promise<RegisterResult> {
+export async function registerEndpoint(
+  client: RegistrationClient,
+  store: SecretStore,
+  url: string,
+  now: () => number,
+): Promise<RegisterResult> {
   const current = store.current()
   if (current !== undefined) {
     let data: unknown
     try {
       // Events and isActive are sent again so a re-run also repairs an endpoint edited elsewhere.
-      data = (await client.put(`${ROUTE}/${encodeURIComponent(current.endpointId)}`, { url, events: WEBHOOK_EVENTS, isActive: true }, { priority: 'sweep' })).data
+      data = (
+        await client.put(
+          `${ROUTE}/${encodeURIComponent(current.endpointId)}`,
+          { url, events: WEBHOOK_EVENTS, isActive: true },
+          { priority: 'sweep' },
+        )
+      ).data
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err
       // Deleted upstream: create a new endpoint; its secret supersedes the old one.
@@ -85,7 +96,9 @@ async function create(client: RegistrationClient, store: SecretStore, url: strin
   const res = await client.post(ROUTE, { url, events: WEBHOOK_EVENTS, description: DESCRIPTION, isActive: true }, { priority: 'sweep' })
   const endpoint = parseEndpoint(res.data, 'POST')
   if (endpoint.secret === undefined) {
-    throw new WebhookRegistrationError(`POST ${ROUTE} created endpoint ${endpoint.id} but returned no signing secret; delete it in the account settings and register again`)
+    throw new WebhookRegistrationError(
+      `POST ${ROUTE} created endpoint ${endpoint.id} but returned no signing secret; delete it in the account settings and register again`,
+    )
   }
   store.record(endpoint.id, url, endpoint.secret, new Date(now()).toISOString())
   return { action: 'created', endpointId: endpoint.id, url, rotated: false }
@@ -128,6 +141,9 @@ export async function listDeliveries(
 function parseEndpoint(data: unknown, method: string): z.infer<typeof EndpointSchema> {
   const parsed = EndpointSchema.safeParse(data)
   // Issue paths only, never the data itself: the record may carry the secret.
-  if (!parsed.success) throw new WebhookRegistrationError(`${method} ${ROUTE} answered without an endpoint record (id, url): ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`)
+  if (!parsed.success)
+    throw new WebhookRegistrationError(
+      `${method} ${ROUTE} answered without an endpoint record (id, url): ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`,
+    )
   return parsed.data
 }

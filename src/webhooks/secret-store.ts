@@ -65,7 +65,10 @@ export class SecretStore {
     if (c !== undefined && c.entries === entries && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
     const rows = activeEntries(entries, now, graceHours)
     const ends = rows.filter((r) => r.supersededAt !== null).map((r) => parseInstant(r.supersededAt!) + graceHours * HOUR_MS)
-    const secrets = rows.map((r) => ({ secret: r.secret, label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})` }))
+    const secrets = rows.map((r) => ({
+      secret: r.secret,
+      label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})`,
+    }))
     this.#cache = { entries, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
     return secrets
   }

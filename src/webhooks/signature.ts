@@ -12,9 +12,7 @@ export interface ActiveSecret {
   label: string
 }
 
-export type Verification =
-  | { ok: true; label: string }
-  | { ok: false; reason: 'missing' | 'malformed' | 'mismatch' | 'no-secret' }
+export type Verification = { ok: true; label: string } | { ok: false; reason: 'missing' | 'malformed' | 'mismatch' | 'no-secret' }
 
 export function sign(secret: string, body: Uint8Array): string {
   return createHmac('sha256', secret).update(body).digest('hex')

@@ -80,7 +80,12 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
   for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) if (w[key] !== undefined) limits[key] = w[key]
   const handler = createIntakeHandler({
     inbox,
-    secrets: secretSource({ envSecrets: options.config.webhookSecrets, store: secrets, graceHours: options.config.webhooks.rotationGraceHours, now }),
+    secrets: secretSource({
+      envSecrets: options.config.webhookSecrets,
+      store: secrets,
+      graceHours: options.config.webhooks.rotationGraceHours,
+      now,
+    }),
     maxBodyBytes: w.maxBodyBytes,
     bodyTimeoutMs: limits.bodyTimeoutMs,
     maxBufferedBytes: limits.maxBufferedBytes,

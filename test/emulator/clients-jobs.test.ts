@@ -12,7 +12,13 @@ const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 describe('Client', () => {
   test('Client: create answers the client with id (24 hex), recordId (uuid), status and ms-precision UTC timestamps', async () => {
-    const r = await emu.call('POST', '/api/v1/clients', { firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', clientType: 'Commercial', stage: 'Won' })
+    const r = await emu.call('POST', '/api/v1/clients', {
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      email: 'ada@example.com',
+      clientType: 'Commercial',
+      stage: 'Won',
+    })
     expect(r.status).toBe(200)
     const c = r.body.data
     expect(c.id).toMatch(/^[a-f0-9]{24}$/)
@@ -55,10 +61,24 @@ describe('Client', () => {
   test('Client: properties merge by field id; unmentioned kept; value null clears; name/type tolerated; object form accepted', async () => {
     const schema = (await emu.get('/api/v1/objects/client/schema')).body.data
     const [gate, referral, days] = schema.fields.map((f: any) => f.id)
-    const c = (await emu.call('POST', '/api/v1/clients', { firstName: 'P', properties: [{ id: gate, value: '1234', name: 'Gate code', type: 'text' }, { id: referral, value: 'google' }] })).body.data
-    expect(c.properties).toEqual([{ id: gate, value: '1234' }, { id: referral, value: 'google' }])
+    const c = (
+      await emu.call('POST', '/api/v1/clients', {
+        firstName: 'P',
+        properties: [
+          { id: gate, value: '1234', name: 'Gate code', type: 'text' },
+          { id: referral, value: 'google' },
+        ],
+      })
+    ).body.data
+    expect(c.properties).toEqual([
+      { id: gate, value: '1234' },
+      { id: referral, value: 'google' },
+    ])
     const u = (await emu.call('PUT', `/api/v1/clients/${c.id}`, { properties: { [gate]: null, [days]: '["mon","tue"]' } })).body.data
-    expect(u.properties).toEqual([{ id: referral, value: 'google' }, { id: days, value: '["mon","tue"]' }])
+    expect(u.properties).toEqual([
+      { id: referral, value: 'google' },
+      { id: days, value: '["mon","tue"]' },
+    ])
   })
   test('Client: update is partial and moves updatedAt to the write time', async () => {
     const c = await firstLive(emu, 'clients')
@@ -90,7 +110,18 @@ describe('Job', () => {
     const c = await client()
     const r = await emu.call('POST', '/api/v1/jobs', { clientId: c.id, jobNumber: 'ABC123' })
     expect(r.status).toBe(200)
-    expect(r.body.data).toMatchObject({ jobNumber: 'ABC123', clientId: c.id, clientName: 'Jo Bs', jobStatus: 'scheduled', jobType: 'one-off', subTotal: 0, discount: 0, tax: 0, total: 0, visits: [] })
+    expect(r.body.data).toMatchObject({
+      jobNumber: 'ABC123',
+      clientId: c.id,
+      clientName: 'Jo Bs',
+      jobStatus: 'scheduled',
+      jobType: 'one-off',
+      subTotal: 0,
+      discount: 0,
+      tax: 0,
+      total: 0,
+      visits: [],
+    })
   })
   test('Job: scheduleLater true with no status gives draft', async () => {
     const c = await client()
@@ -98,7 +129,17 @@ describe('Job', () => {
   })
   test('Job: create aliases type/status and notes work; money stored exactly as sent', async () => {
     const c = await client()
-    const j = (await emu.call('POST', '/api/v1/jobs', { clientId: c.id, type: 'recurring', status: 'in-progress', notes: 'n', subTotal: 10, tax: 99, total: 1 })).body.data
+    const j = (
+      await emu.call('POST', '/api/v1/jobs', {
+        clientId: c.id,
+        type: 'recurring',
+        status: 'in-progress',
+        notes: 'n',
+        subTotal: 10,
+        tax: 99,
+        total: 1,
+      })
+    ).body.data
     expect(j).toMatchObject({ jobType: 'recurring', jobStatus: 'in-progress', notes: 'n', subTotal: 10, tax: 99, total: 1 })
   })
   const badCreates: [string, (c: string) => unknown][] = [
@@ -110,7 +151,10 @@ describe('Job', () => {
     ['a status label instead of a key', (c) => ({ clientId: c, jobStatus: 'In Progress' })],
     ['a type outside one-off/recurring', (c) => ({ clientId: c, type: 'multi-day' })],
     ['targetObjectSlug without targetRecordId', (c) => ({ clientId: c, targetObjectSlug: 'equipment' })],
-    ['a target record that does not exist', (c) => ({ clientId: c, targetObjectSlug: 'equipment', targetRecordId: 'aaaaaaaaaaaaaaaaaaaaaaaa' })],
+    [
+      'a target record that does not exist',
+      (c) => ({ clientId: c, targetObjectSlug: 'equipment', targetRecordId: 'aaaaaaaaaaaaaaaaaaaaaaaa' }),
+    ],
   ]
   test.each(badCreates)('Job create contract: %s gives 400', async (_n, body) => {
     const c = await client()
@@ -119,7 +163,9 @@ describe('Job', () => {
   test('Job: a target custom-object record links when both keys are valid', async () => {
     const c = await client()
     const rec = (await emu.get('/api/v1/objects/equipment?limit=1')).body.data[0]
-    expect((await emu.call('POST', '/api/v1/jobs', { clientId: c.id, targetObjectSlug: 'equipment', targetRecordId: rec.id })).status).toBe(200)
+    expect((await emu.call('POST', '/api/v1/jobs', { clientId: c.id, targetObjectSlug: 'equipment', targetRecordId: rec.id })).status).toBe(
+      200,
+    )
   })
   test('Errors: a duplicate jobNumber gives 409', async () => {
     const c = await client()
@@ -150,7 +196,9 @@ describe('Job', () => {
     expect((await emu.get(`/api/v1/jobs/${j.id}`)).status).toBe(404)
   })
   test('Jobs: a multipart body is not accepted on the v1 route', async () => {
-    const r = await emu.call('POST', '/api/v1/jobs', '--x\r\nContent-Disposition: form-data; name="jobData"\r\n\r\n{}\r\n--x--', { headers: { 'content-type': 'multipart/form-data; boundary=x' } })
+    const r = await emu.call('POST', '/api/v1/jobs', '--x\r\nContent-Disposition: form-data; name="jobData"\r\n\r\n{}\r\n--x--', {
+      headers: { 'content-type': 'multipart/form-data; boundary=x' },
+    })
     expect(r.status).toBe(400)
   })
 })

@@ -67,11 +67,20 @@ describe('Control API', () => {
     emu = await boot()
     const touched = await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 5, fields: { notes: 'touched' } })
     expect(touched).toHaveLength(5)
-    const set = await emu.control('POST', '/mutate', { resource: 'jobs', op: 'update', id: (await firstLive(emu, 'jobs')).id, fields: { updatedAt: '2031-01-01T00:00:00.000Z', priority: 'low' } })
+    const set = await emu.control('POST', '/mutate', {
+      resource: 'jobs',
+      op: 'update',
+      id: (await firstLive(emu, 'jobs')).id,
+      fields: { updatedAt: '2031-01-01T00:00:00.000Z', priority: 'low' },
+    })
     expect(set[0]).toMatchObject({ updatedAt: '2031-01-01T00:00:00.000Z', priority: 'low' })
     const created = await emu.control('POST', '/mutate', { resource: 'invoices', op: 'create', count: 3, fields: { title: 'made in app' } })
     expect(created.map((i: any) => i.title)).toEqual(['made in app', 'made in app', 'made in app'])
-    const rec = await emu.control('POST', '/mutate', { resource: 'objects/inspections', op: 'create', fields: { data: { title: 'app record' }, stage: 'passed' } })
+    const rec = await emu.control('POST', '/mutate', {
+      resource: 'objects/inspections',
+      op: 'create',
+      fields: { data: { title: 'app record' }, stage: 'passed' },
+    })
     expect(rec[0]).toMatchObject({ stage: 'passed', data: { title: 'app record', status: 'passed' } })
   })
   test('mutate: delete is soft (404 over the API afterwards)', async () => {
@@ -128,7 +137,10 @@ describe('Control API', () => {
     await emu.get('/api/v1/clients?limit=1')
     await emu.get('/api/v1/clients', { key: 'svc_live_nope' })
     const log = await emu.control('GET', '/requests?path=/api/v1/clients')
-    expect(log.map((e: any) => [e.method, e.path, e.status])).toEqual([['GET', '/api/v1/clients', 200], ['GET', '/api/v1/clients', 401]])
+    expect(log.map((e: any) => [e.method, e.path, e.status])).toEqual([
+      ['GET', '/api/v1/clients', 200],
+      ['GET', '/api/v1/clients', 401],
+    ])
     expect(log[0]).toMatchObject({ time: expect.any(String), keyId: expect.any(String), query: '?limit=1' })
     expect(JSON.stringify(log)).not.toContain(emu.apiKey)
     const counters = await emu.control('GET', '/counters')

@@ -24,8 +24,13 @@ describe('Custom objects: discovery and schema', () => {
     const s = (await emu.get('/api/v1/objects/equipment/schema')).body.data
     expect(s.object).toEqual({ slug: 'equipment', nameSingular: 'Equipment', namePlural: 'Equipment' })
     expect(new Set(s.fields.map((f: any) => f.type))).toEqual(new Set(['text', 'select', 'relation']))
-    for (const f of s.fields) expect(Object.keys(f)).toEqual(['name', 'id', 'label', 'type', 'required', 'readOnly', 'system', 'options', 'relation'])
-    expect(s.fields.find((f: any) => f.name === 'ownerId').relation).toEqual({ targetObject: 'client', relationshipType: 'MANY_TO_ONE', multi: false })
+    for (const f of s.fields)
+      expect(Object.keys(f)).toEqual(['name', 'id', 'label', 'type', 'required', 'readOnly', 'system', 'options', 'relation'])
+    expect(s.fields.find((f: any) => f.name === 'ownerId').relation).toEqual({
+      targetObject: 'client',
+      relationshipType: 'MANY_TO_ONE',
+      multi: false,
+    })
     expect(s.pipeline).toMatchObject({ fieldName: 'status', stages: expect.any(Array), transitions: expect.any(Object) })
     expect(Object.keys(s.pipeline.stages[0])).toEqual(['value', 'label', 'order', 'isFinal'])
   })
@@ -34,11 +39,14 @@ describe('Custom objects: discovery and schema', () => {
     expect(s.status).toBe(200)
     expect(s.body.data.fields[0].id).toMatch(/^[a-f0-9]{24}$/)
   })
-  test.each(['job', 'visit', 'invoice', 'estimate', 'request', 'task'])("Errors: '%s' is a built-in module, not a custom object (400)", async (slug) => {
-    const r = await emu.get(`/api/v1/objects/${slug}/schema`)
-    expect(r.status).toBe(400)
-    expect(r.body.message).toBe(`'${slug}' is a built-in module, not a custom object. Use /api/v1/${slug}s instead.`)
-  })
+  test.each(['job', 'visit', 'invoice', 'estimate', 'request', 'task'])(
+    "Errors: '%s' is a built-in module, not a custom object (400)",
+    async (slug) => {
+      const r = await emu.get(`/api/v1/objects/${slug}/schema`)
+      expect(r.status).toBe(400)
+      expect(r.body.message).toBe(`'${slug}' is a built-in module, not a custom object. Use /api/v1/${slug}s instead.`)
+    },
+  )
   test('Errors: an unknown slug gives 404 No object with slug', async () => {
     const r = await emu.get('/api/v1/objects/widgets')
     expect(r.status).toBe(404)
@@ -67,7 +75,11 @@ describe('Custom objects: list', () => {
     expect(new Set(seen).size).toBe(seen.length)
     expect(seen.length).toBeGreaterThanOrEqual(130)
   })
-  test.each([['0', 1], ['500', 100], ['abc', 50]])('Custom objects list: limit=%s gives pages of %i', async (limit, n) => {
+  test.each([
+    ['0', 1],
+    ['500', 100],
+    ['abc', 50],
+  ])('Custom objects list: limit=%s gives pages of %i', async (limit, n) => {
     expect((await emu.get(`/api/v1/objects/equipment?limit=${limit}`)).body.data).toHaveLength(n)
   })
   test.each(['abc', '12345', 'zzzzzzzzzzzzzzzzzzzzzzzz'])('Errors: an invalid cursor "%s" gives 400 Invalid cursor', async (c) => {
@@ -118,12 +130,23 @@ describe('Custom objects: records', () => {
     const rec = r.body.data
     expect(Object.keys(rec)).toEqual(['id', 'object', 'stage', 'data', 'createdAt', 'updatedAt'])
     expect(rec.stage).toBe('active')
-    expect(rec.data).toMatchObject({ name: 'Boiler', ownerId: owner.id, ownerName: `${owner.firstName} ${owner.lastName}`, status: 'active', customId: expect.stringMatching(/^EQ-\d+$/), customIdCounter: expect.any(Number) })
+    expect(rec.data).toMatchObject({
+      name: 'Boiler',
+      ownerId: owner.id,
+      ownerName: `${owner.firstName} ${owner.lastName}`,
+      status: 'active',
+      customId: expect.stringMatching(/^EQ-\d+$/),
+      customIdCounter: expect.any(Number),
+    })
     expect((await emu.get(`/api/v1/objects/equipment/${rec.id}`)).body.data).toEqual(rec)
   })
   test('Custom objects: on create the stage is read from status only (stage is ignored)', async () => {
-    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'A' }, status: 'maintenance' })).body.data.stage).toBe('maintenance')
-    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'B' }, stage: 'maintenance' })).body.data.stage).toBe('active')
+    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'A' }, status: 'maintenance' })).body.data.stage).toBe(
+      'maintenance',
+    )
+    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'B' }, stage: 'maintenance' })).body.data.stage).toBe(
+      'active',
+    )
   })
   test('Custom-object stage: transitions are advisory; an undefined stage value is accepted (200)', async () => {
     const rec = (await emu.call('POST', '/api/v1/objects/inspections', { data: { title: 'T' } })).body.data
@@ -133,11 +156,16 @@ describe('Custom objects: records', () => {
   })
   test('Custom-object stage: writing data.status moves the stage', async () => {
     const rec = (await emu.call('POST', '/api/v1/objects/inspections', { data: { title: 'T' } })).body.data
-    expect((await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { status: 'passed' } })).body.data.stage).toBe('passed')
+    expect((await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { status: 'passed' } })).body.data.stage).toBe(
+      'passed',
+    )
   })
   test('Custom objects PATCH: merges data (omitted kept, null sets null); stage wins over status', async () => {
-    const rec = (await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'M', serialNumber: 'S1', location: 'Roof' } })).body.data
-    const u = (await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { location: null }, stage: 'retired', status: 'maintenance' })).body.data
+    const rec = (await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'M', serialNumber: 'S1', location: 'Roof' } })).body
+      .data
+    const u = (
+      await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { location: null }, stage: 'retired', status: 'maintenance' })
+    ).body.data
     expect(u.data).toMatchObject({ name: 'M', serialNumber: 'S1', location: null })
     expect(u.stage).toBe('retired')
   })
@@ -159,18 +187,29 @@ describe('Custom objects: records', () => {
   })
   test('Custom objects: tolerated keys are customIdCounter, __-prefixed keys and a <base>Name mirror', async () => {
     const owner = await businessClient()
-    const r = await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'x', customIdCounter: 9, __ui: 1, ownerId: owner.id, ownerName: 'whatever' } })
+    const r = await emu.call('POST', '/api/v1/objects/equipment', {
+      data: { name: 'x', customIdCounter: 9, __ui: 1, ownerId: owner.id, ownerName: 'whatever' },
+    })
     expect(r.status).toBe(201)
   })
   test('Custom objects: relation input forms normalise to ids; multi relations are arrays; single keeps the first id', async () => {
     const equip = (await emu.get('/api/v1/objects/equipment?limit=2')).body.data
     const team = (await emu.get('/api/teams', { key: null, bearer: emu.apiKey })).body.data.team.map((m: any) => m.id)
     const forms: [unknown, unknown][] = [
-      [{ $oid: equip[0].id }, equip[0].id], [{ id: equip[0].id }, equip[0].id], [{ _id: equip[0].id }, equip[0].id], [{ recordId: equip[0].id }, equip[0].id],
-      [[equip[1].id, equip[0].id], equip[1].id], [`${equip[0].id},${equip[1].id}`, equip[0].id], [null, null],
+      [{ $oid: equip[0].id }, equip[0].id],
+      [{ id: equip[0].id }, equip[0].id],
+      [{ _id: equip[0].id }, equip[0].id],
+      [{ recordId: equip[0].id }, equip[0].id],
+      [[equip[1].id, equip[0].id], equip[1].id],
+      [`${equip[0].id},${equip[1].id}`, equip[0].id],
+      [null, null],
     ]
     for (const [input, stored] of forms) {
-      const rec = (await emu.call('POST', '/api/v1/objects/inspections', { data: { title: 't', equipmentId: input, inspectorIds: `${team[0]},${team[1]}` } })).body.data
+      const rec = (
+        await emu.call('POST', '/api/v1/objects/inspections', {
+          data: { title: 't', equipmentId: input, inspectorIds: `${team[0]},${team[1]}` },
+        })
+      ).body.data
       expect(rec.data.equipmentId).toEqual(stored)
       expect(rec.data.inspectorIds).toEqual([team[0], team[1]])
     }
@@ -182,7 +221,12 @@ describe('Custom objects: records', () => {
     expect(r.body.message).toBe('Owner: client must be business (got individual)')
   })
   test('Custom objects: validation messages are localised from Accept-Language', async () => {
-    const r = await emu.call('POST', '/api/v1/objects/equipment', { data: { serialNumber: 'x' } }, { headers: { 'accept-language': 'fr-FR' } })
+    const r = await emu.call(
+      'POST',
+      '/api/v1/objects/equipment',
+      { data: { serialNumber: 'x' } },
+      { headers: { 'accept-language': 'fr-FR' } },
+    )
     expect(r.status).toBe(400)
     expect(r.body.message).toMatch(/obligatoire/)
   })
@@ -211,7 +255,10 @@ describe('Custom objects: upsert', () => {
     expect(a.status).toBe(201)
     expect(a.body.meta).toEqual({ created: true })
     expect(a.body.data.data.serialNumber).toBe('SN/UP 1')
-    const b = await emu.call('PUT', `/api/v1/objects/equipment/by/serialNumber/${encodeURIComponent('SN/UP 1')}`, { data: { location: 'Attic' }, stage: 'maintenance' })
+    const b = await emu.call('PUT', `/api/v1/objects/equipment/by/serialNumber/${encodeURIComponent('SN/UP 1')}`, {
+      data: { location: 'Attic' },
+      stage: 'maintenance',
+    })
     expect(b.status).toBe(200)
     expect(b.body.meta).toEqual({ created: false })
     expect(b.body.data).toMatchObject({ id: a.body.data.id, stage: 'maintenance', data: { name: 'Up', location: 'Attic' } })

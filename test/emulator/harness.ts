@@ -32,7 +32,9 @@ export async function boot(options: EmulatorOptions = {}): Promise<Emu> {
     if (o.bearer !== undefined) headers.authorization = `Bearer ${o.bearer}`
     if (body !== undefined) headers['content-type'] ??= 'application/json'
     const res = await request(`${handle.url}${path}`, {
-      method: method as 'GET', headers, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      method: method as 'GET',
+      headers,
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     })
     const text = await res.body.text()
     let parsed: unknown = text

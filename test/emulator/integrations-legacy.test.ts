@@ -11,24 +11,32 @@ afterAll(() => emu.close())
 const bearer = (): CallOptions => ({ key: null, bearer: emu.apiKey })
 
 describe('Integrations', () => {
-  test.each(['calendar-a', 'calendar-b'])('Integrations: POST %s/sync runs from the stored sync point and answers integer counts', async (name) => {
-    await emu.call('POST', `/api/v1/integrations/${name}/sync`)
-    const first = await emu.call('POST', `/api/v1/integrations/${name}/sync`)
-    expect(first.body).toEqual({ success: true, data: { created: 0, updated: 0, deleted: 0, errors: 0 } })
-    const v = await firstLive(emu, 'visits', (x) => x.visitStatus !== 'cancelled')
-    await emu.call('PATCH', `/api/v1/visits/${v.id}`, { notes: 'moved' })
-    const second = await emu.call('POST', `/api/v1/integrations/${name}/sync`)
-    expect(second.body.data).toEqual({ created: 0, updated: 1, deleted: 0, errors: 0 })
-    // A repeated trigger is accepted (no 409).
-    expect((await emu.call('POST', `/api/v1/integrations/${name}/sync`)).status).toBe(200)
-  })
+  test.each(['calendar-a', 'calendar-b'])(
+    'Integrations: POST %s/sync runs from the stored sync point and answers integer counts',
+    async (name) => {
+      await emu.call('POST', `/api/v1/integrations/${name}/sync`)
+      const first = await emu.call('POST', `/api/v1/integrations/${name}/sync`)
+      expect(first.body).toEqual({ success: true, data: { created: 0, updated: 0, deleted: 0, errors: 0 } })
+      const v = await firstLive(emu, 'visits', (x) => x.visitStatus !== 'cancelled')
+      await emu.call('PATCH', `/api/v1/visits/${v.id}`, { notes: 'moved' })
+      const second = await emu.call('POST', `/api/v1/integrations/${name}/sync`)
+      expect(second.body.data).toEqual({ created: 0, updated: 1, deleted: 0, errors: 0 })
+      // A repeated trigger is accepted (no 409).
+      expect((await emu.call('POST', `/api/v1/integrations/${name}/sync`)).status).toBe(200)
+    },
+  )
   test('Integrations: GET calendar-a/sync lists changes since the last sync (or since) with next_cursor paging', async () => {
     await emu.call('POST', '/api/v1/integrations/calendar-a/sync')
     const visits = (await emu.get('/api/v1/visits?limit=5')).body.data
     for (const v of visits) await emu.call('PATCH', `/api/v1/visits/${v.id}`, { notes: 'cal' })
     const p1 = (await emu.get('/api/v1/integrations/calendar-a/sync?limit=3')).body
     expect(p1.data).toHaveLength(3)
-    for (const c of p1.data) expect(c).toMatchObject({ action: expect.stringMatching(/^(created|updated|deleted)$/), visitId: expect.any(String), externalEventId: expect.any(String) })
+    for (const c of p1.data)
+      expect(c).toMatchObject({
+        action: expect.stringMatching(/^(created|updated|deleted)$/),
+        visitId: expect.any(String),
+        externalEventId: expect.any(String),
+      })
     expect(p1.next_cursor).toEqual(expect.any(String))
     const p2 = (await emu.get(`/api/v1/integrations/calendar-a/sync?limit=3&cursor=${p1.next_cursor}`)).body
     expect(p2.data).toHaveLength(2)
@@ -41,7 +49,10 @@ describe('Integrations', () => {
     expect(s.connected).toBe(true)
   })
   test('Integrations: accounting answers {message, status: queued}', async () => {
-    expect((await emu.call('POST', '/api/v1/integrations/accounting/sync')).body).toEqual({ success: true, data: { message: expect.any(String), status: 'queued' } })
+    expect((await emu.call('POST', '/api/v1/integrations/accounting/sync')).body).toEqual({
+      success: true,
+      data: { message: expect.any(String), status: 'queued' },
+    })
   })
   test.each(['calendar-a', 'calendar-b', 'accounting'])('Integrations: %s not connected gives INTEGRATION_NOT_CONNECTED', async (name) => {
     await emu.control('POST', `/integrations/${name}`, { connected: false })
@@ -65,7 +76,7 @@ describe('Legacy routes', () => {
     expect(r.body.data.team.length).toBeGreaterThan(0)
     expect(r.body.data.team[0]).toMatchObject({ id: expect.any(String), isActive: expect.any(Boolean) })
   })
-  test('Limits: the team listing pages (-1 for all, at most 500 per page, page 1-10000); names page and limit are the emulator\'s', async () => {
+  test("Limits: the team listing pages (-1 for all, at most 500 per page, page 1-10000); names page and limit are the emulator's", async () => {
     const all = (await emu.get('/api/teams?limit=-1', bearer())).body.data
     expect(all.team.length).toBe(all.total)
     const p2 = (await emu.get('/api/teams?page=2&limit=3', bearer())).body.data
@@ -82,7 +93,11 @@ describe('Legacy routes', () => {
     expect((await emu.get('/api/teams?limit=0', bearer())).status).toBe(400)
   })
   test('Legacy routes: /api/taxes answers data.taxes with id, name and a decimal rate', async () => {
-    expect((await emu.get('/api/taxes', bearer())).body.data.taxes[0]).toMatchObject({ id: expect.any(String), name: expect.any(String), rate: expect.any(Number) })
+    expect((await emu.get('/api/taxes', bearer())).body.data.taxes[0]).toMatchObject({
+      id: expect.any(String),
+      name: expect.any(String),
+      rate: expect.any(Number),
+    })
   })
   test('Versioning 4: legacy payloads mix id, recordId and _id', async () => {
     expect((await emu.get('/api/product-service', bearer())).body.data[0]).toHaveProperty('_id')
@@ -95,7 +110,11 @@ describe('Legacy routes', () => {
     const b = await emu.call('POST', '/api/product-service', body, bearer())
     expect(a.body.data).toMatchObject({ id: expect.any(String), ...body, isActive: true })
     expect(b.body.data.id).not.toBe(a.body.data.id)
-    for (const bad of [{ type: 'Service', price: 1 }, { name: 'x', type: 'Labour', price: 1 }, { name: 'x', type: 'Product' }]) {
+    for (const bad of [
+      { type: 'Service', price: 1 },
+      { name: 'x', type: 'Labour', price: 1 },
+      { name: 'x', type: 'Product' },
+    ]) {
       expect((await emu.call('POST', '/api/product-service', bad, bearer())).status).toBe(400)
     }
   })

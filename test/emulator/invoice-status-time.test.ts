@@ -94,7 +94,14 @@ describe('Invoice: captured signature blocks', () => {
     emu = await boot({ now: () => T0 })
     const paid = await firstLive(emu, 'invoices', (r) => r.status === 'paid')
     const one = (await emu.get(`/api/v1/invoices/${paid.id}`)).body.data
-    expect(one.signatures).toEqual([{ role: 'client', name: expect.any(String), signedAt: paid.createdAt, imageUrl: `${emu.url}/hosted/signatures/${paid.id}/client.png` }])
+    expect(one.signatures).toEqual([
+      {
+        role: 'client',
+        name: expect.any(String),
+        signedAt: paid.createdAt,
+        imageUrl: `${emu.url}/hosted/signatures/${paid.id}/client.png`,
+      },
+    ])
     expect(one).toMatchObject({ subTotal: paid.subTotal, total: paid.total })
     const list = (await emu.get('/api/v1/invoices?limit=100')).body.data
     expect(list.length).toBeGreaterThan(0)

@@ -32,10 +32,15 @@ const postForm = (parts: Part[], options: CallOptions = bearer(), path = '/api/j
   const f = form(parts)
   return emu.call('POST', path, f.body, { ...options, headers: { 'content-type': f.type } })
 }
-const raw = (body: string, type: string, options: CallOptions = bearer()): Promise<Reply> => emu.call('POST', '/api/jobs', body, { ...options, headers: { 'content-type': type } })
+const raw = (body: string, type: string, options: CallOptions = bearer()): Promise<Reply> =>
+  emu.call('POST', '/api/jobs', body, { ...options, headers: { 'content-type': type } })
 const counters = async (): Promise<Record<string, number>> => emu.control('GET', '/counters')
 const clientId = async (): Promise<string> => (await firstLive(emu, 'clients')).id as string
-const jobData = async (extra: Record<string, unknown> = {}): Promise<Part> => ({ name: 'jobData', value: JSON.stringify({ clientId: await clientId(), ...extra }), type: 'application/json' })
+const jobData = async (extra: Record<string, unknown> = {}): Promise<Part> => ({
+  name: 'jobData',
+  value: JSON.stringify({ clientId: await clientId(), ...extra }),
+  type: 'application/json',
+})
 
 async function login(email: string, password: string, extra: Record<string, unknown> = {}): Promise<Reply> {
   return emu.call('POST', '/api/auth/login', { email, password, ...extra }, { key: null })
@@ -43,10 +48,20 @@ async function login(email: string, password: string, extra: Record<string, unkn
 
 describe('Versioning 2: the legacy job create takes multipart form data (jobData plus notes)', () => {
   test('Versioning 2: POST /api/jobs with a jobData part and a notes part creates the job (legacy `_id` payload)', async () => {
-    const r = await postForm([await jobData({ jobNumber: 'LEG-1', total: 125.5, priority: 'high' }), { name: 'notes', value: 'Gate code 4411\nDog in yard' }])
+    const r = await postForm([
+      await jobData({ jobNumber: 'LEG-1', total: 125.5, priority: 'high' }),
+      { name: 'notes', value: 'Gate code 4411\nDog in yard' },
+    ])
     expect(r.status).toBe(200)
     expect(r.body.success).toBe(true)
-    expect(r.body.data).toMatchObject({ _id: expect.stringMatching(/^[a-f0-9]{24}$/), jobNumber: 'LEG-1', total: 125.5, priority: 'high', notes: 'Gate code 4411\nDog in yard', jobStatus: 'scheduled' })
+    expect(r.body.data).toMatchObject({
+      _id: expect.stringMatching(/^[a-f0-9]{24}$/),
+      jobNumber: 'LEG-1',
+      total: 125.5,
+      priority: 'high',
+      notes: 'Gate code 4411\nDog in yard',
+      jobStatus: 'scheduled',
+    })
     expect(r.body.data).not.toHaveProperty('id')
   })
   test('Versioning 2: the legacy-created job appears in the v1 list and single GET', async () => {
@@ -74,18 +89,46 @@ describe('Versioning 2: the legacy job create takes multipart form data (jobData
     expect(clash.body.message).toContain('disagree')
   })
   const bad: [string, () => Promise<Reply>, RegExp][] = [
-    ['a JSON body gives 400 naming the expected form', async () => emu.call('POST', '/api/jobs', { clientId: await clientId() }, bearer()), /multipart\/form-data.*jobData/],
+    [
+      'a JSON body gives 400 naming the expected form',
+      async () => emu.call('POST', '/api/jobs', { clientId: await clientId() }, bearer()),
+      /multipart\/form-data.*jobData/,
+    ],
     ['a missing jobData part gives 400', () => postForm([{ name: 'notes', value: 'only notes' }]), /jobData part is missing/],
     ['jobData that is not JSON gives 400', () => postForm([{ name: 'jobData', value: '{clientId:' }]), /not valid JSON/],
     ['jobData that is a JSON array gives 400', () => postForm([{ name: 'jobData', value: '[]' }]), /JSON object/],
-    ['an unknown part gives 400 naming it', async () => postForm([await jobData(), { name: 'attachments', value: 'x' }]), /Unknown form part 'attachments'/],
+    [
+      'an unknown part gives 400 naming it',
+      async () => postForm([await jobData(), { name: 'attachments', value: 'x' }]),
+      /Unknown form part 'attachments'/,
+    ],
     ['a repeated part gives 400', async () => postForm([await jobData(), await jobData()]), /more than once/],
-    ['a notes file upload gives 400', async () => postForm([await jobData(), { name: 'notes', value: 'x', filename: 'n.txt' }]), /not a file upload/],
+    [
+      'a notes file upload gives 400',
+      async () => postForm([await jobData(), { name: 'notes', value: 'x', filename: 'n.txt' }]),
+      /not a file upload/,
+    ],
     ['a Content-Type without boundary gives 400', () => raw('--x\r\n\r\n--x--', 'multipart/form-data'), /boundary parameter/],
-    ['an invalid boundary gives 400', () => raw('--x\r\n\r\n--x--', `multipart/form-data; boundary=${'b'.repeat(71)}`), /Invalid multipart boundary/],
-    ['a body that lacks the declared boundary gives 400', async () => raw(form([await jobData()], 'other').body, 'multipart/form-data; boundary=declared'), /does not occur in the body/],
-    ['a body without a closing boundary gives 400', async () => raw(form([await jobData()], 'b1').body.replace(/--b1--\r\n$/, ''), 'multipart/form-data; boundary=b1'), /no closing boundary/],
-    ['a part without a name gives 400', () => raw('--b2\r\nContent-Disposition: form-data\r\n\r\n{}\r\n--b2--', 'multipart/form-data; boundary=b2'), /no name/],
+    [
+      'an invalid boundary gives 400',
+      () => raw('--x\r\n\r\n--x--', `multipart/form-data; boundary=${'b'.repeat(71)}`),
+      /Invalid multipart boundary/,
+    ],
+    [
+      'a body that lacks the declared boundary gives 400',
+      async () => raw(form([await jobData()], 'other').body, 'multipart/form-data; boundary=declared'),
+      /does not occur in the body/,
+    ],
+    [
+      'a body without a closing boundary gives 400',
+      async () => raw(form([await jobData()], 'b1').body.replace(/--b1--\r\n$/, ''), 'multipart/form-data; boundary=b1'),
+      /no closing boundary/,
+    ],
+    [
+      'a part without a name gives 400',
+      () => raw('--b2\r\nContent-Disposition: form-data\r\n\r\n{}\r\n--b2--', 'multipart/form-data; boundary=b2'),
+      /no name/,
+    ],
     ['an empty multipart body gives 400', () => raw('', 'multipart/form-data; boundary=b3'), /Empty multipart body/],
   ]
   test.each(bad)('Versioning 2: %s', async (_name, send, message) => {
@@ -119,7 +162,7 @@ describe('Legacy routes and Authentication 7 on the legacy job create', () => {
     expect(r.status).toBe(401)
     expect(r.body.code).toBe('UNAUTHORIZED')
   })
-  test('Authentication 7: per-key scopes are not enforced (a jobs:read key creates through Bearer); created as the key\'s user', async () => {
+  test("Authentication 7: per-key scopes are not enforced (a jobs:read key creates through Bearer); created as the key's user", async () => {
     const { key } = await emu.key({ scopes: ['jobs:read'] })
     const r = await postForm([await jobData()], bearer(key))
     expect(r.status).toBe(200)
@@ -142,20 +185,44 @@ describe('Legacy routes and Authentication 7 on the legacy job create', () => {
 describe('Authentication: earlier schema revision (interactive login)', () => {
   test('Authentication, earlier schema revision: /__emulator/info names the seeded login user', async () => {
     const info = await emu.control('GET', '/info')
-    expect(info.login).toEqual({ email: 'owner@northwind-field.test', password: 'emulator-owner', userId: expect.stringMatching(/^[a-f0-9]{24}$/) })
+    expect(info.login).toEqual({
+      email: 'owner@northwind-field.test',
+      password: 'emulator-owner',
+      userId: expect.stringMatching(/^[a-f0-9]{24}$/),
+    })
   })
   test('Authentication, earlier schema revision: POST /api/auth/login answers the listed data fields with a JWT-shaped token', async () => {
-    const r = await login('Owner@Northwind-Field.test', 'emulator-owner', { deviceInfo: { deviceId: 'd-1', deviceType: 1, deviceToken: null } })
+    const r = await login('Owner@Northwind-Field.test', 'emulator-owner', {
+      deviceInfo: { deviceId: 'd-1', deviceType: 1, deviceToken: null },
+    })
     expect(r.status).toBe(200)
     expect(Object.keys(r.body.data)).toEqual([
-      'id', 'name', 'email', 'token', 'role', 'isOnboarded', 'isTeamMember', 'timezone', 'currency', 'currencySymbol', 'companyInfo', 'integrationStatus',
+      'id',
+      'name',
+      'email',
+      'token',
+      'role',
+      'isOnboarded',
+      'isTeamMember',
+      'timezone',
+      'currency',
+      'currencySymbol',
+      'companyInfo',
+      'integrationStatus',
     ])
     const d = r.body.data
     expect(d.token).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
     expect(Object.keys(d.role)).toEqual(['name', 'permissions', 'id'])
     expect(typeof d.role.permissions).toBe('object')
     expect(d.integrationStatus).toEqual({ payments_connect: true, payments_enabled: true })
-    expect(d).toMatchObject({ email: 'owner@northwind-field.test', isOnboarded: true, isTeamMember: false, currency: 'USD', currencySymbol: '$', timezone: expect.any(String) })
+    expect(d).toMatchObject({
+      email: 'owner@northwind-field.test',
+      isOnboarded: true,
+      isTeamMember: false,
+      currency: 'USD',
+      currencySymbol: '$',
+      timezone: expect.any(String),
+    })
     expect(d.companyInfo.companyName).toEqual(expect.any(String))
   })
   const bodies: [string, Record<string, unknown>, RegExp][] = [
@@ -165,8 +232,16 @@ describe('Authentication: earlier schema revision (interactive login)', () => {
     ['password has a minimum length of 6', { email: 'owner@northwind-field.test', password: 'five5' }, /at least 6/],
     ['password must be a string', { email: 'owner@northwind-field.test', password: 1234567 }, /must be a string/],
     ['deviceInfo must be an object', { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: 'ios' }, /deviceInfo/],
-    ['deviceType is 1, 2 or 3', { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: { deviceType: 4 } }, /deviceType/],
-    ['deviceToken is a string or null', { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: { deviceToken: 5 } }, /deviceToken/],
+    [
+      'deviceType is 1, 2 or 3',
+      { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: { deviceType: 4 } },
+      /deviceType/,
+    ],
+    [
+      'deviceToken is a string or null',
+      { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: { deviceToken: 5 } },
+      /deviceToken/,
+    ],
     ['deviceId is a string', { email: 'owner@northwind-field.test', password: 'emulator-owner', deviceInfo: { deviceId: 5 } }, /deviceId/],
   ]
   test.each(bodies)('Authentication, earlier schema revision: login body rule: %s (400)', async (_name, body, message) => {
@@ -178,7 +253,10 @@ describe('Authentication: earlier schema revision (interactive login)', () => {
     expect((await login('owner@northwind-field.test', 'emulator-owner', { deviceInfo: { deviceId: 'web-1' } })).status).toBe(200)
   })
   test('Authentication, earlier schema revision: a wrong password or unknown email gives 401 UNAUTHORIZED', async () => {
-    for (const [email, password] of [['owner@northwind-field.test', 'wrong-pass'], ['nobody@northwind-field.test', 'emulator-owner']] as const) {
+    for (const [email, password] of [
+      ['owner@northwind-field.test', 'wrong-pass'],
+      ['nobody@northwind-field.test', 'emulator-owner'],
+    ] as const) {
       const r = await login(email, password)
       expect(r.status).toBe(401)
       expect(r.body).toEqual({ success: false, code: 'UNAUTHORIZED', message: 'Invalid email or password' })
@@ -200,7 +278,12 @@ describe('Authentication: earlier schema revision (interactive login)', () => {
     expect((await emu.get('/api/teams', bearer(forged))).status).toBe(401)
   })
   test('Authentication, earlier schema revision: signup (name, email, password min 6) returns data.token; the user then logs in', async () => {
-    const r = await emu.call('POST', '/api/auth/signup', { name: 'Dana Field', email: 'dana@example.test', password: 'dana-pass' }, { key: null })
+    const r = await emu.call(
+      'POST',
+      '/api/auth/signup',
+      { name: 'Dana Field', email: 'dana@example.test', password: 'dana-pass' },
+      { key: null },
+    )
     expect(r.status).toBe(200)
     expect(r.body.data).toEqual({ token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/) })
     expect((await emu.get('/api/taxes', bearer(r.body.data.token))).status).toBe(200)

@@ -35,7 +35,8 @@ describe('Shared list parameters', () => {
   test.each(RESOURCES)('Shared list parameters: %s pages partition the rows (increment page until page*limit >= total)', async (r) => {
     const first = await emu.get(`/api/v1/${r}?limit=40&page=1`)
     const ids: string[] = []
-    for (let page = 1; (page - 1) * 40 < first.body.meta.total; page++) ids.push(...(await emu.get(`/api/v1/${r}?limit=40&page=${page}`)).body.data.map((x: any) => x.id))
+    for (let page = 1; (page - 1) * 40 < first.body.meta.total; page++)
+      ids.push(...(await emu.get(`/api/v1/${r}?limit=40&page=${page}`)).body.data.map((x: any) => x.id))
     expect(ids).toHaveLength(first.body.meta.total)
     expect(new Set(ids).size).toBe(ids.length)
   })
@@ -88,13 +89,24 @@ describe('Shared list parameters', () => {
     const wall = new Date(pivot.getTime() - chicagoOffsetMs(pivot)).toISOString().slice(0, 23)
     const zoned = await emu.get(`/api/v1/clients?limit=100&sort=updatedAt:asc&timezone=America/Chicago&since=${encodeURIComponent(wall)}`)
     expect(zoned.body.data[0].updatedAt).toBe(rows[40].updatedAt)
-    const withZ = await emu.get(`/api/v1/clients?limit=100&sort=updatedAt:asc&timezone=America/Chicago&since=${encodeURIComponent(rows[40].updatedAt)}`)
+    const withZ = await emu.get(
+      `/api/v1/clients?limit=100&sort=updatedAt:asc&timezone=America/Chicago&since=${encodeURIComponent(rows[40].updatedAt)}`,
+    )
     expect(withZ.body.data[0].updatedAt).toBe(rows[40].updatedAt)
   })
 })
 
 function chicagoOffsetMs(at: Date): number {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone: 'America/Chicago', hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }).formatToParts(at)
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: 'America/Chicago',
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(at)
   const g = (t: string) => Number(parts.find((p) => p.type === t)!.value)
   return Math.floor(at.getTime() / 1000) * 1000 - Date.UTC(g('year'), g('month') - 1, g('day'), g('hour'), g('minute'), g('second'))
 }
@@ -102,7 +114,12 @@ function chicagoOffsetMs(at: Date): number {
 describe('Endpoints: list filters', () => {
   test('Clients: search is case-insensitive and partial over name, email, phone and company', async () => {
     const c = await firstLive(emu, 'clients', (x) => x.companyName !== '')
-    for (const needle of [c.lastName.slice(0, 3).toUpperCase(), c.email.slice(2, 8), c.phoneNumber.number.slice(-4), c.companyName.toLowerCase()]) {
+    for (const needle of [
+      c.lastName.slice(0, 3).toUpperCase(),
+      c.email.slice(2, 8),
+      c.phoneNumber.number.slice(-4),
+      c.companyName.toLowerCase(),
+    ]) {
       const res = await emu.get(`/api/v1/clients?limit=100&search=${encodeURIComponent(needle)}`)
       expect(res.body.data.map((x: any) => x.id)).toContain(c.id)
     }
@@ -127,10 +144,14 @@ describe('Endpoints: list filters', () => {
   })
   test('Jobs: clientId filter and search by job number or client name only', async () => {
     const j = await firstLive(emu, 'jobs')
-    expect((await emu.get(`/api/v1/jobs?clientId=${j.clientId}&limit=100`)).body.data.every((x: any) => x.clientId === j.clientId)).toBe(true)
+    expect((await emu.get(`/api/v1/jobs?clientId=${j.clientId}&limit=100`)).body.data.every((x: any) => x.clientId === j.clientId)).toBe(
+      true,
+    )
     expect((await emu.get(`/api/v1/jobs?search=${j.jobNumber}&limit=100`)).body.data.map((x: any) => x.id)).toContain(j.id)
     const client = (await emu.control('GET', '/state/clients')).find((c: any) => c.id === j.clientId)
-    expect((await emu.get(`/api/v1/jobs?search=${encodeURIComponent(client.firstName)}&limit=100`)).body.data.map((x: any) => x.id)).toContain(j.id)
+    expect(
+      (await emu.get(`/api/v1/jobs?search=${encodeURIComponent(client.firstName)}&limit=100`)).body.data.map((x: any) => x.id),
+    ).toContain(j.id)
     expect((await emu.get(`/api/v1/jobs?search=${encodeURIComponent(client.email)}`)).body.meta.total).toBe(0)
   })
   test('Visits: visitStatus is case-insensitive; jobId filter', async () => {
@@ -140,13 +161,18 @@ describe('Endpoints: list filters', () => {
     const v = res.body.data[0]
     expect((await emu.get(`/api/v1/visits?jobId=${v.jobId}`)).body.data.every((x: any) => x.jobId === v.jobId)).toBe(true)
   })
-  test.each(['done', 'scheduled,completed'])('Visits: visitStatus=%s (unknown, or a comma list) gives 400 with the valid list', async (v) => {
-    const res = await emu.get(`/api/v1/visits?visitStatus=${v}`)
-    expect(res.status).toBe(400)
-    expect(res.body.message).toContain('in_transit')
-  })
+  test.each(['done', 'scheduled,completed'])(
+    'Visits: visitStatus=%s (unknown, or a comma list) gives 400 with the valid list',
+    async (v) => {
+      const res = await emu.get(`/api/v1/visits?visitStatus=${v}`)
+      expect(res.status).toBe(400)
+      expect(res.body.message).toContain('in_transit')
+    },
+  )
   test('Visits: startDate and endDate bound visitStartDateTime; not a date gives 400', async () => {
-    const all = (await emu.get('/api/v1/visits?limit=100&sort=visitStartDateTime:asc')).body.data.filter((x: any) => x.visitStartDateTime !== null)
+    const all = (await emu.get('/api/v1/visits?limit=100&sort=visitStartDateTime:asc')).body.data.filter(
+      (x: any) => x.visitStartDateTime !== null,
+    )
     const from = all[10].visitStartDateTime
     const to = all[30].visitStartDateTime
     const res = await emu.get(`/api/v1/visits?limit=100&startDate=${from}&endDate=${to}`)
@@ -156,7 +182,9 @@ describe('Endpoints: list filters', () => {
     expect((await emu.get('/api/v1/visits?endDate=2024-02-31')).status).toBe(400)
   })
   test('Visits: timezone interprets zone-less startDate/endDate as wall-clock time there (UTC without it)', async () => {
-    const all = (await emu.get('/api/v1/visits?limit=100&sort=visitStartDateTime:asc')).body.data.filter((x: any) => x.visitStartDateTime !== null)
+    const all = (await emu.get('/api/v1/visits?limit=100&sort=visitStartDateTime:asc')).body.data.filter(
+      (x: any) => x.visitStartDateTime !== null,
+    )
     const at = all[20].visitStartDateTime as string
     // The same instant as Chicago wall-clock time (UTC-6 in winter, UTC-5 in summer), without a zone.
     const offsetH = new Date(at).toLocaleString('en-US', { timeZone: 'America/Chicago', timeZoneName: 'short' }).endsWith('CDT') ? 5 : 6

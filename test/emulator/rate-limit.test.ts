@@ -64,7 +64,12 @@ describe('Limits: request rate', () => {
   test('Limits: per-key override (rateLimit at key creation, requests per minute)', async () => {
     emu = await boot({ rateLimit: 60 })
     await emu.control('POST', '/clock', { freezeAt: T0 })
-    const created = await emu.call('POST', '/api/v1/api-keys', { name: 'slow', scopes: ['*'], rateLimit: 2 }, { key: null, bearer: emu.apiKey })
+    const created = await emu.call(
+      'POST',
+      '/api/v1/api-keys',
+      { name: 'slow', scopes: ['*'], rateLimit: 2 },
+      { key: null, bearer: emu.apiKey },
+    )
     const key = created.body.data.key as string
     expect(await burst(emu, 3, key)).toEqual([200, 200, 429])
     const r = await emu.get('/api/v1/jobs', { key })

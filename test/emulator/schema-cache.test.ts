@@ -11,7 +11,8 @@ const MINUTE = 60_000
 let emu: Emu
 afterEach(() => emu.close())
 
-const fieldNames = async (slug: string): Promise<string[]> => (await emu.get(`/api/v1/objects/${slug}/schema`)).body.data.fields.map((f: any) => f.name)
+const fieldNames = async (slug: string): Promise<string[]> =>
+  (await emu.get(`/api/v1/objects/${slug}/schema`)).body.data.fields.map((f: any) => f.name)
 const advance = (ms: number) => emu.control('POST', '/clock', { advanceMs: ms })
 
 describe('Custom objects: the five-minute schema cache', () => {
@@ -46,7 +47,9 @@ describe('Custom objects: the five-minute schema cache', () => {
     const rec = await firstLive(emu, 'objects/equipment')
     await emu.control('POST', '/objects/equipment/fields/remove', { name: 'location', cached: true })
     expect((await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { location: 'roof' } })).status).toBe(200)
-    expect((await emu.call('PUT', '/api/v1/objects/equipment/by/serialNumber/SN-CACHE', { data: { name: 'u', location: 'attic' } })).status).toBe(201)
+    expect(
+      (await emu.call('PUT', '/api/v1/objects/equipment/by/serialNumber/SN-CACHE', { data: { name: 'u', location: 'attic' } })).status,
+    ).toBe(201)
     await advance(5 * MINUTE)
     const r = await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { location: 'roof' } })
     expect(r.status).toBe(400)

@@ -13,7 +13,12 @@ afterAll(() => emu.close())
 
 const clientId = async (): Promise<string> => (await firstLive(emu, 'clients')).id
 const newInvoice = async (fields: Record<string, unknown> = {}): Promise<any> => {
-  const r = await emu.call('POST', '/api/v1/invoices', { clientId: await clientId(), items: [{ name: 'Service', quantity: 1, rate: 100 }], total: 100, ...fields })
+  const r = await emu.call('POST', '/api/v1/invoices', {
+    clientId: await clientId(),
+    items: [{ name: 'Service', quantity: 1, rate: 100 }],
+    total: 100,
+    ...fields,
+  })
   expect(r.status).toBe(200)
   return r.body.data
 }
@@ -88,11 +93,17 @@ describe('Client: job aggregation', () => {
     const local = await boot({ jobAggregation: true })
     try {
       const c = (await local.call('POST', '/api/v1/clients', { firstName: 'Agg' })).body.data
-      const row = async (): Promise<any> => (await local.get('/api/v1/clients?sort=updatedAt:desc&limit=100')).body.data.find((r: any) => r.id === c.id)
+      const row = async (): Promise<any> =>
+        (await local.get('/api/v1/clients?sort=updatedAt:desc&limit=100')).body.data.find((r: any) => r.id === c.id)
       const first = await row()
       expect(first).toMatchObject({ jobCount: 0, jobTotalAmount: 0 })
       const keys = Object.keys(first)
-      expect(keys.slice(keys.indexOf('properties'), keys.indexOf('properties') + 4)).toEqual(['properties', 'jobCount', 'jobTotalAmount', 'createdBy'])
+      expect(keys.slice(keys.indexOf('properties'), keys.indexOf('properties') + 4)).toEqual([
+        'properties',
+        'jobCount',
+        'jobTotalAmount',
+        'createdBy',
+      ])
       await local.call('POST', '/api/v1/jobs', { clientId: c.id, total: 120.5 })
       const j = (await local.call('POST', '/api/v1/jobs', { clientId: c.id, total: 30 })).body.data
       expect(await row()).toMatchObject({ jobCount: 2, jobTotalAmount: 150.5, updatedAt: first.updatedAt })
@@ -116,10 +127,15 @@ describe('Custom objects', () => {
   })
   test('Custom objects: a multi relation is cleared with [] or null (stored as [])', async () => {
     const team = (await emu.get('/api/teams', { key: null, bearer: emu.apiKey })).body.data.team.map((m: any) => m.id)
-    const rec = (await emu.call('POST', '/api/v1/objects/inspections', { data: { title: 'multi', inspectorIds: [team[0], team[1]] } })).body.data
-    expect((await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { inspectorIds: [] } })).body.data.data.inspectorIds).toEqual([])
+    const rec = (await emu.call('POST', '/api/v1/objects/inspections', { data: { title: 'multi', inspectorIds: [team[0], team[1]] } })).body
+      .data
+    expect(
+      (await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { inspectorIds: [] } })).body.data.data.inspectorIds,
+    ).toEqual([])
     await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { inspectorIds: team[0] } })
-    expect((await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { inspectorIds: null } })).body.data.data.inspectorIds).toEqual([])
+    expect(
+      (await emu.call('PATCH', `/api/v1/objects/inspections/${rec.id}`, { data: { inspectorIds: null } })).body.data.data.inspectorIds,
+    ).toEqual([])
   })
   test('Custom objects: upsert on a field the object does not have gives 400 Unknown field(s) in data', async () => {
     const r = await emu.call('PUT', '/api/v1/objects/equipment/by/colour/red', { data: { name: 'x' } })
@@ -127,8 +143,14 @@ describe('Custom objects', () => {
     expect(r.body.message).toBe('Unknown field(s) in data: colour')
   })
   test('Custom objects: suppress_automation still runs required-field validation, auto display ids and stage mirroring', async () => {
-    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { serialNumber: 'q' }, suppress_automation: true })).status).toBe(400)
-    const r = await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'quiet' }, status: 'maintenance', suppress_automation: true })
+    expect((await emu.call('POST', '/api/v1/objects/equipment', { data: { serialNumber: 'q' }, suppress_automation: true })).status).toBe(
+      400,
+    )
+    const r = await emu.call('POST', '/api/v1/objects/equipment', {
+      data: { name: 'quiet' },
+      status: 'maintenance',
+      suppress_automation: true,
+    })
     expect(r.status).toBe(201)
     expect(r.body.data.data).toMatchObject({ status: 'maintenance', customId: expect.stringMatching(/^EQ-\d{5}$/) })
   })
@@ -165,7 +187,8 @@ describe('API keys', () => {
 
 describe('Versioning', () => {
   test.each(['/api/clients', '/api/jobs', '/api/team', '/api/product-service', '/api/company-info'])(
-    'Versioning 2: the unversioned legacy route %s remains and takes the key as Bearer', async (path) => {
+    'Versioning 2: the unversioned legacy route %s remains and takes the key as Bearer',
+    async (path) => {
       expect((await emu.get(path, { key: null, bearer: emu.apiKey })).status).toBe(200)
       expect((await emu.get(path)).status).toBe(401)
     },
@@ -191,7 +214,8 @@ describe('Webhooks: management limits and failures', () => {
   test('Limits: the webhook list pages with default 30 and clamps limit to 100', async () => {
     const local = await boot({ allowHttpWebhooks: true })
     try {
-      for (let i = 0; i < 102; i++) await local.call('POST', '/api/v1/webhooks', { url: `https://example.com/h${i}`, events: ['client.created'] })
+      for (let i = 0; i < 102; i++)
+        await local.call('POST', '/api/v1/webhooks', { url: `https://example.com/h${i}`, events: ['client.created'] })
       expect((await local.get('/api/v1/webhooks')).body.meta).toEqual({ page: 1, limit: 30, total: 102 })
       const big = (await local.get('/api/v1/webhooks?limit=500')).body
       expect(big.meta.limit).toBe(100)
@@ -251,7 +275,9 @@ describe('Webhooks: management limits and failures', () => {
 
   test('Webhook management: description and metadata (JSON) are stored and returned', async () => {
     const metadata = { team: 'ops', tags: ['a', 'b'], n: 1 }
-    const e = (await emu.call('POST', '/api/v1/webhooks', { url: 'https://example.com/meta', events: ['job.created'], description: 'd', metadata })).body.data
+    const e = (
+      await emu.call('POST', '/api/v1/webhooks', { url: 'https://example.com/meta', events: ['job.created'], description: 'd', metadata })
+    ).body.data
     expect((await emu.get(`/api/v1/webhooks/${e.id}`)).body.data).toMatchObject({ description: 'd', metadata })
     await emu.call('DELETE', `/api/v1/webhooks/${e.id}`)
   })

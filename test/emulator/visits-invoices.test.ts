@@ -13,7 +13,8 @@ async function jobWithVisits(n: number): Promise<{ job: any; visits: any[] }> {
   const client = (await emu.call('POST', '/api/v1/clients', { firstName: 'V' })).body.data
   const job = (await emu.call('POST', '/api/v1/jobs', { clientId: client.id, scheduleLater: true })).body.data
   const visits = []
-  for (let i = 0; i < n; i++) visits.push((await emu.control('POST', '/mutate', { resource: 'visits', op: 'create', fields: { jobId: job.id } }))[0])
+  for (let i = 0; i < n; i++)
+    visits.push((await emu.control('POST', '/mutate', { resource: 'visits', op: 'create', fields: { jobId: job.id } }))[0])
   return { job, visits }
 }
 
@@ -62,7 +63,10 @@ describe('Visit', () => {
     await emu.call('PATCH', `/api/v1/visits/${visits[1].id}`, { visitStatus: 'cancelled' })
     const after = (await emu.get(`/api/v1/jobs/${job.id}`)).body.data
     expect(after.jobStatus).toBe('completed')
-    expect(after.visits).toEqual([{ id: visits[0].id, visitStatus: 'completed' }, { id: visits[1].id, visitStatus: 'cancelled' }])
+    expect(after.visits).toEqual([
+      { id: visits[0].id, visitStatus: 'completed' },
+      { id: visits[1].id, visitStatus: 'cancelled' },
+    ])
   })
   test('Visit status: cancelled keeps the record (the way to retire a visit)', async () => {
     const v = await firstLive(emu, 'visits')
@@ -79,7 +83,10 @@ describe('Visit', () => {
 })
 
 describe('Invoice', () => {
-  const base = async () => ({ clientId: (await firstLive(emu, 'clients')).id, items: [{ name: 'Fix', quantity: 2, rate: 50, taxes: [{ taxId: 't1', taxName: 'State', taxType: 1 }] }] })
+  const base = async () => ({
+    clientId: (await firstLive(emu, 'clients')).id,
+    items: [{ name: 'Fix', quantity: 2, rate: 50, taxes: [{ taxId: 't1', taxName: 'State', taxType: 1 }] }],
+  })
   test('Invoice: create stores subTotal and total as sent (no arithmetic); omitted ones are 0; line-item tax defaults 0', async () => {
     const r = await emu.call('POST', '/api/v1/invoices', { ...(await base()), subTotal: 1, taxes: [{ taxId: 'd1', name: 'Doc', rate: 5 }] })
     expect(r.status).toBe(200)
@@ -96,7 +103,10 @@ describe('Invoice', () => {
   })
   test('Invoice status: PUT with one of the four moves it; other values are dropped', async () => {
     const inv = (await emu.call('POST', '/api/v1/invoices', await base())).body.data
-    expect((await emu.call('PUT', `/api/v1/invoices/${inv.id}`, { status: 'partial', paidAmount: 10, paymentStatus: 'partially_paid' })).body.data).toMatchObject({ status: 'partial', paidAmount: 10 })
+    expect(
+      (await emu.call('PUT', `/api/v1/invoices/${inv.id}`, { status: 'partial', paidAmount: 10, paymentStatus: 'partially_paid' })).body
+        .data,
+    ).toMatchObject({ status: 'partial', paidAmount: 10 })
     const r = await emu.call('PUT', `/api/v1/invoices/${inv.id}`, { status: 'sent', title: 'kept' })
     expect(r.status).toBe(200)
     expect(r.body.data).toMatchObject({ status: 'partial', title: 'kept' })

@@ -42,8 +42,23 @@ beforeEach(async () => {
 })
 
 const ALL = [
-  'client.created', 'client.updated', 'client.deleted', 'job.created', 'job.updated', 'job.status_changed', 'job.deleted', 'visit.status_changed', 'visit.updated',
-  'invoice.created', 'invoice.updated', 'invoice.paid', 'invoice.deleted', 'object.created', 'object.updated', 'object.stage_changed', 'object.deleted',
+  'client.created',
+  'client.updated',
+  'client.deleted',
+  'job.created',
+  'job.updated',
+  'job.status_changed',
+  'job.deleted',
+  'visit.status_changed',
+  'visit.updated',
+  'invoice.created',
+  'invoice.updated',
+  'invoice.paid',
+  'invoice.deleted',
+  'object.created',
+  'object.updated',
+  'object.stage_changed',
+  'object.deleted',
 ]
 
 async function subscribe(events = ALL): Promise<{ id: string; secret: string }> {
@@ -125,8 +140,20 @@ describe('Events: delivery', () => {
     await emu.call('DELETE', `/api/v1/clients/${c.id}`)
     await flush()
     await emu.call('DELETE', `/api/v1/webhooks/${e.id}`)
-    expect(events()).toEqual(['client.created', 'client.updated', 'job.created', 'job.updated', 'job.deleted', 'invoice.created', 'invoice.updated', 'invoice.paid', 'invoice.deleted', 'client.deleted'])
-    for (const r of received.filter((x) => String(x.headers['x-service-event']).endsWith('.deleted'))) expect(Object.keys(JSON.parse(r.raw))).toEqual(['id'])
+    expect(events()).toEqual([
+      'client.created',
+      'client.updated',
+      'job.created',
+      'job.updated',
+      'job.deleted',
+      'invoice.created',
+      'invoice.updated',
+      'invoice.paid',
+      'invoice.deleted',
+      'client.deleted',
+    ])
+    for (const r of received.filter((x) => String(x.headers['x-service-event']).endsWith('.deleted')))
+      expect(Object.keys(JSON.parse(r.raw))).toEqual(['id'])
   })
   test('Known payload shapes: job.status_changed carries job {id, jobNumber, jobStatus}, previousStatus, newStatus (PUT and visit rollup)', async () => {
     const e = await subscribe(['job.status_changed', 'visit.status_changed', 'visit.updated'])
@@ -137,7 +164,11 @@ describe('Events: delivery', () => {
     await flush()
     await emu.call('DELETE', `/api/v1/webhooks/${e.id}`)
     expect(events()).toEqual(['job.status_changed', 'job.status_changed', 'visit.updated', 'visit.status_changed', 'job.status_changed'])
-    expect(JSON.parse(received[0]!.raw)).toEqual({ job: { id: j.id, jobNumber: j.jobNumber, jobStatus: 'on-hold' }, previousStatus: 'scheduled', newStatus: 'on-hold' })
+    expect(JSON.parse(received[0]!.raw)).toEqual({
+      job: { id: j.id, jobNumber: j.jobNumber, jobStatus: 'on-hold' },
+      previousStatus: 'scheduled',
+      newStatus: 'on-hold',
+    })
     expect(JSON.parse(received[4]!.raw)).toMatchObject({ previousStatus: 'scheduled', newStatus: 'in-progress' })
   })
   test('When events fire: web-app changes (control mutate) emit no client/job/visit/invoice event', async () => {
@@ -156,11 +187,23 @@ describe('Events: delivery', () => {
     const rec = (await emu.call('POST', '/api/v1/objects/equipment', { data: { name: 'Ev' } })).body.data
     await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { stage: 'maintenance' })
     await emu.call('PATCH', `/api/v1/objects/equipment/${rec.id}`, { status: 'retired' })
-    await emu.control('POST', '/mutate', { resource: 'objects/equipment', op: 'update', id: rec.id, fields: { data: { location: 'Yard' } } })
+    await emu.control('POST', '/mutate', {
+      resource: 'objects/equipment',
+      op: 'update',
+      id: rec.id,
+      fields: { data: { location: 'Yard' } },
+    })
     await emu.control('POST', '/mutate', { resource: 'objects/equipment', op: 'delete', id: rec.id })
     await flush()
     await emu.call('DELETE', `/api/v1/webhooks/${e.id}`)
-    expect(events()).toEqual(['object.created', 'object.updated', 'object.updated', 'object.stage_changed', 'object.updated', 'object.deleted'])
+    expect(events()).toEqual([
+      'object.created',
+      'object.updated',
+      'object.updated',
+      'object.stage_changed',
+      'object.updated',
+      'object.deleted',
+    ])
     expect(JSON.parse(received[0]!.raw)).toMatchObject({ id: rec.id, object: 'equipment' })
     expect(JSON.parse(received[5]!.raw)).toEqual({ id: rec.id })
   })
@@ -186,8 +229,21 @@ describe('Events: delivery', () => {
     const list = (await emu.get(`/api/v1/webhooks/${e.id}/deliveries`)).body
     expect(list.meta).toEqual({ page: 1, limit: 30, total: 2 })
     const [failed, ok] = list.data
-    expect(ok).toMatchObject({ event: 'client.created', status: 'success', attempts: 1, responseCode: 200, errorMessage: null, lastAttemptAt: expect.any(String) })
-    expect(failed).toMatchObject({ status: 'retrying', attempts: 1, responseCode: 500, errorMessage: expect.any(String), nextAttemptAt: expect.any(String) })
+    expect(ok).toMatchObject({
+      event: 'client.created',
+      status: 'success',
+      attempts: 1,
+      responseCode: 200,
+      errorMessage: null,
+      lastAttemptAt: expect.any(String),
+    })
+    expect(failed).toMatchObject({
+      status: 'retrying',
+      attempts: 1,
+      responseCode: 500,
+      errorMessage: expect.any(String),
+      nextAttemptAt: expect.any(String),
+    })
     expect(Date.parse(failed.nextAttemptAt) - Date.parse(failed.lastAttemptAt)).toBe(60_000)
     expect(Object.keys(ok)).not.toContain('payload')
     expect(received).toHaveLength(2)

@@ -25,7 +25,12 @@ export interface Comparison {
 /** Control-API resource name of each record stream. */
 const STATE_NAME: Record<string, string> = { clients: 'clients', jobs: 'jobs', visits: 'visits', invoices: 'invoices' }
 
-export async function compareMirror(state: State, rows: Rows, objectSlugs: readonly string[], streams: readonly RecordStream[] = RECORD_STREAMS): Promise<Comparison> {
+export async function compareMirror(
+  state: State,
+  rows: Rows,
+  objectSlugs: readonly string[],
+  streams: readonly RecordStream[] = RECORD_STREAMS,
+): Promise<Comparison> {
   const compared: Record<string, number> = {}
   const mismatches: Mismatch[] = []
   for (const stream of streams) {
@@ -44,7 +49,12 @@ export async function compareMirror(state: State, rows: Rows, objectSlugs: reado
       const { deleted: _deleted, ...payload } = record
       const expected = stream.toRow(payload)
       if (row.updated_at !== expected.updated_at) {
-        mismatches.push({ stream: stream.name, id, problem: 'stale', detail: `updated_at ${String(row.updated_at)} != ${expected.updated_at}` })
+        mismatches.push({
+          stream: stream.name,
+          id,
+          problem: 'stale',
+          detail: `updated_at ${String(row.updated_at)} != ${expected.updated_at}`,
+        })
         continue
       }
       if (JSON.stringify(JSON.parse(String(row.raw))) !== JSON.stringify(payload)) {
@@ -52,25 +62,40 @@ export async function compareMirror(state: State, rows: Rows, objectSlugs: reado
         continue
       }
       for (const [col, value] of Object.entries(expected.columns)) {
-        if (row[col] !== value) mismatches.push({ stream: stream.name, id, problem: 'stale', detail: `column ${col}: ${JSON.stringify(row[col])} != ${JSON.stringify(value)}` })
+        if (row[col] !== value)
+          mismatches.push({
+            stream: stream.name,
+            id,
+            problem: 'stale',
+            detail: `column ${col}: ${JSON.stringify(row[col])} != ${JSON.stringify(value)}`,
+          })
       }
     }
-    for (const id of live.keys()) if (!seen.has(id)) mismatches.push({ stream: stream.name, id, problem: 'missing', detail: 'live upstream, not live in the mirror' })
+    for (const id of live.keys())
+      if (!seen.has(id)) mismatches.push({ stream: stream.name, id, problem: 'missing', detail: 'live upstream, not live in the mirror' })
   }
   for (const slug of objectSlugs) {
     const name = `objects:${slug}`
     const upstream = (await state(`objects/${slug}`)).filter((r) => r.deleted !== true)
     compared[name] = upstream.length
-    const mirrored = new Map(rows(`SELECT id, stage, data, updated_at FROM custom_records WHERE slug = ? AND deleted_at IS NULL`, slug).map((r) => [String(r.id), r]))
+    const mirrored = new Map(
+      rows(`SELECT id, stage, data, updated_at FROM custom_records WHERE slug = ? AND deleted_at IS NULL`, slug).map((r) => [
+        String(r.id),
+        r,
+      ]),
+    )
     for (const rec of upstream) {
       const id = String(rec.id)
       const row = mirrored.get(id)
       mirrored.delete(id)
       if (row === undefined) mismatches.push({ stream: name, id, problem: 'missing', detail: 'live upstream, not live in the mirror' })
-      else if (row.updated_at !== rec.updatedAt) mismatches.push({ stream: name, id, problem: 'stale', detail: `updated_at ${String(row.updated_at)} != ${String(rec.updatedAt)}` })
-      else if (row.data !== JSON.stringify(rec.data) || row.stage !== rec.stage) mismatches.push({ stream: name, id, problem: 'stale', detail: 'same updated_at, data or stage differs' })
+      else if (row.updated_at !== rec.updatedAt)
+        mismatches.push({ stream: name, id, problem: 'stale', detail: `updated_at ${String(row.updated_at)} != ${String(rec.updatedAt)}` })
+      else if (row.data !== JSON.stringify(rec.data) || row.stage !== rec.stage)
+        mismatches.push({ stream: name, id, problem: 'stale', detail: 'same updated_at, data or stage differs' })
     }
-    for (const id of mirrored.keys()) mismatches.push({ stream: name, id, problem: 'phantom', detail: 'live in the mirror, deleted or absent upstream' })
+    for (const id of mirrored.keys())
+      mismatches.push({ stream: name, id, problem: 'phantom', detail: 'live in the mirror, deleted or absent upstream' })
   }
   return { compared, mismatches }
 }

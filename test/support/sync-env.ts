@@ -16,14 +16,18 @@ export interface SyncEnv {
   rt: Runtime
   dir: string
   db: string
-  sync(options?: { full?: boolean; streams?: readonly RecordStream[]; reference?: readonly ReferenceStream[]; objects?: Selection['objects'] }): Promise<RunResult[]>
+  sync(options?: {
+    full?: boolean
+    streams?: readonly RecordStream[]
+    reference?: readonly ReferenceStream[]
+    objects?: Selection['objects']
+  }): Promise<RunResult[]>
   reconcile(streams?: readonly RecordStream[], objects?: Selection['objects']): Promise<RunResult[]>
   rows(sql: string, ...params: unknown[]): Record<string, unknown>[]
   close(): Promise<void>
 }
 
-const quietLogger = () =>
-  createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
+const quietLogger = () => createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
 /** A runtime against the emulator; inside a test it is closed with the test (a second close is a no-op). */
 export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}, dir = tempDir()): Promise<SyncEnv> {
@@ -39,8 +43,20 @@ export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}
     rt,
     dir,
     db,
-    sync: (o = {}) => runSweeps(rt.syncContext(), { records: [...(o.streams ?? RECORD_STREAMS)], reference: [...(o.reference ?? [])], metadata: [], objects: o.objects, notBuilt: [] }, { full: o.full ?? false }),
-    reconcile: (streams = RECORD_STREAMS, objects) => runReconciliations(rt.syncContext(), { records: [...streams], reference: [], metadata: [], objects, notBuilt: [] }),
+    sync: (o = {}) =>
+      runSweeps(
+        rt.syncContext(),
+        {
+          records: [...(o.streams ?? RECORD_STREAMS)],
+          reference: [...(o.reference ?? [])],
+          metadata: [],
+          objects: o.objects,
+          notBuilt: [],
+        },
+        { full: o.full ?? false },
+      ),
+    reconcile: (streams = RECORD_STREAMS, objects) =>
+      runReconciliations(rt.syncContext(), { records: [...streams], reference: [], metadata: [], objects, notBuilt: [] }),
     rows: (sql, ...params) => rt.mirror.sqlite.prepare(sql).all(...params) as Record<string, unknown>[],
     close,
   }
@@ -57,7 +73,11 @@ export interface Mismatch {
  * mirror, live, with the same payload and the columns its connector derives from that payload;
  * no other row is live. Returns the differences (empty when exact).
  */
-export async function compareWithEmulator(emu: EmulatorEnv, env: SyncEnv, streams: readonly RecordStream[] = RECORD_STREAMS): Promise<Mismatch[]> {
+export async function compareWithEmulator(
+  emu: EmulatorEnv,
+  env: SyncEnv,
+  streams: readonly RecordStream[] = RECORD_STREAMS,
+): Promise<Mismatch[]> {
   const state = async (resource: string) => (await emu.state(resource)) as Record<string, unknown>[]
   const { mismatches } = await compareMirror(state, (sql, ...params) => env.rows(sql, ...params), [], streams)
   return mismatches.map((m) => ({ stream: m.stream, id: m.id, problem: `${m.problem}: ${m.detail}` }))

@@ -44,9 +44,17 @@ export const secretsFileHooks: MigrationHooks = {
     sqlite.pragma('secure_delete = ON')
     const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_secrets'`).get()
     if (table === undefined) return
-    const rows = sqlite.prepare(`SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets ORDER BY id`).all() as LegacyRow[]
+    const rows = sqlite
+      .prepare(`SELECT endpoint_id, url, secret, created_at, superseded_at FROM webhook_secrets ORDER BY id`)
+      .all() as LegacyRow[]
     if (rows.length === 0) return
-    const entries: SecretEntry[] = rows.map((r) => ({ endpointId: r.endpoint_id, url: r.url, secret: r.secret, createdAt: r.created_at, supersededAt: r.superseded_at }))
+    const entries: SecretEntry[] = rows.map((r) => ({
+      endpointId: r.endpoint_id,
+      url: r.url,
+      secret: r.secret,
+      createdAt: r.created_at,
+      supersededAt: r.superseded_at,
+    }))
     mergeIntoSecretsFile(secretsPathFor(sqlite.name), entries)
   },
   afterMigrations(sqlite) {

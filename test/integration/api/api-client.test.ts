@@ -53,11 +53,15 @@ async function drive<T>(clock: FakeClock, promise: Promise<T>): Promise<T> {
 
 describe('ApiClient', () => {
   test('v1 routes carry X-Api-Key, legacy routes Bearer; the base path prefix and query are kept', async () => {
-    const { client, server } = await setup((req) =>
-      req.url.pathname.endsWith('/api/taxes') ? { body: { success: true, data: { taxes: [] } } } : ok([{ id: 'a' }]),
+    const { client, server } = await setup(
+      (req) => (req.url.pathname.endsWith('/api/taxes') ? { body: { success: true, data: { taxes: [] } } } : ok([{ id: 'a' }])),
       '/proxy',
     )
-    const res = await client.get('/api/v1/jobs', { sort: 'updatedAt:asc', since: '2025-01-01T00:00:00.000Z', skip: undefined }, { priority: 'sweep' })
+    const res = await client.get(
+      '/api/v1/jobs',
+      { sort: 'updatedAt:asc', since: '2025-01-01T00:00:00.000Z', skip: undefined },
+      { priority: 'sweep' },
+    )
     expect(res).toMatchObject({ status: 200, route: 'GET /api/v1/jobs', data: [{ id: 'a' }], meta: { total: 0 }, attempts: 1 })
     expect(res.date).toMatch(/GMT$/)
     await client.get('/api/taxes', undefined, { priority: 'reconcile' })
@@ -84,12 +88,20 @@ describe('ApiClient', () => {
   })
 
   test('5xx on every attempt: three retries, then an ApiError', async () => {
-    const { client, clock, server, events } = await setup(() => ({ status: 500, body: { success: false, code: 'INTERNAL_ERROR', message: 'boom' } }))
+    const { client, clock, server, events } = await setup(() => ({
+      status: 500,
+      body: { success: false, code: 'INTERNAL_ERROR', message: 'boom' },
+    }))
     const err = await drive(clock, client.get('/api/v1/jobs', undefined, { priority: 'sweep' })).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(ApiError)
     expect(err).toMatchObject({ status: 500, apiCode: 'INTERNAL_ERROR', route: 'GET /api/v1/jobs', retryable: true })
     expect(server.requests).toHaveLength(4)
-    expect(events.map((e) => [e.status, e.attempt])).toEqual([[500, 1], [500, 2], [500, 3], [500, 4]])
+    expect(events.map((e) => [e.status, e.attempt])).toEqual([
+      [500, 1],
+      [500, 2],
+      [500, 3],
+      [500, 4],
+    ])
     expect(client.stats()).toEqual({ 'GET /api/v1/jobs 500': 4 })
   })
 
@@ -97,7 +109,11 @@ describe('ApiClient', () => {
     let n = 0
     const { client, clock, governor, server } = await setup(() =>
       ++n === 1
-        ? { status: 429, headers: { 'retry-after': '5', 'x-ratelimit-limit': '600', 'x-ratelimit-remaining': '0' }, body: { success: false, code: 'RATE_LIMITED', message: 'slow down' } }
+        ? {
+            status: 429,
+            headers: { 'retry-after': '5', 'x-ratelimit-limit': '600', 'x-ratelimit-remaining': '0' },
+            body: { success: false, code: 'RATE_LIMITED', message: 'slow down' },
+          }
         : ok(),
     )
     const t0 = clock.now()
@@ -112,14 +128,21 @@ describe('ApiClient', () => {
   })
 
   test('429 on every attempt ends in RateLimitedError with the wait', async () => {
-    const { client, clock } = await setup(() => ({ status: 429, headers: { 'x-ratelimit-reset': '7' }, body: { success: false, code: 'RATE_LIMITED', message: 'x' } }))
+    const { client, clock } = await setup(() => ({
+      status: 429,
+      headers: { 'x-ratelimit-reset': '7' },
+      body: { success: false, code: 'RATE_LIMITED', message: 'x' },
+    }))
     const err = await drive(clock, client.post('/api/v1/jobs', { clientId: 'x' }, { priority: 'trigger' })).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(RateLimitedError)
     expect((err as RateLimitedError).retryAfterMs).toBe(7_000)
   })
 
   test('401: one attempt, a message that says what to do, and never the key', async () => {
-    const { client, clock, server, logs } = await setup(() => ({ status: 401, body: { success: false, code: 'UNAUTHORIZED', message: 'Invalid API key' } }))
+    const { client, clock, server, logs } = await setup(() => ({
+      status: 401,
+      body: { success: false, code: 'UNAUTHORIZED', message: 'Invalid API key' },
+    }))
     const err = await drive(clock, client.get('/api/v1/jobs', undefined, { priority: 'sweep' })).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(UnauthorizedError)
     expect((err as Error).message).toContain('FSM_API_KEY was rejected (401 UNAUTHORIZED) on GET /api/v1/jobs')
@@ -160,7 +183,9 @@ describe('ApiClient', () => {
     ['no success flag', { data: [] }, 'not the API envelope'],
   ])('a malformed 200 body (%s) names the route', async (_what, body, detail) => {
     const { client, clock } = await setup(() => ({ body }))
-    const err = await drive(clock, client.get('/api/v1/jobs/65f0a1b2c3d4e5f601234567', undefined, { priority: 'sweep' })).catch((e: unknown) => e)
+    const err = await drive(clock, client.get('/api/v1/jobs/65f0a1b2c3d4e5f601234567', undefined, { priority: 'sweep' })).catch(
+      (e: unknown) => e,
+    )
     expect(err).toBeInstanceOf(MalformedResponseError)
     expect(err).toMatchObject({ code: 'MALFORMED_RESPONSE', route: 'GET /api/v1/jobs/{id}' })
     expect((err as Error).message).toContain('on GET /api/v1/jobs/65f0a1b2c3d4e5f601234567')

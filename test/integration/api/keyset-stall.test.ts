@@ -72,7 +72,13 @@ describe('an upstream that ignores page inside a full tie', () => {
     const { client, server } = await setup((req) => {
       const seed = ++n
       const rows = [...tie].sort((a, b) => hash(a.id, seed) - hash(b.id, seed)).slice(0, 100)
-      return { body: { success: true, data: rows.map((r) => ({ id: r.id, updatedAt: new Date(r.updatedAt).toISOString() })), meta: { page: Number(req.url.searchParams.get('page')), limit: 100, total: 2000 } } }
+      return {
+        body: {
+          success: true,
+          data: rows.map((r) => ({ id: r.id, updatedAt: new Date(r.updatedAt).toISOString() })),
+          meta: { page: Number(req.url.searchParams.get('page')), limit: 100, total: 2000 },
+        },
+      }
     })
     const at = new Date(tie[0]!.updatedAt).toISOString()
     // A resumed walk whose cursor already holds every id of the tie: nothing is ever new.

@@ -116,7 +116,8 @@ export class RowStore {
     const sinceText = url.searchParams.get('since')
     const since = sinceText === null ? Number.NEGATIVE_INFINITY : Date.parse(sinceText)
     if (Number.isNaN(since)) return { status: 400, body: { success: false, error: 'since is not a date', message: 'since is not a date' } }
-    if (url.searchParams.get('sort') !== 'updatedAt:asc') return { status: 400, body: { success: false, message: 'this double only sorts by updatedAt:asc' } }
+    if (url.searchParams.get('sort') !== 'updatedAt:asc')
+      return { status: 400, body: { success: false, message: 'this double only sorts by updatedAt:asc' } }
     const matching = [...this.rows.values()]
       .filter((r) => r.updatedAt >= since)
       .sort((a, b) => a.updatedAt - b.updatedAt || a.id.localeCompare(b.id))

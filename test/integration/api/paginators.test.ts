@@ -86,7 +86,9 @@ describe('updatedAtKeyset', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.integer({ min: 1, max: 160 }), { minLength: 1, maxLength: 8 }),
-        fc.array(fc.record({ afterRequest: fc.integer({ min: 1, max: 12 }), update: fc.nat(), insert: fc.integer({ min: 0, max: 3 }) }), { maxLength: 25 }),
+        fc.array(fc.record({ afterRequest: fc.integer({ min: 1, max: 12 }), update: fc.nat(), insert: fc.integer({ min: 0, max: 3 }) }), {
+          maxLength: 25,
+        }),
         fc.integer({ min: 10, max: 100 }),
         fc.integer({ min: 1, max: 6 }),
         async (groups, changes, limit, stopAfter) => {
@@ -118,7 +120,9 @@ describe('updatedAtKeyset', () => {
           changing = false
           const next = await collect(updatedAtKeyset(client, '/api/v1/jobs', { limit, cursor: rest.cursor ?? first.cursor }))
           expectLatest(store, new Map([...seen, ...next.seen]))
-          const quiet = await collect(updatedAtKeyset(client, '/api/v1/jobs', { limit, cursor: next.cursor ?? rest.cursor ?? first.cursor }))
+          const quiet = await collect(
+            updatedAtKeyset(client, '/api/v1/jobs', { limit, cursor: next.cursor ?? rest.cursor ?? first.cursor }),
+          )
           expect(quiet.deliveries).toBe(0)
           await client.close()
           await server?.close()
@@ -185,10 +189,14 @@ describe('customObjectCursor', () => {
       const start = cursor === null ? 0 : records.findIndex((r) => r.id === cursor)
       const data = records.slice(start, start + limit)
       const next = records[start + limit]
-      return { headers: { date: serverDate }, body: { success: true, data, meta: { next: next === undefined ? null : { cursor: next.id, limit } } } }
+      return {
+        headers: { date: serverDate },
+        body: { success: true, data, meta: { next: next === undefined ? null : { cursor: next.id, limit } } },
+      }
     })
     const pages = []
-    for await (const p of customObjectCursor(client, 'vehicles', { updatedSince: '2025-06-01T00:00:00+02:00', marginMs: 60_000 })) pages.push(p)
+    for await (const p of customObjectCursor(client, 'vehicles', { updatedSince: '2025-06-01T00:00:00+02:00', marginMs: 60_000 }))
+      pages.push(p)
     expect(pages.map((p) => p.rows.length)).toEqual([100, 100, 30])
     expect(pages.at(-1)?.next).toBeNull()
     expect(pages[0]?.walkStartedAt).toBe('2025-06-03T10:00:00.000Z')

@@ -34,7 +34,9 @@ test.each([
   expect(err).toBeInstanceOf(ApiError)
   expect((err as ApiError).status).toBe(status)
   expect((err as ApiError).retryable).toBe(false)
-  expect((err as Error).message).toBe(`Redirected (${status}) on GET /api/v1/jobs ${said}: fsm-sync does not follow redirects; set FSM_BASE_URL to the address the API answers on now`)
+  expect((err as Error).message).toBe(
+    `Redirected (${status}) on GET /api/v1/jobs ${said}: fsm-sync does not follow redirects; set FSM_BASE_URL to the address the API answers on now`,
+  )
   // Not retried: one request.
   expect(server.requests).toHaveLength(1)
 })

@@ -84,7 +84,13 @@ describe('a response body trickled slowly', () => {
     const err = await client.get('/api/v1/jobs', { limit: 100 }, { priority: 'sweep' }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(RequestDeadlineError)
     expect(err).toBeInstanceOf(NetworkError)
-    expect(err).toMatchObject({ code: 'REQUEST_DEADLINE', errorCode: 'REQUEST_DEADLINE', route: 'GET /api/v1/jobs', deadlineMs: DEADLINE_MS, retryable: true })
+    expect(err).toMatchObject({
+      code: 'REQUEST_DEADLINE',
+      errorCode: 'REQUEST_DEADLINE',
+      route: 'GET /api/v1/jobs',
+      deadlineMs: DEADLINE_MS,
+      retryable: true,
+    })
     expect((err as Error).message).toContain('on GET /api/v1/jobs')
     expect((err as Error).message).toContain(`${DEADLINE_MS} ms`)
     expect((err as Error).message).toContain('http.requestDeadlineMs')

@@ -16,7 +16,20 @@ describe('fsm-sync demo', () => {
     const r = await runCli(['demo', '--dir', dir, '--duration', '15', '--interval', '5'], cleanEnv())
     expect(r.code, r.stderr).toBe(0)
     const backfill = r.stdout.slice(r.stdout.indexOf('Backfill:'), r.stdout.indexOf('-- Jobs by status'))
-    for (const stream of ['clients', 'jobs', 'visits', 'invoices', 'items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys', 'objects:equipment']) {
+    for (const stream of [
+      'clients',
+      'jobs',
+      'visits',
+      'invoices',
+      'items',
+      'taxes',
+      'team',
+      'job_forms',
+      'company',
+      'webhooks',
+      'api_keys',
+      'objects:equipment',
+    ]) {
       expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success`, 'm'))
     }
     expect(r.stdout).toMatch(/-- Jobs by status[\s\S]*\(\d+ rows?\)/)
@@ -55,7 +68,9 @@ describe('fsm-sync demo', () => {
     let out = ''
     child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d))
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d))
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal })),
+    )
     await until('the live phase', () => out.includes('Ctrl-C stops.'), 90_000)
     child.kill('SIGTERM')
     expect(await exited, out).toEqual({ code: 0, signal: null })

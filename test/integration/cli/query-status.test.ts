@@ -14,7 +14,14 @@ beforeAll(async () => {
   const m = await openMirror(db)
   const now = new Date().toISOString()
   new RecordWriter(m.sqlite, 'clients').upsert(
-    [1, 2, 3].map((i) => clients.toRow({ id: String(i).repeat(24), firstName: `Client ${i}`, email: `c${i}@example.com`, updatedAt: `2026-01-0${i}T00:00:00.000Z` })),
+    [1, 2, 3].map((i) =>
+      clients.toRow({
+        id: String(i).repeat(24),
+        firstName: `Client ${i}`,
+        email: `c${i}@example.com`,
+        updatedAt: `2026-01-0${i}T00:00:00.000Z`,
+      }),
+    ),
     { now, replaceTies: true },
   )
   const state = new SyncStateStore(m.sqlite)
@@ -26,7 +33,9 @@ beforeAll(async () => {
   state.finishRun(failed, { outcome: 'error', rows: 0, requests: 1, error: 'GET /api/v1/jobs answered 403 FORBIDDEN' }, now)
   state.recordError('jobs', failed, 'GET /api/v1/jobs answered 403 FORBIDDEN', now)
   // A custom object (two live records, one deleted) and reference data, each with its own run.
-  const record = m.sqlite.prepare(`INSERT INTO custom_records (slug, id, updated_at, deleted_at, raw, synced_at) VALUES (?, ?, ?, ?, '{}', ?)`)
+  const record = m.sqlite.prepare(
+    `INSERT INTO custom_records (slug, id, updated_at, deleted_at, raw, synced_at) VALUES (?, ?, ?, ?, '{}', ?)`,
+  )
   record.run('equipment', 'e1', now, null, now)
   record.run('equipment', 'e2', now, null, now)
   record.run('equipment', 'e3', now, now, now)
@@ -83,7 +92,11 @@ describe('fsm-sync status', () => {
     expect(report.budgetPerMinute).toBe(60)
     expect(report.requestsLastMinute).toBe(2)
     // Custom-object records per object, and the other mirrored tables.
-    expect(report.streams.find((s: { stream: string }) => s.stream === 'objects:equipment')).toMatchObject({ table: 'custom_records', rows: 2, deleted: 1 })
+    expect(report.streams.find((s: { stream: string }) => s.stream === 'objects:equipment')).toMatchObject({
+      table: 'custom_records',
+      rows: 2,
+      deleted: 1,
+    })
     expect(report.streams.find((s: { stream: string }) => s.stream === 'items')).toMatchObject({ table: 'items', rows: 1, deleted: 0 })
     expect(report.schedulesOff).toEqual([])
   })

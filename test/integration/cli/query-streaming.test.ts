@@ -26,11 +26,25 @@ interface Streamed {
 
 /** Runs `fsm-sync query` with the peak-RSS hook; keeps only a line count, the first and the last bytes. */
 function streamQuery(db: string, sql: string, format: string): Promise<Streamed> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'test/support/peak-rss-hook.ts'), path.join(ROOT, 'src/cli/entry.ts'), 'query', sql, '--format', format], {
-    cwd: ROOT,
-    env: cleanEnv({ FSM_DB: db }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--import',
+      path.join(ROOT, 'test/support/peak-rss-hook.ts'),
+      path.join(ROOT, 'src/cli/entry.ts'),
+      'query',
+      sql,
+      '--format',
+      format,
+    ],
+    {
+      cwd: ROOT,
+      env: cleanEnv({ FSM_DB: db }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let lines = 0
   let head = ''
   let tail = ''
@@ -80,20 +94,31 @@ describe('query streams rows in constant memory', () => {
   test.each([
     ['json', 500_000, 2],
     ['csv', 500_000, 1],
-  ])('the %s format streams too (%i rows), memory bounded', async (format, rows, extraLines) => {
-    const r = await streamQuery(db, `SELECT * FROM change_log ORDER BY seq LIMIT ${rows}`, format)
-    expect(r.code, r.stderr).toBe(0)
-    expect(r.lines).toBe(rows + extraLines)
-    if (format === 'json') {
-      // One JSON document: the array opens, one object per line, and closes.
-      expect(r.head.startsWith('[\n{"seq":1,"table_name":"jobs",')).toBe(true)
-      expect(JSON.parse(r.head.split('\n')[1]!.replace(/,$/, ''))).toMatchObject({ seq: 1, op: 'upsert' })
-      expect(r.tail.endsWith(`{"seq":${rows},"table_name":"jobs","record_id":"${rows.toString(16).padStart(24, '0')}","op":"upsert","updated_at":"2026-01-01T00:00:00.000Z","changed_at":"2026-01-02T00:00:00.000Z"}\n]\n`)).toBe(true)
-    } else {
-      expect(r.head.split('\n')[0]).toBe('seq,table_name,record_id,op,updated_at,changed_at')
-      expect(r.tail.endsWith(`\n${rows},jobs,${rows.toString(16).padStart(24, '0')},upsert,2026-01-01T00:00:00.000Z,2026-01-02T00:00:00.000Z\n`)).toBe(true)
-    }
-    expect(r.peakKb).toBeLessThan(baselineKb + HEADROOM_KB)
-  }, 120_000)
-
+  ])(
+    'the %s format streams too (%i rows), memory bounded',
+    async (format, rows, extraLines) => {
+      const r = await streamQuery(db, `SELECT * FROM change_log ORDER BY seq LIMIT ${rows}`, format)
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.lines).toBe(rows + extraLines)
+      if (format === 'json') {
+        // One JSON document: the array opens, one object per line, and closes.
+        expect(r.head.startsWith('[\n{"seq":1,"table_name":"jobs",')).toBe(true)
+        expect(JSON.parse(r.head.split('\n')[1]!.replace(/,$/, ''))).toMatchObject({ seq: 1, op: 'upsert' })
+        expect(
+          r.tail.endsWith(
+            `{"seq":${rows},"table_name":"jobs","record_id":"${rows.toString(16).padStart(24, '0')}","op":"upsert","updated_at":"2026-01-01T00:00:00.000Z","changed_at":"2026-01-02T00:00:00.000Z"}\n]\n`,
+          ),
+        ).toBe(true)
+      } else {
+        expect(r.head.split('\n')[0]).toBe('seq,table_name,record_id,op,updated_at,changed_at')
+        expect(
+          r.tail.endsWith(
+            `\n${rows},jobs,${rows.toString(16).padStart(24, '0')},upsert,2026-01-01T00:00:00.000Z,2026-01-02T00:00:00.000Z\n`,
+          ),
+        ).toBe(true)
+      }
+      expect(r.peakKb).toBeLessThan(baselineKb + HEADROOM_KB)
+    },
+    120_000,
+  )
 })

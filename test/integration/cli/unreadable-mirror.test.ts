@@ -62,7 +62,11 @@ async function cli(args: string[], db: string): Promise<{ code: number; stdout: 
   let stdout = ''
   let stderr = ''
   const sink = (f: (s: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (f(c.toString('utf8')), cb()) })
-  const code = await main(args, { stdout: sink((s) => (stdout += s)), stderr: sink((s) => (stderr += s)), env: { FSM_DB: db, FSM_LOG_LEVEL: 'silent' } })
+  const code = await main(args, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    env: { FSM_DB: db, FSM_LOG_LEVEL: 'silent' },
+  })
   return { code, stdout, stderr }
 }
 

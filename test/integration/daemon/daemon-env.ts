@@ -13,7 +13,13 @@ export { freePort } from '../../support/free-port.js'
 /** Never fires in a test run (1 January at midnight). */
 export const NEVER = '0 0 1 1 *'
 
-export function daemonEnv(emu: EmulatorEnv, dir: string, port: number, config: Record<string, unknown>, extra: Record<string, string> = {}): Record<string, string> {
+export function daemonEnv(
+  emu: EmulatorEnv,
+  dir: string,
+  port: number,
+  config: Record<string, unknown>,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const file = path.join(dir, 'config.json')
   writeFileSync(file, JSON.stringify(config))
   return cleanEnv({
@@ -39,11 +45,17 @@ export function startRun(env: Record<string, string>): Running {
   let out = ''
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d))
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  )
   return { child, output: () => out, exited }
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, limitMs = 30_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  limitMs = 30_000,
+): Promise<T> {
   const end = Date.now() + limitMs
   for (;;) {
     const v = await probe()

@@ -11,7 +11,13 @@ import { freePort } from './daemon-env.js'
 /** A fresh emulator (closed when the test ends) and a setup that passes every check. */
 async function setup(): Promise<{ emu: EmulatorEnv; good: Record<string, string> }> {
   const emu = await emulatorEnv({ counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
-  const good = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: path.join(tempDir(), 'mirror.db'), FSM_WEBHOOK_SECRETS: 'whsec_test_secret_value', FSM_RATE_LIMIT: '100000' })
+  const good = cleanEnv({
+    FSM_BASE_URL: emu.url,
+    FSM_API_KEY: emu.apiKey,
+    FSM_DB: path.join(tempDir(), 'mirror.db'),
+    FSM_WEBHOOK_SECRETS: 'whsec_test_secret_value',
+    FSM_RATE_LIMIT: '100000',
+  })
   return { emu, good }
 }
 
@@ -20,7 +26,16 @@ test('a good setup passes every check', async () => {
   const r = await runCli(['doctor'], good)
   expect(r.code, r.stdout + r.stderr).toBe(0)
   expect(r.stdout).not.toContain('✗')
-  for (const line of ['configuration valid', 'FSM_BASE_URL reachable', 'FSM_API_KEY valid', 'clients:read (clients)', 'objects:read (objects)', 'integrations:write', 'mirror writable, migrations applied', 'webhook secret']) {
+  for (const line of [
+    'configuration valid',
+    'FSM_BASE_URL reachable',
+    'FSM_API_KEY valid',
+    'clients:read (clients)',
+    'objects:read (objects)',
+    'integrations:write',
+    'mirror writable, migrations applied',
+    'webhook secret',
+  ]) {
     expect(r.stdout).toContain(`✓ ${line}`)
   }
   expect(r.stdout + r.stderr).not.toContain(emu.apiKey)
@@ -37,7 +52,10 @@ test('a rejected key', async () => {
 
 test('a key missing a scope names it', async () => {
   const { emu, good } = await setup()
-  const minted = await emu.control('POST', '/keys', { name: 'narrow', scopes: ['clients:read', 'visits:read', 'invoices:read', 'objects:read', 'webhooks:manage', 'integrations:write'] })
+  const minted = await emu.control('POST', '/keys', {
+    name: 'narrow',
+    scopes: ['clients:read', 'visits:read', 'invoices:read', 'objects:read', 'webhooks:manage', 'integrations:write'],
+  })
   const r = await runCli(['doctor'], { ...good, FSM_API_KEY: minted.key as string })
   expect(r.code).toBe(1)
   expect(r.stdout).toMatch(/^✗ jobs:read \(jobs\): missing scope jobs:read: add it to the key/m)
@@ -68,7 +86,7 @@ test('no webhook secret', async () => {
   expect(r.stdout).toMatch(/^✗ webhook secret: none: run `fsm-sync webhooks register/m)
 })
 
-test('doctor spends the key\'s budget inside the window shared with the other processes on the mirror', async () => {
+test("doctor spends the key's budget inside the window shared with the other processes on the mirror", async () => {
   const { emu, good } = await setup()
   const r = await runCli(['doctor'], good)
   expect(r.code, r.stdout + r.stderr).toBe(0)

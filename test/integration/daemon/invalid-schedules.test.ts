@@ -17,7 +17,9 @@ async function runUntilExit(env: Record<string, string>, port: number): Promise<
   const run = startRun(env)
   const outcome = await Promise.race([
     run.exited.then((e) => ({ exited: e })),
-    until('the daemon to answer', async () => (await get(`http://127.0.0.1:${port}/healthz`)).status === 200).then(() => ({ exited: undefined })),
+    until('the daemon to answer', async () => (await get(`http://127.0.0.1:${port}/healthz`)).status === 200).then(() => ({
+      exited: undefined,
+    })),
   ])
   if (outcome.exited === undefined) {
     run.child.kill('SIGTERM')
@@ -61,10 +63,26 @@ test('/readyz is not ready while a schedule that is on has no next run', async (
   const emu = await emulatorEnv({ counts: { clients: 1, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const dir = tempDir()
   const config = loadConfig({
-    env: { FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: path.join(dir, 'mirror.db'), FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: '0', FSM_RATE_LIMIT: '100000' },
+    env: {
+      FSM_BASE_URL: emu.url,
+      FSM_API_KEY: emu.apiKey,
+      FSM_DB: path.join(dir, 'mirror.db'),
+      FSM_HTTP_HOST: '127.0.0.1',
+      FSM_HTTP_PORT: '0',
+      FSM_RATE_LIMIT: '100000',
+    },
   })
   // The config refuses such a value; set it behind its back, as a croner that runs out of dates would.
-  const schedules = { ...config.schedules, sweep: 'off', reference: NEVER, reconcile: '0 0 30 2 *', calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER }
+  const schedules = {
+    ...config.schedules,
+    sweep: 'off',
+    reference: NEVER,
+    reconcile: '0 0 30 2 *',
+    calendarA: NEVER,
+    calendarB: NEVER,
+    accounting: NEVER,
+    deliveries: NEVER,
+  }
   const logger = createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
   const daemon = await startDaemon({ ...config, schedules }, logger)
   try {

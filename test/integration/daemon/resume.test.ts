@@ -11,13 +11,24 @@ test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', as
   const env = daemonEnv(emu, dir, await freePort(), {
     streams: ['clients', 'jobs'],
     sync: { pageSize: 5 },
-    schedules: { sweep: NEVER, reference: NEVER, reconcile: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+    schedules: {
+      sweep: NEVER,
+      reference: NEVER,
+      reconcile: NEVER,
+      calendarA: NEVER,
+      calendarB: NEVER,
+      accounting: NEVER,
+      deliveries: NEVER,
+    },
   })
   const db = env.FSM_DB!
   await emu.control('POST', '/faults', { route: 'GET /api/v1/*', latencyMs: 200 })
   const first = startRun(env)
   // At least one page of clients is committed with its cursor, and the run goes on.
-  await until('a committed page', () => query(db, `SELECT cursor FROM sync_state WHERE stream = 'clients' AND cursor IS NOT NULL`).length === 1)
+  await until(
+    'a committed page',
+    () => query(db, `SELECT cursor FROM sync_state WHERE stream = 'clients' AND cursor IS NOT NULL`).length === 1,
+  )
   first.child.kill('SIGTERM')
   expect(await first.exited, first.output()).toEqual({ code: 0, signal: null })
 

@@ -25,7 +25,9 @@ async function olderMirrorWithHistory(file: string): Promise<void> {
     for (let i = 1; i <= 3000; i++) insert.run(`old-${i}`, i, OLD, body, OLD, null)
     insert.run('old-failed', 3001, OLD, body, null, 'unknown event "x"')
     insert.run('recent', 3002, new Date().toISOString(), body, new Date().toISOString(), null)
-    const run = mirror.sqlite.prepare(`INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome) VALUES ('sweep', 'clients', ?, ?, 'success')`)
+    const run = mirror.sqlite.prepare(
+      `INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome) VALUES ('sweep', 'clients', ?, ?, 'success')`,
+    )
     for (let i = 0; i < 10; i++) run.run(OLD, OLD)
   })()
   await mirror.close()
@@ -35,10 +37,25 @@ test('the daemon switches an older mirror to incremental vacuum once, then its r
   const emu = await emulatorEnv({ counts: { clients: 1, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const dir = tempDir()
   const port = await freePort()
-  const env = daemonEnv(emu, dir, port, {
-    schedules: { sweep: 'off', reconcile: 'off', reference: 'off', calendarA: 'off', calendarB: 'off', accounting: 'off', deliveries: 'off', retention: '* * * * * *' },
-    retention: { batchRows: 500 },
-  }, { FSM_LOG_LEVEL: 'info' })
+  const env = daemonEnv(
+    emu,
+    dir,
+    port,
+    {
+      schedules: {
+        sweep: 'off',
+        reconcile: 'off',
+        reference: 'off',
+        calendarA: 'off',
+        calendarB: 'off',
+        accounting: 'off',
+        deliveries: 'off',
+        retention: '* * * * * *',
+      },
+      retention: { batchRows: 500 },
+    },
+    { FSM_LOG_LEVEL: 'info' },
+  )
   const db = env.FSM_DB!
   await olderMirrorWithHistory(db)
   const run = startRun(env)
@@ -51,11 +68,17 @@ test('the daemon switches an older mirror to incremental vacuum once, then its r
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
 
-  const lines = run.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+  const lines = run
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
   const switched = lines.filter((l) => String(l.msg).includes('switched to incremental auto-vacuum'))
   expect(switched).toHaveLength(1)
   expect(switched[0]).toMatchObject({ durationMs: expect.any(Number) as number, bytesBefore: expect.any(Number) as number })
-  const pass = lines.find((l) => l.msg === 'retention pass done' && ((l.removed as Record<string, number> | undefined)?.webhook_inbox_bodies ?? 0) > 0)
+  const pass = lines.find(
+    (l) => l.msg === 'retention pass done' && ((l.removed as Record<string, number> | undefined)?.webhook_inbox_bodies ?? 0) > 0,
+  )
   expect(pass).toMatchObject({ removed: { webhook_inbox_bodies: 3000, webhook_inbox: 3000, sync_runs: 10 } })
   expect(pass!.freedPages as number).toBeGreaterThan(1000)
 

@@ -15,19 +15,30 @@ import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
 describe('runs of live processes', () => {
-  test('a reconcile started beside a running daemon leaves the daemon\'s running sweep alone; after a SIGKILL of the daemon it is interrupted', async () => {
+  test("a reconcile started beside a running daemon leaves the daemon's running sweep alone; after a SIGKILL of the daemon it is interrupted", async () => {
     const emu = await emulatorEnv({ counts: { clients: 10, jobs: 5, visitsPerJob: 1, invoices: 2, customRecords: 0 } })
     const dir = tempDir()
     const env = daemonEnv(emu, dir, await freePort(), {
       streams: ['clients', 'jobs'],
-      schedules: { sweep: NEVER, reference: NEVER, reconcile: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+      schedules: {
+        sweep: NEVER,
+        reference: NEVER,
+        reconcile: NEVER,
+        calendarA: NEVER,
+        calendarB: NEVER,
+        accounting: NEVER,
+        deliveries: NEVER,
+      },
     })
     const db = env.FSM_DB!
     // The daemon's first sweep hangs on the jobs list, so its jobs run stays `running`.
     await emu.control('POST', '/faults', { route: 'GET /api/v1/jobs*', latencyMs: 120_000 })
     const daemon = startRun(env)
     try {
-      const running = await until('the daemon\'s jobs sweep running', () => query(db, `SELECT id FROM sync_runs WHERE stream = 'jobs' AND outcome = 'running'`)[0]?.id)
+      const running = await until(
+        "the daemon's jobs sweep running",
+        () => query(db, `SELECT id FROM sync_runs WHERE stream = 'jobs' AND outcome = 'running'`)[0]?.id,
+      )
 
       const beside = await runCli(['reconcile', '--stream', 'clients'], env)
       expect(beside.code, beside.stderr).toBe(0)
@@ -45,7 +56,7 @@ describe('runs of live processes', () => {
     }
   }, 60_000)
 
-  test('another host\'s runs are left alone while it keeps beating, and abandoned once its heartbeat is older than the bound', async () => {
+  test("another host's runs are left alone while it keeps beating, and abandoned once its heartbeat is older than the bound", async () => {
     const m = await tempMirror()
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
     try {
@@ -62,7 +73,8 @@ describe('runs of live processes', () => {
       const identity = (host: string) => ({ pid: 7, host, pidNamespace: 'pid:[1]' })
       const beating = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-b'), heartbeatMs: 10_000 })
       const silent = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-c'), heartbeatMs: 3_600_000 })
-      const runOf = (o: RunOwnership) => new SyncStateStore(m.sqlite, { ownerId: o.id }).startRun('sweep', 'jobs', new Date(now).toISOString())
+      const runOf = (o: RunOwnership) =>
+        new SyncStateStore(m.sqlite, { ownerId: o.id }).startRun('sweep', 'jobs', new Date(now).toISOString())
       const beatingRun = runOf(beating)
       const silentRun = runOf(silent)
       const outcome = (id: number) => m.sqlite.prepare(`SELECT outcome FROM sync_runs WHERE id = ?`).pluck().get(id)
@@ -82,7 +94,9 @@ describe('runs of live processes', () => {
       expect(startHere()).toEqual({ runs: 1, owners: [{ id: silent.id, pid: 7, host: 'host-c', reason: 'no heartbeat for 90 s' }] })
       expect([outcome(beatingRun), outcome(silentRun)]).toEqual(['running', 'interrupted'])
       // One row per live process, refreshed in place: the heartbeat writes no row per run.
-      expect(m.sqlite.prepare(`SELECT host, heartbeat_at FROM run_owners ORDER BY id`).all()).toEqual([{ host: 'host-b', heartbeat_at: new Date(now).toISOString() }])
+      expect(m.sqlite.prepare(`SELECT host, heartbeat_at FROM run_owners ORDER BY id`).all()).toEqual([
+        { host: 'host-b', heartbeat_at: new Date(now).toISOString() },
+      ])
       beating.close()
       silent.close()
     } finally {

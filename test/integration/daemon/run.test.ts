@@ -9,15 +9,28 @@ import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
 
 const successesAfter = (db: string, kind: string, mark: number) =>
-  new Set(query(db, `SELECT stream FROM sync_runs WHERE kind = ? AND outcome = 'success' AND id > ?`, kind, mark).map((r) => r.stream as string))
+  new Set(
+    query(db, `SELECT stream FROM sync_runs WHERE kind = ? AND outcome = 'success' AND id > ?`, kind, mark).map((r) => r.stream as string),
+  )
 
 describe('fsm-sync run', () => {
   test('keeps the mirror equal to a churning account, serves health and metrics, stops cleanly on SIGTERM', async () => {
-    const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 12, jobs: 12, visitsPerJob: 1, invoices: 6, customRecords: 0 } })
+    const emu = await emulatorEnv({
+      allowHttpWebhooks: true,
+      counts: { clients: 12, jobs: 12, visitsPerJob: 1, invoices: 6, customRecords: 0 },
+    })
     const dir = tempDir()
     const port = await freePort()
     const env = daemonEnv(emu, dir, port, {
-      schedules: { sweep: '*/2 * * * * *', reconcile: '*/3 * * * * *', reference: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+      schedules: {
+        sweep: '*/2 * * * * *',
+        reconcile: '*/3 * * * * *',
+        reference: NEVER,
+        calendarA: NEVER,
+        calendarB: NEVER,
+        accounting: NEVER,
+        deliveries: NEVER,
+      },
     })
     const db = env.FSM_DB!
     // The daemon's endpoint receives the account's webhooks (deletions included).
@@ -29,7 +42,12 @@ describe('fsm-sync run', () => {
     await until('/readyz 200', async () => (await get(`${base}/readyz`)).status === 200)
     expect((await get(`${base}/healthz`)).status).toBe(200)
     await emu.control('POST', '/churn', { ratePerSecond: 8 })
-    await until('two sweeps during churn', () => query(db, `SELECT count(*) AS n FROM sync_runs WHERE kind = 'sweep' AND stream = 'clients' AND outcome = 'success'`)[0]?.n as number >= 2)
+    await until(
+      'two sweeps during churn',
+      () =>
+        (query(db, `SELECT count(*) AS n FROM sync_runs WHERE kind = 'sweep' AND stream = 'clients' AND outcome = 'success'`)[0]
+          ?.n as number) >= 2,
+    )
     await emu.control('POST', '/churn', { stop: true })
     await emu.control('POST', '/deliveries/flush')
     const mark = (query(db, 'SELECT max(id) AS id FROM sync_runs')[0]?.id as number | null) ?? 0
@@ -43,7 +61,9 @@ describe('fsm-sync run', () => {
     const metrics = await get(`${base}/metrics`)
     expect(metrics.status).toBe(200)
     for (const line of metrics.text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
-      expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/)
+      expect(line).toMatch(
+        /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/,
+      )
     }
     expect(metrics.text).toMatch(/^fsm_api_requests_total\{route="GET \/api\/v1\/clients",status="200"\} \d+$/m)
     expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="clients"\} \d+/m)

@@ -25,7 +25,10 @@ test('"off" schedules are logged, shown by /readyz and never run', async () => {
   expect(ready.next).toMatchObject({ sweep: 'off', reconcile: 'off', deliveries: 'off' })
   expect(ready.next.reference).toMatch(/^\d{4}-\d\d-\d\dT/)
   await until('the log line', () => run.output().includes('schedules switched off'))
-  const line = run.output().split('\n').find((l) => l.includes('schedules switched off'))
+  const line = run
+    .output()
+    .split('\n')
+    .find((l) => l.includes('schedules switched off'))
   expect(JSON.parse(line!)).toMatchObject({ off: ['sweep', 'reconcile', 'deliveries'] })
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
@@ -37,15 +40,29 @@ test('the scheduled calendar-a job triggers, reads the status, then stores the c
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const dir = tempDir()
   const env = daemonEnv(emu, dir, await freePort(), {
-    schedules: { sweep: 'off', reconcile: 'off', reference: 'off', calendarA: '* * * * * *', calendarB: 'off', accounting: 'off', deliveries: 'off' },
+    schedules: {
+      sweep: 'off',
+      reconcile: 'off',
+      reference: 'off',
+      calendarA: '* * * * * *',
+      calendarB: 'off',
+      accounting: 'off',
+      deliveries: 'off',
+    },
   })
   const db = env.FSM_DB!
   const run = startRun(env)
-  await until('a change-feed read after a trigger', () => query(db, `SELECT 1 FROM sync_runs WHERE stream = 'calendar_changes' AND outcome = 'success'`).length > 0)
+  await until(
+    'a change-feed read after a trigger',
+    () => query(db, `SELECT 1 FROM sync_runs WHERE stream = 'calendar_changes' AND outcome = 'success'`).length > 0,
+  )
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
   const first = query(db, `SELECT kind, stream FROM sync_runs ORDER BY id LIMIT 2`)
-  expect(first).toEqual([{ kind: 'trigger', stream: 'calendar-a' }, { kind: 'sweep', stream: 'calendar_changes' }])
+  expect(first).toEqual([
+    { kind: 'trigger', stream: 'calendar-a' },
+    { kind: 'sweep', stream: 'calendar_changes' },
+  ])
   expect(query(db, `SELECT name, connected FROM integration_status`)).toEqual([{ name: 'calendar-a', connected: 1 }])
   expect(query(db, `SELECT cursor FROM sync_state WHERE stream = 'calendar_changes'`)[0]?.cursor).toMatch(/"since":"\d{4}-/)
 }, 60_000)

@@ -26,7 +26,15 @@ test('the daemon, a reconcile and a sync running at once never start more than F
     await freePort(),
     {
       streams: ['invoices'],
-      schedules: { sweep: NEVER, reference: NEVER, reconcile: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER },
+      schedules: {
+        sweep: NEVER,
+        reference: NEVER,
+        reconcile: NEVER,
+        calendarA: NEVER,
+        calendarB: NEVER,
+        accounting: NEVER,
+        deliveries: NEVER,
+      },
     },
     { FSM_RATE_LIMIT: String(LIMIT) },
   )
@@ -42,20 +50,28 @@ test('the daemon, a reconcile and a sync running at once never start more than F
   try {
     // All three are running once each has registered as a run owner; from then on each of them
     // wants more requests than the key allows, whoever got the first ones.
-    await until('the three processes running', async () => {
-      const mirror = await openMirror(env.FSM_DB!, { readonly: true })
-      try {
-        return (mirror.sqlite.prepare('SELECT count(*) FROM run_owners').pluck().get() as number) >= 3 ? true : undefined
-      } finally {
-        await mirror.close()
-      }
-    }, 90_000)
+    await until(
+      'the three processes running',
+      async () => {
+        const mirror = await openMirror(env.FSM_DB!, { readonly: true })
+        try {
+          return (mirror.sqlite.prepare('SELECT count(*) FROM run_owners').pluck().get() as number) >= 3 ? true : undefined
+        } finally {
+          await mirror.close()
+        }
+      },
+      90_000,
+    )
     const first = Date.now()
     // Observe the shared key; an over-spend ends the wait as soon as it happens.
-    await until('the observed spell, or an over-spend', async () => {
-      const starts = (await log()).map((e) => Date.parse(e.startedAt))
-      return maxInWindow(starts, 60_000) > LIMIT || Date.now() - first >= OBSERVE_MS
-    }, OBSERVE_MS + 10_000)
+    await until(
+      'the observed spell, or an over-spend',
+      async () => {
+        const starts = (await log()).map((e) => Date.parse(e.startedAt))
+        return maxInWindow(starts, 60_000) > LIMIT || Date.now() - first >= OBSERVE_MS
+      },
+      OBSERVE_MS + 10_000,
+    )
   } finally {
     daemon.child.kill('SIGKILL')
     reconcile.kill('SIGKILL')

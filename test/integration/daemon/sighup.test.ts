@@ -8,12 +8,24 @@ import { NEVER, daemonEnv, freePort, get, startRun, until } from './daemon-env.j
 test('SIGHUP is logged and stops `fsm-sync run` cleanly, like SIGTERM (exit 0)', async () => {
   const emu = await emulatorEnv({ counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const port = await freePort()
-  const schedules = { sweep: 'off', reference: NEVER, reconcile: NEVER, calendarA: NEVER, calendarB: NEVER, accounting: NEVER, deliveries: NEVER }
+  const schedules = {
+    sweep: 'off',
+    reference: NEVER,
+    reconcile: NEVER,
+    calendarA: NEVER,
+    calendarB: NEVER,
+    accounting: NEVER,
+    deliveries: NEVER,
+  }
   const run = startRun(daemonEnv(emu, tempDir(), port, { schedules }, { FSM_LOG_LEVEL: 'info' }))
   await until('/readyz 200', async () => (await get(`http://127.0.0.1:${port}/readyz`)).status === 200)
   run.child.kill('SIGHUP')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
-  const logs = run.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; signal?: string })
+  const logs = run
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg: string; signal?: string })
   expect(logs).toContainEqual(expect.objectContaining({ msg: 'stop requested', signal: 'SIGHUP' }))
   expect(logs.map((l) => l.msg)).toContain('stopped cleanly')
 }, 60_000)

@@ -33,7 +33,9 @@ test("calendar-a's change feed is stored after each trigger, paged by next_curso
   const db = path.join(tempDir(), 'mirror.db')
   const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db })
   const feedRequests = async () =>
-    ((await emu.control('GET', '/requests?path=/api/v1/integrations/calendar-a/sync&method=GET')) as { query: string }[]).map((r) => new URLSearchParams(r.query))
+    ((await emu.control('GET', '/requests?path=/api/v1/integrations/calendar-a/sync&method=GET')) as { query: string }[]).map(
+      (r) => new URLSearchParams(r.query),
+    )
   const first = await runCli(['trigger', 'calendar-a'], env)
   expect(first.code, first.stderr).toBe(0)
   expect(first.stdout).toMatch(/^calendar-a change feed: \d+ new change records stored in calendar_changes$/m)

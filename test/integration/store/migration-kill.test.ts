@@ -62,23 +62,31 @@ describe('a SIGKILL during the first migrations leaves a mirror the next start o
     expect(interrupted).toBeGreaterThanOrEqual(TRIALS / 2)
   })
 
-  it('two processes migrating one empty mirror at once both open it; the second skips what the first applied', { timeout: 30_000 }, async () => {
-    const file = path.join(dir, 'shared.db')
-    const run = () =>
-      new Promise<{ code: number | null; out: string; err: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', CHILD, file], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-        let out = ''
-        let err = ''
-        child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
-        child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d))
-        child.on('error', reject)
-        child.on('close', (code) => resolve({ code, out, err }))
-      })
-    const results = await Promise.all([run(), run()])
-    for (const r of results) expect(r).toMatchObject({ code: 0, out: expect.stringContaining('opened') as unknown, err: '' })
-    const mirror = await openMirror(file)
-    const applied = mirror.sqlite.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
-    await mirror.close()
-    expect(applied).toEqual(Object.keys(MIGRATIONS).sort())
-  })
+  it(
+    'two processes migrating one empty mirror at once both open it; the second skips what the first applied',
+    { timeout: 30_000 },
+    async () => {
+      const file = path.join(dir, 'shared.db')
+      const run = () =>
+        new Promise<{ code: number | null; out: string; err: string }>((resolve, reject) => {
+          const child = spawn(process.execPath, ['--import', 'tsx', CHILD, file], {
+            cwd: ROOT,
+            env: cleanEnv(),
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
+          let out = ''
+          let err = ''
+          child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+          child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d))
+          child.on('error', reject)
+          child.on('close', (code) => resolve({ code, out, err }))
+        })
+      const results = await Promise.all([run(), run()])
+      for (const r of results) expect(r).toMatchObject({ code: 0, out: expect.stringContaining('opened') as unknown, err: '' })
+      const mirror = await openMirror(file)
+      const applied = mirror.sqlite.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
+      await mirror.close()
+      expect(applied).toEqual(Object.keys(MIGRATIONS).sort())
+    },
+  )
 })

@@ -6,7 +6,6 @@ import { syncMetadata } from '../../../src/sync/metadata-sync.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
 
-
 async function discovered(e: EmulatorEnv): Promise<string[]> {
   const r = await e.api('GET', '/api/v1/objects')
   return (r.body.data as { slug: string }[]).map((d) => d.slug)
@@ -15,7 +14,11 @@ async function discovered(e: EmulatorEnv): Promise<string[]> {
 async function compareObjects(e: EmulatorEnv, s: SyncEnv, slug: string): Promise<string[]> {
   const upstream = ((await e.state(`objects/${slug}`)) as Record<string, unknown>[]).filter((r) => r.deleted !== true)
   const problems: string[] = []
-  const rows = new Map(s.rows(`SELECT id, stage, data, updated_at FROM custom_records WHERE slug = ? AND deleted_at IS NULL`, slug).map((r) => [r.id as string, r]))
+  const rows = new Map(
+    s
+      .rows(`SELECT id, stage, data, updated_at FROM custom_records WHERE slug = ? AND deleted_at IS NULL`, slug)
+      .map((r) => [r.id as string, r]),
+  )
   for (const rec of upstream) {
     const row = rows.get(rec.id as string)
     if (row === undefined) problems.push(`missing ${String(rec.id)}`)
@@ -50,7 +53,11 @@ describe('custom objects', () => {
     const env = await syncEnv(emu)
     const [slug] = await discovered(emu)
     await env.sync({ streams: [], objects: [slug!] })
-    const before = (await emu.api('GET', `/api/v1/objects/${slug!}/schema`)).body.data.fields as { name: string; system?: boolean; required?: boolean }[]
+    const before = (await emu.api('GET', `/api/v1/objects/${slug!}/schema`)).body.data.fields as {
+      name: string
+      system?: boolean
+      required?: boolean
+    }[]
     const removable = before.find((f) => f.system !== true && f.required !== true)!
     await emu.control('POST', `/objects/${slug!}/fields`, { name: 'warranty_code', type: 'text' })
     await emu.control('POST', `/objects/${slug!}/fields/remove`, { name: removable.name })
@@ -75,7 +82,9 @@ describe('custom objects', () => {
     const [slug] = await discovered(emu)
     await emu.control('POST', '/faults', { route: `GET /api/v1/objects/${slug!}`, latencyMs: 60 })
     const walk = env.sync({ streams: [], objects: [slug!] })
-    const ids = ((await emu.state(`objects/${slug!}`)) as { id: string; deleted?: boolean }[]).filter((r) => r.deleted !== true).map((r) => r.id)
+    const ids = ((await emu.state(`objects/${slug!}`)) as { id: string; deleted?: boolean }[])
+      .filter((r) => r.deleted !== true)
+      .map((r) => r.id)
     // Update the first records (already passed by the id-ordered walk) while it runs.
     for (const id of ids.slice(0, 20)) {
       await emu.control('POST', '/mutate', { resource: `objects/${slug!}`, op: 'update', id, fields: {}, emit: false })
@@ -92,22 +101,37 @@ describe('custom objects', () => {
     const env = await syncEnv(emu)
     const [slug] = await discovered(emu)
     await env.sync({ streams: [], objects: [slug!] })
-    const ids = ((await emu.state(`objects/${slug!}`)) as { id: string; deleted?: boolean }[]).filter((r) => r.deleted !== true).map((r) => r.id)
+    const ids = ((await emu.state(`objects/${slug!}`)) as { id: string; deleted?: boolean }[])
+      .filter((r) => r.deleted !== true)
+      .map((r) => r.id)
     const gone = ids.slice(3, 8)
     for (const id of gone) await emu.control('POST', '/mutate', { resource: `objects/${slug!}`, op: 'delete', id, emit: false })
     const results = await env.reconcile([], [slug!])
-    expect(results.map((r) => [r.stream, r.outcome])).toEqual([['objects', 'success'], [`objects:${slug!}`, 'success']])
-    expect(env.rows(`SELECT id FROM custom_records WHERE slug = ? AND deleted_at IS NOT NULL ORDER BY id`, slug!).map((r) => r.id)).toEqual([...gone].sort())
+    expect(results.map((r) => [r.stream, r.outcome])).toEqual([
+      ['objects', 'success'],
+      [`objects:${slug!}`, 'success'],
+    ])
+    expect(env.rows(`SELECT id FROM custom_records WHERE slug = ? AND deleted_at IS NOT NULL ORDER BY id`, slug!).map((r) => r.id)).toEqual(
+      [...gone].sort(),
+    )
   })
 })
 
 describe('reference data through the legacy routes', () => {
   test('full snapshots with the ids normalised; a removed row gets deleted_at', async () => {
-    const emu = await emulatorEnv({ seed: 47, counts: { clients: 5, jobs: 2, invoices: 2, items: 30, taxes: 6, teamMembers: 8, jobForms: 4 } })
+    const emu = await emulatorEnv({
+      seed: 47,
+      counts: { clients: 5, jobs: 2, invoices: 2, items: 30, taxes: 6, teamMembers: 8, jobForms: 4 },
+    })
     const env = await syncEnv(emu)
     const results = await env.sync({ streams: [], reference: REFERENCE_STREAMS })
     expect(results.map((r) => [r.stream, r.outcome])).toEqual(REFERENCE_STREAMS.map((s) => [s.name, 'success']))
-    for (const [resource, table] of [['items', 'items'], ['taxes', 'taxes'], ['team', 'team_members'], ['job_forms', 'job_forms']] as const) {
+    for (const [resource, table] of [
+      ['items', 'items'],
+      ['taxes', 'taxes'],
+      ['team', 'team_members'],
+      ['job_forms', 'job_forms'],
+    ] as const) {
       const upstream = ((await emu.state(resource)) as Record<string, unknown>[]).filter((r) => r.deleted !== true)
       const ids = upstream.map((r) => (r.id ?? r._id ?? r.recordId) as string).sort()
       expect(env.rows(`SELECT id FROM ${table} WHERE deleted_at IS NULL ORDER BY id`).map((r) => r.id)).toEqual(ids)
@@ -125,7 +149,10 @@ describe('account metadata', () => {
   test('webhook endpoints, deliveries and API keys are mirrored without any secret', async () => {
     const emu = await emulatorEnv({ seed: 53, counts: { clients: 5, jobs: 2, invoices: 2 }, allowHttpWebhooks: true })
     const env = await syncEnv(emu)
-    const created = await emu.api('POST', '/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['client.created', 'client.updated'] })
+    const created = await emu.api('POST', '/api/v1/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['client.created', 'client.updated'],
+    })
     expect(created.status, JSON.stringify(created.body)).toBeLessThan(300)
     const secret = created.body.data.secret as string
     expect((await emu.api('POST', '/api/v1/clients', { firstName: 'Webhook', email: 'w@example.com' })).status).toBeLessThan(300)
@@ -136,7 +163,11 @@ describe('account metadata', () => {
     expect(env.rows('SELECT url FROM webhook_endpoints')).toEqual([{ url: 'http://127.0.0.1:9/hook' }])
     expect(env.rows('SELECT count(*) AS n FROM webhook_deliveries')[0]!.n).toBeGreaterThanOrEqual(1)
     expect(env.rows('SELECT count(*) AS n FROM api_keys')[0]!.n).toBeGreaterThanOrEqual(1)
-    const everything = JSON.stringify([...env.rows('SELECT * FROM webhook_endpoints'), ...env.rows('SELECT * FROM api_keys'), ...env.rows('SELECT * FROM webhook_deliveries')])
+    const everything = JSON.stringify([
+      ...env.rows('SELECT * FROM webhook_endpoints'),
+      ...env.rows('SELECT * FROM api_keys'),
+      ...env.rows('SELECT * FROM webhook_deliveries'),
+    ])
     expect(everything).not.toContain(secret)
     expect(everything).not.toContain(emu.apiKey)
   })
@@ -171,7 +202,9 @@ describe('custom object lifecycle', () => {
     const results = await env.sync({ streams: [], objects: 'all' })
     expect(results.every((r) => r.outcome === 'success')).toBe(true)
     expect(results.map((r) => r.stream)).toContain('objects:inspections')
-    expect(env.rows(`SELECT disabled_at IS NOT NULL AS disabled FROM custom_object_types WHERE slug = 'inspections'`)).toEqual([{ disabled: 1 }])
+    expect(env.rows(`SELECT disabled_at IS NOT NULL AS disabled FROM custom_object_types WHERE slug = 'inspections'`)).toEqual([
+      { disabled: 1 },
+    ])
     expect(await compareObjects(emu, env, 'inspections')).toEqual([])
     expect(env.rows(`SELECT count(*) AS n FROM obj_inspections`)[0]!.n).toBeGreaterThan(0)
     await emu.control('POST', '/objects/inspections/enabled', { enabled: true })
@@ -183,14 +216,21 @@ describe('custom object lifecycle', () => {
     const emu = await emulatorEnv({ seed: 67, counts: { clients: 5, jobs: 2, invoices: 2, customRecords: 20 } })
     const env = await syncEnv(emu)
     await env.sync({ streams: [], objects: ['equipment'] })
-    const fields = (await emu.api('GET', '/api/v1/objects/equipment/schema')).body.data.fields as { name: string; type: string; system?: boolean }[]
+    const fields = (await emu.api('GET', '/api/v1/objects/equipment/schema')).body.data.fields as {
+      name: string
+      type: string
+      system?: boolean
+    }[]
     const select = fields.find((f) => f.type === 'select' && f.system !== true)!
     await emu.control('POST', `/objects/equipment/fields/options`, { name: select.name, value: 'quarantined' })
     const rec = ((await emu.state('objects/equipment')) as { id: string; deleted?: boolean }[]).find((r) => r.deleted !== true)!
     const patched = await emu.api('PATCH', `/api/v1/objects/equipment/${rec.id}`, { data: { [select.name]: 'quarantined' } })
     expect(patched.status, JSON.stringify(patched.body)).toBe(200)
     await env.sync({ streams: [], objects: ['equipment'] })
-    const stored = JSON.parse(env.rows(`SELECT fields FROM custom_object_types WHERE slug = 'equipment'`)[0]!.fields as string) as { name: string; options: { value: string }[] | null }[]
+    const stored = JSON.parse(env.rows(`SELECT fields FROM custom_object_types WHERE slug = 'equipment'`)[0]!.fields as string) as {
+      name: string
+      options: { value: string }[] | null
+    }[]
     expect(stored.find((f) => f.name === select.name)!.options!.map((o) => o.value)).toContain('quarantined')
     expect(env.rows(`SELECT "${select.name}" AS v FROM obj_equipment WHERE id = ?`, rec.id)).toEqual([{ v: 'quarantined' }])
   })

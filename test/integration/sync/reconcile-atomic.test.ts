@@ -14,7 +14,9 @@ describe('reconciliation writes', () => {
     const [victim] = (await emu.state('jobs')) as { id: string }[]
     await emu.control('POST', '/mutate', { resource: 'jobs', op: 'delete', id: victim!.id })
 
-    env.rt.mirror.sqlite.exec(`CREATE TRIGGER fail_change_log BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'change_log insert refused by the test'); END`)
+    env.rt.mirror.sqlite.exec(
+      `CREATE TRIGGER fail_change_log BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'change_log insert refused by the test'); END`,
+    )
     const [failed] = await env.reconcile([jobs])
     expect(failed!.outcome).toBe('error')
     expect(env.rows(`SELECT deleted_at FROM jobs WHERE id = ?`, victim!.id)).toEqual([{ deleted_at: null }])
@@ -24,6 +26,8 @@ describe('reconciliation writes', () => {
     expect(again!.outcome).toBe('success')
     expect(again!.rows).toBe(1)
     expect(env.rows(`SELECT deleted_at IS NOT NULL AS deleted FROM jobs WHERE id = ?`, victim!.id)).toEqual([{ deleted: 1 }])
-    expect(env.rows(`SELECT op FROM change_log WHERE table_name = 'jobs' AND record_id = ? ORDER BY seq DESC LIMIT 1`, victim!.id)).toEqual([{ op: 'delete' }])
+    expect(env.rows(`SELECT op FROM change_log WHERE table_name = 'jobs' AND record_id = ? ORDER BY seq DESC LIMIT 1`, victim!.id)).toEqual(
+      [{ op: 'delete' }],
+    )
   })
 })

@@ -29,7 +29,10 @@ describe('a run records every attempt it made', () => {
   test('a trigger whose POST is refused after its retries records every attempt', async () => {
     const emu = await emulatorEnv({ seed: 3, counts: { clients: 5, jobs: 5, invoices: 5 } })
     const env = await syncEnv(emu)
-    await emu.control('POST', '/faults', { route: 'POST /api/v1/integrations/calendar-b/sync', force429: { count: 4, retryAfterSeconds: 0 } })
+    await emu.control('POST', '/faults', {
+      route: 'POST /api/v1/integrations/calendar-b/sync',
+      force429: { count: 4, retryAfterSeconds: 0 },
+    })
     const run = await runTrigger(env.rt.syncContext(), env.rt.client, 'calendar-b')
     expect(run.outcome).toBe('error')
     const seen = await logged(emu, '/api/v1/integrations/calendar-b/sync', 'POST')

@@ -7,7 +7,6 @@ import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import path from 'node:path'
 
-
 describe('sync under upstream faults', () => {
   test('injected 5xx and connection resets: the run completes and is exact', async () => {
     const emu = await emulatorEnv({ seed: 13, counts: { clients: 600, jobs: 600, invoices: 600 } })
@@ -78,7 +77,13 @@ describe('sync killed mid-backfill', () => {
     expect(runs[1]!.outcome).toBe('success')
     // Went on from the checkpoint: the second run read only what was left.
     expect(runs[1]!.requests as number).toBeLessThan(28)
-    expect(await compareWithEmulator(emu, env, RECORD_STREAMS.filter((s) => s.name === 'clients'))).toEqual([])
+    expect(
+      await compareWithEmulator(
+        emu,
+        env,
+        RECORD_STREAMS.filter((s) => s.name === 'clients'),
+      ),
+    ).toEqual([])
   })
 })
 
@@ -90,7 +95,10 @@ describe('reconcile', () => {
     const live = (await emu.state('invoices')).filter((i) => !i.deleted).map((i) => i.id as string)
     const viaApi = live.slice(0, 10)
     for (const id of viaApi) expect((await emu.api('DELETE', `/api/v1/invoices/${id}`)).status).toBe(200)
-    const jobIds = (await emu.state('jobs')).filter((j) => !j.deleted).map((j) => j.id as string).slice(5, 12)
+    const jobIds = (await emu.state('jobs'))
+      .filter((j) => !j.deleted)
+      .map((j) => j.id as string)
+      .slice(5, 12)
     for (const id of jobIds) await emu.control('POST', '/mutate', { resource: 'jobs', op: 'delete', id })
     const results = await env.reconcile()
     expect(results.every((r) => r.outcome === 'success')).toBe(true)

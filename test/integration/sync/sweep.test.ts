@@ -4,7 +4,6 @@ import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
 
-
 const UPDATE: Record<string, { method: 'PUT' | 'PATCH'; body: (n: number) => Record<string, unknown> }> = {
   clients: { method: 'PUT', body: (n) => ({ notes: `note ${n}` }) },
   jobs: { method: 'PUT', body: (n) => ({ internalNotes: `job note ${n}` }) },
@@ -33,7 +32,9 @@ describe('sync: backfill and incremental sweeps', () => {
     }
     expect(await compareWithEmulator(emu, env)).toEqual([])
     // Children: every invoice item and assignee of the upstream is there.
-    const upstreamItems = (await emu.state('invoices')).filter((i) => !i.deleted).reduce((n: number, i) => n + Number(i.items?.length ?? 0), 0)
+    const upstreamItems = (await emu.state('invoices'))
+      .filter((i) => !i.deleted)
+      .reduce((n: number, i) => n + Number(i.items?.length ?? 0), 0)
     expect(env.rows('SELECT count(*) AS n FROM invoice_items')[0]!.n).toBe(upstreamItems)
     // Rows per request: a backfill reads full pages.
     const clientsRun = results.find((r) => r.stream === 'clients')!

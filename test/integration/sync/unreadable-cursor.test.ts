@@ -43,13 +43,18 @@ test('garbage cursors of record streams and a custom object: sync completes, the
   const exact = async () => {
     const sqlite = new Database(db, { readonly: true })
     try {
-      const { mismatches } = await compareMirror(async (r) => (await emu.state(r)) as Record<string, unknown>[], (sql, ...p) => sqlite.prepare(sql).all(...p) as Record<string, unknown>[], ['equipment'])
+      const { mismatches } = await compareMirror(
+        async (r) => (await emu.state(r)) as Record<string, unknown>[],
+        (sql, ...p) => sqlite.prepare(sql).all(...p) as Record<string, unknown>[],
+        ['equipment'],
+      )
       expect(mismatches).toEqual([])
     } finally {
       sqlite.close()
     }
   }
-  const cursorOf = (stream: string) => withDb((s) => s.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().get(stream) as string | null)
+  const cursorOf = (stream: string) =>
+    withDb((s) => s.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().get(stream) as string | null)
   const goodCursors = () => {
     for (const s of RECORD_STREAMS) expect(KeysetCursorSchema.safeParse(JSON.parse(cursorOf(s.name) ?? 'null')).success, s.name).toBe(true)
     expect(ObjectCursorSchema.safeParse(JSON.parse(cursorOf('objects:equipment') ?? 'null')).success).toBe(true)
@@ -61,7 +66,12 @@ test('garbage cursors of record streams and a custom object: sync completes, the
     for (const [stream, text] of Object.entries(GARBAGE)) s.prepare('UPDATE sync_state SET cursor = ? WHERE stream = ?').run(text, stream)
   })
   // Changes the restart must bring in.
-  await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 3, fields: { notes: 'changed while the cursor was bad' } })
+  await emu.control('POST', '/mutate', {
+    resource: 'clients',
+    op: 'update',
+    count: 3,
+    fields: { notes: 'changed while the cursor was bad' },
+  })
   await emu.control('POST', '/mutate', { resource: 'jobs', op: 'create', count: 2 })
   await emu.control('POST', '/mutate', { resource: 'objects/equipment', op: 'create', count: 2 })
 
@@ -72,7 +82,9 @@ test('garbage cursors of record streams and a custom object: sync completes, the
   expect(out).toMatch(/"stream":"visits","problem":"since: not a time"/)
   await exact()
   goodCursors()
-  const runs = withDb((s) => s.prepare(`SELECT stream, outcome, details FROM sync_runs WHERE id IN (SELECT max(id) FROM sync_runs GROUP BY stream)`).all()) as { stream: string; outcome: string; details: string | null }[]
+  const runs = withDb((s) =>
+    s.prepare(`SELECT stream, outcome, details FROM sync_runs WHERE id IN (SELECT max(id) FROM sync_runs GROUP BY stream)`).all(),
+  ) as { stream: string; outcome: string; details: string | null }[]
   for (const stream of Object.keys(GARBAGE)) {
     const run = runs.find((r) => r.stream === stream)
     expect(run?.outcome, stream).toBe('success')
@@ -85,7 +97,9 @@ test('garbage cursors of record streams and a custom object: sync completes, the
   await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 2, fields: { notes: 'changed after the restart' } })
   const again = await sync()
   expect(again).not.toContain('stored cursor could not be read')
-  const next = withDb((s) => s.prepare(`SELECT stream, details FROM sync_runs WHERE id IN (SELECT max(id) FROM sync_runs GROUP BY stream)`).all()) as { stream: string; details: string | null }[]
+  const next = withDb((s) =>
+    s.prepare(`SELECT stream, details FROM sync_runs WHERE id IN (SELECT max(id) FROM sync_runs GROUP BY stream)`).all(),
+  ) as { stream: string; details: string | null }[]
   for (const r of next) expect(r.details ?? '', r.stream).not.toContain('cursorReset')
   await exact()
   goodCursors()

@@ -38,7 +38,9 @@ test('zone-less updatedAt from upstream, synced under TZ=America/New_York, is st
   expect(stored.size).toBe(upstream.length)
   for (const c of upstream) expect(stored.get(c.id), c.id).toMatchObject({ updated_at: c.updatedAt, created_at: c.createdAt })
   const records = (await emu.state('objects/equipment')).filter((r) => r.deleted !== true)
-  const storedRecords = new Map(read(db, `SELECT id, updated_at FROM custom_records WHERE slug = 'equipment'`).map((r) => [r.id, r.updated_at]))
+  const storedRecords = new Map(
+    read(db, `SELECT id, updated_at FROM custom_records WHERE slug = 'equipment'`).map((r) => [r.id, r.updated_at]),
+  )
   expect(records.length).toBeGreaterThan(0)
   for (const r of records) expect(storedRecords.get(r.id), r.id).toBe(r.updatedAt)
 
@@ -49,7 +51,12 @@ test('zone-less updatedAt from upstream, synced under TZ=America/New_York, is st
   expect(JSON.parse(String(cursor!.cursor)).since).toBe(new Date(newest).toISOString())
   const target = upstream[0]!
   const later = new Date(newest + HOUR_MS).toISOString()
-  await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', id: target.id, fields: { notes: 'changed after the backfill', updatedAt: later } })
+  await emu.control('POST', '/mutate', {
+    resource: 'clients',
+    op: 'update',
+    id: target.id,
+    fields: { notes: 'changed after the backfill', updatedAt: later },
+  })
 
   await sync()
   const [row] = read(db, `SELECT updated_at, raw FROM clients WHERE id = '${target.id}'`)

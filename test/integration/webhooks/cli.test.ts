@@ -18,7 +18,12 @@ beforeAll(async () => {
 afterAll(() => emu.close())
 
 const storedSecrets = () =>
-  readSecretsFile(secretsPathFor(db)).map((e) => ({ endpoint_id: e.endpointId, url: e.url, secret: e.secret, superseded_at: e.supersededAt }))
+  readSecretsFile(secretsPathFor(db)).map((e) => ({
+    endpoint_id: e.endpointId,
+    url: e.url,
+    secret: e.secret,
+    superseded_at: e.supersededAt,
+  }))
 
 describe('fsm-sync webhooks', () => {
   test('register without --url is a usage error', async () => {

@@ -17,15 +17,21 @@ test('SIGKILL between ack and apply: the delivery is applied after restart', asy
   const db = path.join(tempDir(), 'mirror.db')
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, db, SECRET], { stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)))
-  const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value as string])
-  const { url } = JSON.parse(line!) as { url: string }
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+  const line = (await lines.next()).value as string
+  const { url } = JSON.parse(line) as { url: string }
 
   const statuses: number[] = []
   for (let i = 1; i <= 5; i++) {
     const body = Buffer.from(JSON.stringify(jobPayload(hex(i), T(i))))
     const res = await request(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-event': 'job.created', 'x-service-delivery': `crash-${i}`, 'x-service-signature': sign(SECRET, body) },
+      headers: {
+        'content-type': 'application/json',
+        'x-service-event': 'job.created',
+        'x-service-delivery': `crash-${i}`,
+        'x-service-signature': sign(SECRET, body),
+      },
       body,
     })
     await res.body.text()

@@ -23,7 +23,10 @@ const logs: string[] = []
 beforeAll(async () => {
   emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 5, jobs: 5, visitsPerJob: 1, invoices: 3, customRecords: 0 } })
   env = await syncEnv(emu)
-  const logger = createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (logs.push(c.toString('utf8')), cb()) }) })
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write: (c: Buffer, _e, cb) => (logs.push(c.toString('utf8')), cb()) }),
+  })
   service = createWebhookService({
     sqlite: env.rt.mirror.sqlite,
     logger,
@@ -56,11 +59,16 @@ describe('against the emulator', () => {
     expect(r).toMatchObject({ action: 'created', url: first.url, rotated: false })
     const [endpoint] = await emu.state('webhooks')
     expect(endpoint.events).toHaveLength(17)
-    expect(stored().map(({ endpointId, url, supersededAt }) => ({ endpointId, url, supersededAt }))).toEqual([{ endpointId: r.endpointId, url: first.url, supersededAt: null }])
+    expect(stored().map(({ endpointId, url, supersededAt }) => ({ endpointId, url, supersededAt }))).toEqual([
+      { endpointId: r.endpointId, url: first.url, supersededAt: null },
+    ])
     expect((await listEndpoints(env.rt.client)).map((e) => e.id)).toEqual([r.endpointId])
     expect(JSON.stringify(await listEndpoints(env.rt.client))).not.toContain('whsec_')
     // Re-running with the same URL changes nothing and issues no secret.
-    expect(await registerEndpoint(env.rt.client, service.secrets, first.url, Date.now)).toMatchObject({ action: 'unchanged', rotated: false })
+    expect(await registerEndpoint(env.rt.client, service.secrets, first.url, Date.now)).toMatchObject({
+      action: 'unchanged',
+      rotated: false,
+    })
     expect(stored()).toHaveLength(1)
   })
 
@@ -98,7 +106,9 @@ describe('against the emulator', () => {
     const [client] = await emu.state('clients')
     expect((await emu.api('PUT', `/api/v1/clients/${client.id}`, { notes: 'after rotation' })).status).toBe(200)
     await settle()
-    expect(env.rows(`SELECT verified_with FROM webhook_inbox WHERE event = 'client.updated'`)).toEqual([{ verified_with: `endpoint ${r.endpointId} (current)` }])
+    expect(env.rows(`SELECT verified_with FROM webhook_inbox WHERE event = 'client.updated'`)).toEqual([
+      { verified_with: `endpoint ${r.endpointId} (current)` },
+    ])
     expect(await compareWithEmulator(emu, env, [clients])).toEqual([])
   })
 
@@ -108,7 +118,13 @@ describe('against the emulator', () => {
     const [, client] = await emu.state('clients')
     expect((await emu.api('PUT', `/api/v1/clients/${client.id}`, { notes: 'while the receiver is down' })).status).toBe(200)
     await emu.control('POST', '/deliveries/flush')
-    const gaps = new DeliveryGapCheck({ client: env.rt.client, sqlite: env.rt.mirror.sqlite, secrets: service.secrets, graceHours: 24, logger: createLogger({ level: 'silent' }) })
+    const gaps = new DeliveryGapCheck({
+      client: env.rt.client,
+      sqlite: env.rt.mirror.sqlite,
+      secrets: service.secrets,
+      graceHours: 24,
+      logger: createLogger({ level: 'silent' }),
+    })
     const plan = await gaps.check()
     expect(plan.streams).toEqual(['clients'])
     expect(plan.missed.map((d) => d.status)).toEqual(['retrying'])
@@ -122,7 +138,10 @@ describe('against the emulator', () => {
       sqlite: env.rt.mirror.sqlite,
       secrets: service.secrets,
       graceHours: 24,
-      logger: createLogger({ level: 'warn', destination: new Writable({ write: (c: Buffer, _e, cb) => (warnings.push(c.toString('utf8')), cb()) }) }),
+      logger: createLogger({
+        level: 'warn',
+        destination: new Writable({ write: (c: Buffer, _e, cb) => (warnings.push(c.toString('utf8')), cb()) }),
+      }),
     })
     for (const garbage of ['not json', '{"since":"later","idsAtSince":[]}']) {
       env.rt.mirror.sqlite.prepare(`UPDATE webhook_state SET value = ? WHERE key = 'delivery-gaps'`).run(garbage)
@@ -131,7 +150,9 @@ describe('against the emulator', () => {
       again.commit()
       expect((await watched.check()).streams).toEqual([])
     }
-    const unread = warnings.filter((w) => w.includes('stored delivery-gap cursor could not be read')).map((w) => (JSON.parse(w) as { problem: string }).problem)
+    const unread = warnings
+      .filter((w) => w.includes('stored delivery-gap cursor could not be read'))
+      .map((w) => (JSON.parse(w) as { problem: string }).problem)
     expect(unread).toEqual([expect.stringMatching(/^not JSON/), 'since: not a time'])
     // The sweep it asks for brings the change the lost delivery carried.
     await env.sync({ streams: [clients] })

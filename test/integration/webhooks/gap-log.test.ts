@@ -14,16 +14,37 @@ import { tempDir } from '../../support/temp-mirror.js'
 const OFF = 'off'
 
 test('missed deliveries of unselected streams only do not log a sweep: the line says nothing is swept and names the streams passed over', async () => {
-  const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 1, jobs: 1, visitsPerJob: 0, invoices: 0, customRecords: 0 } })
+  const emu = await emulatorEnv({
+    allowHttpWebhooks: true,
+    counts: { clients: 1, jobs: 1, visitsPerJob: 0, invoices: 0, customRecords: 0 },
+  })
   const config = loadConfig({
-    env: { FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: path.join(tempDir(), 'mirror.db'), FSM_RATE_LIMIT: '100000', FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: '0' },
+    env: {
+      FSM_BASE_URL: emu.url,
+      FSM_API_KEY: emu.apiKey,
+      FSM_DB: path.join(tempDir(), 'mirror.db'),
+      FSM_RATE_LIMIT: '100000',
+      FSM_HTTP_HOST: '127.0.0.1',
+      FSM_HTTP_PORT: '0',
+    },
     overrides: {
       streams: ['clients'],
       schedules: { sweep: OFF, reference: OFF, reconcile: OFF, calendarA: OFF, calendarB: OFF, accounting: OFF, deliveries: OFF },
     },
   })
   const lines: { msg: string; streams?: string[]; notSelected?: string[]; deliveries?: number }[] = []
-  const destination = new Writable({ write: (c: Buffer, _e, cb) => (lines.push(...c.toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as (typeof lines)[number])), cb()) })
+  const destination = new Writable({
+    write: (c: Buffer, _e, cb) => (
+      lines.push(
+        ...c
+          .toString('utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as (typeof lines)[number]),
+      ),
+      cb()
+    ),
+  })
   const daemon = await startDaemon(config, createLogger({ level: 'info', destination }))
   try {
     // Deliveries fail: the endpoint points at a closed port. Only a job (not selected) changes.

@@ -32,15 +32,25 @@ afterEach(async () => {
 async function start(limits: Partial<IntakeLimits>): Promise<Env> {
   const mirror = await tempMirror()
   const logs: string[] = []
-  const logger = createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (logs.push(c.toString('utf8')), cb()) }) })
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write: (c: Buffer, _e, cb) => (logs.push(c.toString('utf8')), cb()) }),
+  })
   const service = createWebhookService({
     sqlite: mirror.sqlite,
     logger,
-    config: { webhookSecrets: [SECRET], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 1000, rotationGraceHours: 24, ...limits } },
+    config: {
+      webhookSecrets: [SECRET],
+      webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 1000, rotationGraceHours: 24, ...limits },
+    },
     process: false,
   })
   service.start()
-  const server = await startIntakeServer(service.handler, { path: '/webhooks', limits: service.limits, onDrop: () => service.metrics.intake.connectionsDropped++ })
+  const server = await startIntakeServer(service.handler, {
+    path: '/webhooks',
+    limits: service.limits,
+    onDrop: () => service.metrics.intake.connectionsDropped++,
+  })
   env = { service, server, mirror, logs }
   return env
 }
@@ -48,7 +58,12 @@ async function start(limits: Partial<IntakeLimits>): Promise<Env> {
 const inbox = (e: Env): number => e.mirror.sqlite.prepare('SELECT count(*) FROM webhook_inbox').pluck().get() as number
 
 /** A raw connection: what it received, and a promise of its close. */
-function connect(port: number): { socket: net.Socket; received: () => string; closed: Promise<void>; saw: (text: string) => Promise<void> } {
+function connect(port: number): {
+  socket: net.Socket
+  received: () => string
+  closed: Promise<void>
+  saw: (text: string) => Promise<void>
+} {
   const socket = net.connect(port, '127.0.0.1')
   let text = ''
   const waiters: { text: string; resolve: () => void }[] = []
@@ -66,13 +81,19 @@ function connect(port: number): { socket: net.Socket; received: () => string; cl
   }
 }
 
-const headers = (lines: string[]): string => `POST /webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${lines.map((l) => `${l}\r\n`).join('')}\r\n`
+const headers = (lines: string[]): string =>
+  `POST /webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${lines.map((l) => `${l}\r\n`).join('')}\r\n`
 
 async function deliver(e: Env, i: number): Promise<number> {
   const body = Buffer.from(JSON.stringify(jobPayload(hex(i), T(i))))
   const res = await request(e.server.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-service-event': 'job.updated', 'x-service-delivery': `real-${i}`, 'x-service-signature': sign(SECRET, body) },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': 'job.updated',
+      'x-service-delivery': `real-${i}`,
+      'x-service-signature': sign(SECRET, body),
+    },
     body,
   })
   await res.body.text()
@@ -83,7 +104,14 @@ describe('webhook intake bounds', () => {
   test('a body still incomplete at webhooks.bodyTimeoutMs is answered 408, counted, and its connection closed', async () => {
     const e = await start({ bodyTimeoutMs: 300 })
     const c = connect(e.server.port)
-    c.socket.write(headers(['Content-Length: 1000', 'X-Service-Event: job.updated', 'X-Service-Delivery: slow-1', `X-Service-Signature: ${'0'.repeat(64)}`]) + '{"id":')
+    c.socket.write(
+      headers([
+        'Content-Length: 1000',
+        'X-Service-Event: job.updated',
+        'X-Service-Delivery: slow-1',
+        `X-Service-Signature: ${'0'.repeat(64)}`,
+      ]) + '{"id":',
+    )
     await c.closed
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /)
     expect(c.received()).toMatch(/connection: close/i)
@@ -99,7 +127,14 @@ describe('webhook intake bounds', () => {
     const e = await start({ maxBufferedBytes: 1 << 20 })
     const slow = connect(e.server.port)
     // 700,000 of 700,001 bytes: held, never complete.
-    slow.socket.write(headers(['Content-Length: 700001', 'X-Service-Event: job.updated', 'X-Service-Delivery: big-1', `X-Service-Signature: ${'0'.repeat(64)}`]))
+    slow.socket.write(
+      headers([
+        'Content-Length: 700001',
+        'X-Service-Event: job.updated',
+        'X-Service-Delivery: big-1',
+        `X-Service-Signature: ${'0'.repeat(64)}`,
+      ]),
+    )
     slow.socket.write(Buffer.alloc(700_000, 0x20))
 
     // A second large body passes the 786,432 bytes large bodies may hold once the slow one's bytes
@@ -107,7 +142,11 @@ describe('webhook intake bounds', () => {
     const large = Buffer.alloc(100_000, 0x20)
     let status = 0
     for (let attempt = 0; attempt < 100 && status !== 503; attempt++) {
-      const res = await request(e.server.url, { method: 'POST', headers: { 'x-service-event': 'job.updated', 'x-service-delivery': 'big-2', 'x-service-signature': '0'.repeat(64) }, body: large })
+      const res = await request(e.server.url, {
+        method: 'POST',
+        headers: { 'x-service-event': 'job.updated', 'x-service-delivery': 'big-2', 'x-service-signature': '0'.repeat(64) },
+        body: large,
+      })
       await res.body.text()
       status = res.statusCode
       if (status === 401) await new Promise((r) => setTimeout(r, 20))
@@ -122,7 +161,11 @@ describe('webhook intake bounds', () => {
     await slow.closed
     let again = 0
     for (let attempt = 0; attempt < 50 && again !== 401; attempt++) {
-      const res = await request(e.server.url, { method: 'POST', headers: { 'x-service-event': 'job.updated', 'x-service-delivery': 'big-3', 'x-service-signature': '0'.repeat(64) }, body: large })
+      const res = await request(e.server.url, {
+        method: 'POST',
+        headers: { 'x-service-event': 'job.updated', 'x-service-delivery': 'big-3', 'x-service-signature': '0'.repeat(64) },
+        body: large,
+      })
       await res.body.text()
       again = res.statusCode
     }
@@ -136,7 +179,16 @@ describe('webhook intake bounds', () => {
     const flood = Array.from({ length: 200 }, () => connect(e.server.port))
     // `Expect: 100-continue` only tells the test when the handler has the request: node:http
     // answers 100 just before it hands the request over.
-    for (const [i, c] of flood.entries()) c.socket.write(headers(['Content-Length: 65536', 'Expect: 100-continue', 'X-Service-Event: job.updated', `X-Service-Delivery: flood-${i}`, `X-Service-Signature: ${'0'.repeat(64)}`]))
+    for (const [i, c] of flood.entries())
+      c.socket.write(
+        headers([
+          'Content-Length: 65536',
+          'Expect: 100-continue',
+          'X-Service-Event: job.updated',
+          `X-Service-Delivery: flood-${i}`,
+          `X-Service-Signature: ${'0'.repeat(64)}`,
+        ]),
+      )
     await Promise.all(flood.map((c) => c.saw('100 Continue')))
     for (let i = 1; i <= 3; i++) expect(await deliver(e, i)).toBe(200)
     expect(e.service.metrics.intake.bufferFull).toBe(0)
@@ -151,7 +203,11 @@ describe('webhook intake bounds', () => {
     const body = Buffer.alloc(700_000, 0x20)
     const statuses: number[] = []
     for (let i = 0; i < 4; i++) {
-      const res = await request(e.server.url, { method: 'POST', headers: { 'x-service-event': 'job.updated', 'x-service-delivery': `big-${i}`, 'x-service-signature': '0'.repeat(64) }, body })
+      const res = await request(e.server.url, {
+        method: 'POST',
+        headers: { 'x-service-event': 'job.updated', 'x-service-delivery': `big-${i}`, 'x-service-signature': '0'.repeat(64) },
+        body,
+      })
       await res.body.text()
       statuses.push(res.statusCode)
     }
@@ -162,7 +218,14 @@ describe('webhook intake bounds', () => {
   test('a body without Content-Length is refused 503 once its chunks would pass webhooks.maxBufferedBytes', async () => {
     const e = await start({ maxBufferedBytes: 1 << 20 })
     const c = connect(e.server.port)
-    c.socket.write(headers(['Transfer-Encoding: chunked', 'X-Service-Event: job.updated', 'X-Service-Delivery: chunked-1', `X-Service-Signature: ${'0'.repeat(64)}`]))
+    c.socket.write(
+      headers([
+        'Transfer-Encoding: chunked',
+        'X-Service-Event: job.updated',
+        'X-Service-Delivery: chunked-1',
+        `X-Service-Signature: ${'0'.repeat(64)}`,
+      ]),
+    )
     const chunk = Buffer.alloc(64 * 1024, 0x20)
     // 13 chunks of 64 KiB pass the 768 KiB large bodies may hold, and stay under the 1 MiB cap.
     for (let i = 0; i < 13 && !c.socket.destroyed; i++) c.socket.write(`${chunk.length.toString(16)}\r\n${chunk.toString('latin1')}\r\n`)

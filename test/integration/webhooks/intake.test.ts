@@ -65,7 +65,13 @@ describe('refused deliveries store nothing', () => {
   test('over the cap without Content-Length (chunked, never ending): 413, connection closed', async () => {
     const { status, closed } = await new Promise<{ status: number; closed: boolean }>((resolve, reject) => {
       const url = new URL(env.server.url)
-      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...good(), 'transfer-encoding': 'chunked' } })
+      const req = http.request({
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: { ...good(), 'transfer-encoding': 'chunked' },
+      })
       req.on('error', reject)
       req.on('response', (res) => {
         res.resume()
@@ -107,7 +113,16 @@ describe('accepted deliveries', () => {
     const res = await env.post(body, good())
     expect(res.status).toBe(200)
     const [row] = env.rows('SELECT * FROM webhook_inbox')
-    expect(row).toMatchObject({ delivery_id: 'd-1', seq: 1, event: 'job.updated', raw: body.toString(), raw_bytes: null, verified_with: 'FSM_WEBHOOK_SECRETS#0', processed_at: null, error: null })
+    expect(row).toMatchObject({
+      delivery_id: 'd-1',
+      seq: 1,
+      event: 'job.updated',
+      raw: body.toString(),
+      raw_bytes: null,
+      verified_with: 'FSM_WEBHOOK_SECRETS#0',
+      processed_at: null,
+      error: null,
+    })
     expect(row!.received_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   })
 
@@ -122,11 +137,23 @@ describe('accepted deliveries', () => {
   })
 
   test.each([
-    ['non-ASCII text', Buffer.from('{"id": "000000000000000000000002", "updatedAt": "2026-01-01T00:00:02.000Z", "notes": "Zoë — 東京 🚐 café"}')],
+    [
+      'non-ASCII text',
+      Buffer.from('{"id": "000000000000000000000002", "updatedAt": "2026-01-01T00:00:02.000Z", "notes": "Zoë — 東京 🚐 café"}'),
+    ],
     ['pretty-printed JSON', Buffer.from(JSON.stringify({ id: hex(2), updatedAt: T(2), nested: { a: [1, 2] } }, null, 4) + '\n')],
-    ['key order a re-serialisation would change', Buffer.from('{"updatedAt":"2026-01-01T00:00:02.000Z","1":"one","id":"000000000000000000000002","b":2,"a":1}')],
-    ['numbers a re-serialisation would change', Buffer.from('{"id":"000000000000000000000002","total":1.50,"big":1e2,"updatedAt":"2026-01-01T00:00:02.000Z"}')],
-    ['escapes a re-serialisation would change', Buffer.from('{"id":"000000000000000000000002","notes":"caf\\u00e9 \\/ ok","updatedAt":"2026-01-01T00:00:02.000Z"}')],
+    [
+      'key order a re-serialisation would change',
+      Buffer.from('{"updatedAt":"2026-01-01T00:00:02.000Z","1":"one","id":"000000000000000000000002","b":2,"a":1}'),
+    ],
+    [
+      'numbers a re-serialisation would change',
+      Buffer.from('{"id":"000000000000000000000002","total":1.50,"big":1e2,"updatedAt":"2026-01-01T00:00:02.000Z"}'),
+    ],
+    [
+      'escapes a re-serialisation would change',
+      Buffer.from('{"id":"000000000000000000000002","notes":"caf\\u00e9 \\/ ok","updatedAt":"2026-01-01T00:00:02.000Z"}'),
+    ],
   ])('signature over the exact bytes: %s', async (_name, bytes) => {
     expect(JSON.stringify(JSON.parse(bytes.toString('utf8')))).not.toBe(bytes.toString('utf8'))
     const res = await env.deliver('d-x', 'job.updated', bytes)
@@ -137,7 +164,11 @@ describe('accepted deliveries', () => {
   })
 
   test('a body that is not valid UTF-8 is verified over its bytes and kept as those bytes', async () => {
-    const bytes = Buffer.concat([Buffer.from('{"id":"000000000000000000000003","updatedAt":"2026-01-01T00:00:03.000Z","notes":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')])
+    const bytes = Buffer.concat([
+      Buffer.from('{"id":"000000000000000000000003","updatedAt":"2026-01-01T00:00:03.000Z","notes":"'),
+      Buffer.from([0xff, 0xfe, 0xc3]),
+      Buffer.from('"}'),
+    ])
     const res = await env.deliver('d-bin', 'job.updated', bytes)
     expect(res.status).toBe(200)
     const [row] = env.rows('SELECT raw, raw_bytes FROM webhook_inbox')
@@ -147,7 +178,9 @@ describe('accepted deliveries', () => {
   })
 
   test('deliveries arriving together share group commits and each gets its own answer', async () => {
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => env.deliver(`g-${i % 50}`, 'job.updated', jobPayload(hex(i), T(i)))))
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => env.deliver(`g-${i % 50}`, 'job.updated', jobPayload(hex(i), T(i)))),
+    )
     expect(results.every((r) => r.status === 200)).toBe(true)
     expect(results.filter((r) => r.body.includes('duplicate'))).toHaveLength(10)
     expect(env.inboxCount()).toBe(50)
@@ -168,7 +201,9 @@ describe('503 when the delivery cannot be kept', () => {
   })
 
   test('a store that refuses the write: 503, nothing stored, and the inbox works again afterwards', async () => {
-    env.mirror.sqlite.exec(`CREATE TRIGGER fail_inbox BEFORE INSERT ON webhook_inbox BEGIN SELECT RAISE(ABORT, 'disk I/O error (simulated)'); END`)
+    env.mirror.sqlite.exec(
+      `CREATE TRIGGER fail_inbox BEFORE INSERT ON webhook_inbox BEGIN SELECT RAISE(ABORT, 'disk I/O error (simulated)'); END`,
+    )
     expect((await env.deliver('a', 'job.updated', jobPayload(hex(1), T(1)))).status).toBe(503)
     expect(env.logs()).toContain('webhook deliveries could not be stored')
     env.mirror.sqlite.exec('DROP TRIGGER fail_inbox')
@@ -187,7 +222,10 @@ describe('commits are durable', () => {
   test("an ack follows a group commit whose log was synced; the connection's synchronous setting is left as it was", async () => {
     const before = env.mirror.sqlite.pragma('synchronous', { simple: true })
     expect((await env.deliver('a', 'job.updated', jobPayload(hex(1), T(1)))).status).toBe(200)
-    expect({ groups: env.service.metrics.intake.groupCommits, deliveries: env.service.metrics.intake.groupedDeliveries }).toEqual({ groups: 1, deliveries: 1 })
+    expect({ groups: env.service.metrics.intake.groupCommits, deliveries: env.service.metrics.intake.groupedDeliveries }).toEqual({
+      groups: 1,
+      deliveries: 1,
+    })
     expect(env.mirror.sqlite.pragma('synchronous', { simple: true })).toBe(before)
   })
 })

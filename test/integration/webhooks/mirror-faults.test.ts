@@ -64,11 +64,22 @@ describe('a processor that meets a failing mirror records the error on the deliv
   test('no stack trace per try, one log line per back-off step, and everything acknowledged is applied once the mirror works again', async () => {
     mirror = await tempMirror()
     const lines: string[] = []
-    const logger = createLogger({ level: 'info', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
+    const logger = createLogger({
+      level: 'info',
+      destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }),
+    })
     const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger, onStored: () => processor.wake() })
     const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, storeRetryMs: 20, storeRetryMaxMs: 320 })
     // Stored (acknowledged) before applying starts; applying them needs pages the mirror no longer has.
-    for (let i = 1; i <= 20; i++) expect(await inbox.enqueue({ deliveryId: `d${i}`, event: 'job.updated', body: Buffer.from(JSON.stringify(bulky(i))), verifiedWith: 'test' })).toBe('stored')
+    for (let i = 1; i <= 20; i++)
+      expect(
+        await inbox.enqueue({
+          deliveryId: `d${i}`,
+          event: 'job.updated',
+          body: Buffer.from(JSON.stringify(bulky(i))),
+          verifiedWith: 'test',
+        }),
+      ).toBe('stored')
     fill(mirror)
     processor.start()
     const failing = await until('four failed tries', () => (processor.fault?.attempts === 4 ? processor.fault : undefined), 10_000)
@@ -78,7 +89,10 @@ describe('a processor that meets a failing mirror records the error on the deliv
     for (let i = 0; i < 5; i++) processor.wake()
     await new Promise((r) => setTimeout(r, 30))
     expect(processor.fault?.attempts).toBe(tries)
-    const head = mirror.sqlite.prepare(`SELECT delivery_id, error FROM webhook_inbox WHERE error IS NOT NULL`).all() as { delivery_id: string; error: string }[]
+    const head = mirror.sqlite.prepare(`SELECT delivery_id, error FROM webhook_inbox WHERE error IS NOT NULL`).all() as {
+      delivery_id: string
+      error: string
+    }[]
     expect(head).toHaveLength(1)
     expect(head[0]!.delivery_id).toBe('d1')
     expect(head[0]!.error.startsWith(MIRROR_FAULT_PREFIX)).toBe(true)
@@ -90,9 +104,15 @@ describe('a processor that meets a failing mirror records the error on the deliv
     expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0)
 
     unfill(mirror)
-    await until('every delivery applied', () => (mirror!.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get() as number) === 20, 10_000)
+    await until(
+      'every delivery applied',
+      () => (mirror!.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get() as number) === 20,
+      10_000,
+    )
     expect(processor.fault).toBeUndefined()
-    expect(mirror.sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL OR error IS NOT NULL`).pluck().get()).toBe(0)
+    expect(mirror.sqlite.prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL OR error IS NOT NULL`).pluck().get()).toBe(
+      0,
+    )
     expect(inbox.backlog).toBe(0)
     expect(lines.some((l) => l.includes('applying webhook deliveries works again'))).toBe(true)
     await processor.stop()
@@ -103,14 +123,21 @@ describe('a processor that meets a failing mirror records the error on the deliv
     mirror = await tempMirror()
     const logger = createLogger({ level: 'silent' })
     const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
-    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))), verifiedWith: 'test' })
+    await inbox.enqueue({
+      deliveryId: 'd1',
+      event: 'job.updated',
+      body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))),
+      verifiedWith: 'test',
+    })
     inbox.markFault('d1', 'the mirror is full')
     await inbox.close()
     const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
     const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now })
     processor.start()
     await processor.drained()
-    expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([{ done: 1, error: null }])
+    expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([
+      { done: 1, error: null },
+    ])
     await processor.stop()
     await next.close()
   })
@@ -125,17 +152,35 @@ describe('a processor that meets a failing mirror records the error on the deliv
     await inbox.enqueue({ deliveryId: 'd2', event: 'job.updated', body: body(2), verifiedWith: 'test' })
     await inbox.close()
     const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    const processor = new WebhookProcessor({
+      sqlite: mirror.sqlite,
+      inbox: next,
+      logger,
+      now: Date.now,
+      storeRetryMs: 10,
+      storeRetryMaxMs: 20,
+    })
     // The mirror refuses every write at start (SQLITE_READONLY), then works again.
     mirror.sqlite.pragma('query_only = ON')
     processor.start()
     await until('the first failed try', () => processor.fault, 10_000)
     mirror.sqlite.pragma('query_only = OFF')
-    await until('the later delivery applied', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL FROM webhook_inbox WHERE delivery_id = 'd2'`).pluck().get() === 1, 10_000)
+    await until(
+      'the later delivery applied',
+      () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL FROM webhook_inbox WHERE delivery_id = 'd2'`).pluck().get() === 1,
+      10_000,
+    )
     await processor.drained()
     // Both applied, in receipt order: the earlier one is not skipped behind the later one.
-    const rows = mirror.sqlite.prepare('SELECT delivery_id, error, processed_at FROM webhook_inbox ORDER BY seq').all() as { delivery_id: string; error: string | null; processed_at: string | null }[]
-    expect(rows.map((r) => [r.delivery_id, r.error, r.processed_at !== null])).toEqual([['d1', null, true], ['d2', null, true]])
+    const rows = mirror.sqlite.prepare('SELECT delivery_id, error, processed_at FROM webhook_inbox ORDER BY seq').all() as {
+      delivery_id: string
+      error: string | null
+      processed_at: string | null
+    }[]
+    expect(rows.map((r) => [r.delivery_id, r.error, r.processed_at !== null])).toEqual([
+      ['d1', null, true],
+      ['d2', null, true],
+    ])
     expect(rows[0]!.processed_at! <= rows[1]!.processed_at!).toBe(true)
     expect(processor.fault).toBeUndefined()
     await processor.stop()
@@ -168,21 +213,46 @@ describe('a processor that finds the mirror locked by another process keeps the 
     mirror = await tempMirror()
     const logger = createLogger({ level: 'silent' })
     const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, gatherMs: 0, storeRetryMs: 10, storeRetryMaxMs: 20 })
+    const processor = new WebhookProcessor({
+      sqlite: mirror.sqlite,
+      inbox,
+      logger,
+      now: Date.now,
+      gatherMs: 0,
+      storeRetryMs: 10,
+      storeRetryMaxMs: 20,
+    })
     processor.start()
     await processor.drained()
     // Stored without waking the processor: it is woken below, once the lock is held.
-    await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))), verifiedWith: 'test' })
+    await inbox.enqueue({
+      deliveryId: 'd1',
+      event: 'job.updated',
+      body: Buffer.from(JSON.stringify(jobPayload(hex(1), T(1)))),
+      verifiedWith: 'test',
+    })
     // Each write waits 300 ms for the lock: the slice's first write gives up at about 300 ms, the
     // row-by-row retry at about 600 ms, and the lock is released at 750 ms, while the next write
     // (the one that kept the row's error) is waiting.
     mirror.sqlite.pragma('busy_timeout = 300')
     const holder = await holdWriteLock(path.join(mirror.dir, 'mirror.db'), 750)
     processor.wake()
-    await until('the delivery settled', () => mirror!.sqlite.prepare(`SELECT processed_at IS NOT NULL OR (error IS NOT NULL AND error NOT LIKE ? || '%') FROM webhook_inbox WHERE delivery_id = 'd1'`).pluck().get(MIRROR_FAULT_PREFIX) === 1, 10_000)
+    await until(
+      'the delivery settled',
+      () =>
+        mirror!.sqlite
+          .prepare(
+            `SELECT processed_at IS NOT NULL OR (error IS NOT NULL AND error NOT LIKE ? || '%') FROM webhook_inbox WHERE delivery_id = 'd1'`,
+          )
+          .pluck()
+          .get(MIRROR_FAULT_PREFIX) === 1,
+      10_000,
+    )
     await processor.drained()
     await holder.terminate()
-    expect(mirror.sqlite.prepare(`SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox`).all()).toEqual([{ done: 1, error: null }])
+    expect(mirror.sqlite.prepare(`SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox`).all()).toEqual([
+      { done: 1, error: null },
+    ])
     expect(mirror.sqlite.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(1)
     await processor.stop()
     await inbox.close()

@@ -88,7 +88,11 @@ describe('applying deliveries', () => {
 })
 
 describe('job.status_changed', () => {
-  const statusChange = (id: string, previousStatus: string, newStatus: string) => ({ job: { id, jobNumber: 'J-1', jobStatus: newStatus }, previousStatus, newStatus })
+  const statusChange = (id: string, previousStatus: string, newStatus: string) => ({
+    job: { id, jobNumber: 'J-1', jobStatus: newStatus },
+    previousStatus,
+    newStatus,
+  })
 
   test('sets the status when the stored row shows the previous one, keeps updated_at and raw, logs the change', async () => {
     env = await webhookEnv()
@@ -139,7 +143,12 @@ describe('job.status_changed', () => {
     await env.deliver('2', 'job.status_changed', statusChange(hex(1), 'scheduled', 'completed'))
     await env.deliver('3', 'job.status_changed', statusChange(hex(2), 'scheduled', 'completed'))
     await waitFor(() => calls.length === 2)
-    calls[0]!.reject(new NotFoundError({ status: 404, apiCode: 'NOT_FOUND', apiMessage: 'Not found', route: 'GET /api/v1/jobs/{id}', target: 'GET', retryable: false }, { cause: null }))
+    calls[0]!.reject(
+      new NotFoundError(
+        { status: 404, apiCode: 'NOT_FOUND', apiMessage: 'Not found', route: 'GET /api/v1/jobs/{id}', target: 'GET', retryable: false },
+        { cause: null },
+      ),
+    )
     calls[1]!.reject(new Error('socket hang up'))
     await env.service.processor.drained()
     expect(job(env, hex(1))!.deleted_at).not.toBeNull()
@@ -223,7 +232,10 @@ describe('slices', () => {
     env = await webhookEnv()
     const e = env
     // 400 deliveries, 16 in flight at a time, for 8 jobs: each job's versions are sent in order.
-    const sends = Array.from({ length: 400 }, (_, i) => () => e.deliver(`d${i}`, 'job.updated', jobPayload(hex(i % 8), T(i), { jobStatus: `s${i}` })))
+    const sends = Array.from(
+      { length: 400 },
+      (_, i) => () => e.deliver(`d${i}`, 'job.updated', jobPayload(hex(i % 8), T(i), { jobStatus: `s${i}` })),
+    )
     let next = 0
     const statuses: number[] = []
     await Promise.all(
@@ -242,7 +254,9 @@ describe('slices', () => {
     // Applied in receipt order: each job's change_log entries follow its received versions,
     // skipping only those that arrived after a newer one.
     for (let j = 0; j < 8; j++) {
-      const received = e.rows(`SELECT json_extract(raw, '$.updatedAt') AS v FROM webhook_inbox WHERE json_extract(raw, '$.id') = ? ORDER BY seq`, hex(j)).map((r) => r.v as string)
+      const received = e
+        .rows(`SELECT json_extract(raw, '$.updatedAt') AS v FROM webhook_inbox WHERE json_extract(raw, '$.id') = ? ORDER BY seq`, hex(j))
+        .map((r) => r.v as string)
       const newerWins = received.filter((v, k) => received.slice(0, k).every((w) => w < v))
       expect(e.rows(`SELECT updated_at AS v FROM change_log WHERE record_id = ? ORDER BY seq`, hex(j)).map((r) => r.v)).toEqual(newerWins)
     }
@@ -303,7 +317,13 @@ describe('time slices', () => {
       env = undefined
       // A zero budget: every slice finds its time spent at the first check.
       const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: createLogger({ level: 'silent' }) })
-      const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger: createLogger({ level: 'silent' }), now: Date.now, sliceMs: 0 })
+      const processor = new WebhookProcessor({
+        sqlite: mirror.sqlite,
+        inbox,
+        logger: createLogger({ level: 'silent' }),
+        now: Date.now,
+        sliceMs: 0,
+      })
       processor.start()
       await processor.drained()
       await processor.stop()

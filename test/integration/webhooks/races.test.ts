@@ -19,11 +19,18 @@ afterAll(() => env.close())
 const version = (id: string, v: number) => jobPayload(id, T(v), { total: v, notes: `version ${v}` })
 
 function sweepPage(id: string, v: number, observedSecond = 100): void {
-  env.mirror.sqlite.transaction(() => sweepWriter.upsert([jobs.toRow(version(id, v))], { now: T(200), observedAt: T(observedSecond), replaceTies: true }))()
+  env.mirror.sqlite.transaction(() =>
+    sweepWriter.upsert([jobs.toRow(version(id, v))], { now: T(200), observedAt: T(observedSecond), replaceTies: true }),
+  )()
 }
 
 async function deliver(deliveryId: string, id: string, v: number): Promise<void> {
-  const result = await env.service.inbox.enqueue({ deliveryId, event: 'job.updated', body: Buffer.from(JSON.stringify(version(id, v))), verifiedWith: 'test' })
+  const result = await env.service.inbox.enqueue({
+    deliveryId,
+    event: 'job.updated',
+    body: Buffer.from(JSON.stringify(version(id, v))),
+    verifiedWith: 'test',
+  })
   expect(['stored', 'duplicate']).toContain(result)
 }
 
@@ -40,7 +47,10 @@ describe('webhook against sweep', () => {
     ['sweep newer than the webhook; page first', 'sweep', 2, 'hook', 1, 2],
   ] as const)('%s', async (_name, firstKind, firstVersion, secondKind, secondVersion, winner) => {
     const id = freshId()
-    for (const [kind, v] of [[firstKind, firstVersion], [secondKind, secondVersion]] as const) {
+    for (const [kind, v] of [
+      [firstKind, firstVersion],
+      [secondKind, secondVersion],
+    ] as const) {
       if (kind === 'sweep') sweepPage(id, v)
       else {
         await deliver(`race-${id}-${v}`, id, v)
@@ -53,7 +63,12 @@ describe('webhook against sweep', () => {
   test('a deletion by webhook is not undone by an older page read before it, but a page read after it revives', async () => {
     const id = freshId()
     sweepPage(id, 1)
-    await env.service.inbox.enqueue({ deliveryId: `gone-${id}`, event: 'job.deleted', body: Buffer.from(JSON.stringify({ id })), verifiedWith: 'test' })
+    await env.service.inbox.enqueue({
+      deliveryId: `gone-${id}`,
+      event: 'job.deleted',
+      body: Buffer.from(JSON.stringify({ id })),
+      verifiedWith: 'test',
+    })
     await env.service.processor.drained()
     const deletedAt = T(150)
     expect(env.rows('SELECT deleted_at FROM jobs WHERE id = ?', id)[0]!.deleted_at).toBe(deletedAt)
@@ -71,7 +86,12 @@ describe('webhook against sweep', () => {
 describe('property: any interleaving of deliveries, duplicates and sweeps ends at the newest version', () => {
   type Op = { kind: 'deliver'; job: number; v: number; copy: number } | { kind: 'sweep'; job: number; v: number } | { kind: 'apply' }
   const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('deliver' as const), job: fc.integer({ min: 0, max: 2 }), v: fc.integer({ min: 1, max: 6 }), copy: fc.integer({ min: 0, max: 1 }) }),
+    fc.record({
+      kind: fc.constant('deliver' as const),
+      job: fc.integer({ min: 0, max: 2 }),
+      v: fc.integer({ min: 1, max: 6 }),
+      copy: fc.integer({ min: 0, max: 1 }),
+    }),
     fc.record({ kind: fc.constant('sweep' as const), job: fc.integer({ min: 0, max: 2 }), v: fc.integer({ min: 1, max: 6 }) }),
     fc.constant({ kind: 'apply' as const }),
   )

@@ -25,7 +25,10 @@ import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
-const serviceConfig = { webhookSecrets: [], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000, rotationGraceHours: 24 } }
+const serviceConfig = {
+  webhookSecrets: [],
+  webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000, rotationGraceHours: 24 },
+}
 
 /** The mirror, its -wal and its -shm: which of them hold any of `secrets`' bytes. */
 function filesHolding(db: string, secrets: readonly string[]): string[] {
@@ -45,7 +48,12 @@ async function postSigned(url: string, secret: string, deliveryId: string, paylo
   const res = await request(url, {
     method: 'POST',
     body,
-    headers: { 'content-type': 'application/json', 'x-service-event': 'client.updated', 'x-service-delivery': deliveryId, 'x-service-signature': sign(secret, body) },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': 'client.updated',
+      'x-service-delivery': deliveryId,
+      'x-service-signature': sign(secret, body),
+    },
   })
   await res.body.dump()
   return res.statusCode
@@ -53,7 +61,10 @@ async function postSigned(url: string, secret: string, deliveryId: string, paylo
 
 describe('webhook signing secrets stay out of the mirror', () => {
   test('no secret reaches the mirror, its -wal or -shm after register, rotation and signed deliveries through the intake', async () => {
-    const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+    const emu = await emulatorEnv({
+      allowHttpWebhooks: true,
+      counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 },
+    })
     const env = await syncEnv(emu)
     await env.sync({ streams: [clients, jobs] })
     // The secrets as the upstream issued them, seen on the wire (whatever the store does with them).
@@ -93,7 +104,9 @@ describe('webhook signing secrets stay out of the mirror', () => {
 
       expect(issued).toHaveLength(2)
       // Both deliveries were verified and applied through the real intake.
-      expect(env.rows(`SELECT count(*) AS n FROM webhook_inbox WHERE event = 'client.updated' AND processed_at IS NOT NULL`)).toEqual([{ n: 2 }])
+      expect(env.rows(`SELECT count(*) AS n FROM webhook_inbox WHERE event = 'client.updated' AND processed_at IS NOT NULL`)).toEqual([
+        { n: 2 },
+      ])
       expect(await compareWithEmulator(emu, env, [clients])).toEqual([])
       // While the daemon runs (frames in the -wal) and after it closed (checkpointed into the file).
       expect(filesHolding(env.db, issued)).toEqual([])
@@ -136,7 +149,12 @@ describe('webhook signing secrets stay out of the mirror', () => {
     const reader = await openMirror(env.db, { readonly: true })
     try {
       expect(() => runReadOnlyQuery(reader.sqlite, 'SELECT secret FROM webhook_secrets')).toThrow(/no such table: webhook_secrets/)
-      for (const text of [`ATTACH '${file}' AS s`, `attach database '${file}' as s`, `/* x */ ATTACH '${file}' AS s`, `-- x\n  ATTACH '${file}' AS s`]) {
+      for (const text of [
+        `ATTACH '${file}' AS s`,
+        `attach database '${file}' as s`,
+        `/* x */ ATTACH '${file}' AS s`,
+        `-- x\n  ATTACH '${file}' AS s`,
+      ]) {
         expect(() => runReadOnlyQuery(reader.sqlite, text), text).toThrow(QueryRefusedError)
       }
       expect(reader.sqlite.prepare('PRAGMA database_list').all()).toHaveLength(1)
@@ -168,7 +186,9 @@ function legacyMirror(dir: string): string {
   const t0 = Date.now() - 3_600_000
   const insert = conn.prepare(`INSERT INTO webhook_secrets (endpoint_id, url, secret, created_at) VALUES (?, ?, ?, ?)`)
   insert.run('ep1', 'https://old.example/webhooks', OLD, iso(t0))
-  conn.prepare(`UPDATE webhook_secrets SET url = ? WHERE endpoint_id = ? AND superseded_at IS NULL`).run('https://older.example/webhooks', 'ep1')
+  conn
+    .prepare(`UPDATE webhook_secrets SET url = ? WHERE endpoint_id = ? AND superseded_at IS NULL`)
+    .run('https://older.example/webhooks', 'ep1')
   conn.pragma('wal_checkpoint(TRUNCATE)')
   conn.prepare(`UPDATE webhook_secrets SET superseded_at = ? WHERE superseded_at IS NULL`).run(iso(t0 + 60_000))
   insert.run('ep1', 'https://new.example/webhooks', CURRENT, iso(t0 + 60_000))
@@ -279,7 +299,9 @@ describe('the mirror is never group-readable while it may hold a secret', () => 
 
   test('a new mirror is created 0600: one whose first migration fails is never left wider', async () => {
     const db = path.join(tempDir(), 'new.db')
-    await expect(openMirror(db, { mode: 0o644, migrations: { '0001-broken': ['CREATE TABLE t (x)', 'NOT SQL'] } })).rejects.toThrow(/0001-broken/)
+    await expect(openMirror(db, { mode: 0o644, migrations: { '0001-broken': ['CREATE TABLE t (x)', 'NOT SQL'] } })).rejects.toThrow(
+      /0001-broken/,
+    )
     expect(mode(db)).toBe(0o600)
     const ok = await openMirror(db, { mode: 0o644, migrations: { '0001-fine': ['CREATE TABLE t (x)'] } })
     await ok.close()

@@ -103,7 +103,12 @@ describe('webhook intake under slow unsigned clients', () => {
       const res = await request(`${base}/webhooks`, {
         dispatcher: sender,
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-service-event': 'job.updated', 'x-service-delivery': `real-${i}`, 'x-service-signature': sign(SECRET, body) },
+        headers: {
+          'content-type': 'application/json',
+          'x-service-event': 'job.updated',
+          'x-service-delivery': `real-${i}`,
+          'x-service-signature': sign(SECRET, body),
+        },
         body,
       })
       await res.body.text()

@@ -17,9 +17,19 @@ const OFF = 'off'
 
 describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
   test('deliveries of unselected streams get 200, are kept marked skipped, and the gap check sweeps only selected streams', async () => {
-    const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+    const emu = await emulatorEnv({
+      allowHttpWebhooks: true,
+      counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 },
+    })
     const config = loadConfig({
-      env: { FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: path.join(tempDir(), 'mirror.db'), FSM_RATE_LIMIT: '100000', FSM_HTTP_HOST: '127.0.0.1', FSM_HTTP_PORT: '0' },
+      env: {
+        FSM_BASE_URL: emu.url,
+        FSM_API_KEY: emu.apiKey,
+        FSM_DB: path.join(tempDir(), 'mirror.db'),
+        FSM_RATE_LIMIT: '100000',
+        FSM_HTTP_HOST: '127.0.0.1',
+        FSM_HTTP_PORT: '0',
+      },
       overrides: {
         streams: ['clients'],
         schedules: { sweep: OFF, reference: OFF, reconcile: OFF, calendarA: OFF, calendarB: OFF, accounting: OFF, deliveries: OFF },
@@ -54,15 +64,24 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       const inbox = rows(`SELECT event, processed_at IS NOT NULL AS settled, error, skipped FROM webhook_inbox ORDER BY seq`)
       const jobRows = inbox.filter((r) => String(r.event).startsWith('job.'))
       expect(jobRows.map((r) => r.event)).toEqual(expect.arrayContaining(['job.updated', 'job.status_changed']))
-      for (const r of jobRows) expect(r).toMatchObject({ settled: 1, error: null, skipped: expect.stringContaining('stream jobs is not selected') })
-      expect(inbox.filter((r) => r.event === 'client.updated')).toEqual([{ event: 'client.updated', settled: 1, error: null, skipped: null }])
-      expect(rows(`SELECT json_extract(raw, '$.notes') AS notes FROM clients WHERE id = '${client.id}'`)).toEqual([{ notes: 'clients are selected' }])
+      for (const r of jobRows)
+        expect(r).toMatchObject({ settled: 1, error: null, skipped: expect.stringContaining('stream jobs is not selected') })
+      expect(inbox.filter((r) => r.event === 'client.updated')).toEqual([
+        { event: 'client.updated', settled: 1, error: null, skipped: null },
+      ])
+      expect(rows(`SELECT json_extract(raw, '$.notes') AS notes FROM clients WHERE id = '${client.id}'`)).toEqual([
+        { notes: 'clients are selected' },
+      ])
       // The unselected table stays untouched, and no follow-up GET was spent on the status change.
       expect(rows('SELECT count(*) AS n FROM jobs')).toEqual([{ n: 0 }])
       expect(rows(`SELECT count(*) AS n FROM change_log WHERE table_name <> 'clients'`)).toEqual(changesBefore)
       expect(await emu.control('GET', '/requests?path=/api/v1/jobs&method=GET')).toEqual([])
       expect(daemon.webhooks.metrics.processor.skipped).toBe(jobRows.length)
-      expect(statusReport(daemon.rt.mirror.sqlite, Date.now()).webhookInbox).toMatchObject({ backlog: 0, failed: 0, skipped: jobRows.length })
+      expect(statusReport(daemon.rt.mirror.sqlite, Date.now()).webhookInbox).toMatchObject({
+        backlog: 0,
+        failed: 0,
+        skipped: jobRows.length,
+      })
 
       // Deliveries now fail (the endpoint points at a closed port): the gap check finds both
       // streams' failures, and sweeps clients only.
@@ -78,7 +97,9 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       expect(requests.filter((r) => r.path.startsWith(`/api/v1/webhooks/${reg.endpointId}/deliveries`)).length).toBeGreaterThan(0)
       expect(requests.filter((r) => r.path.startsWith('/api/v1/clients')).length).toBeGreaterThan(0)
       expect(requests.filter((r) => !r.path.startsWith('/api/v1/clients') && !r.path.startsWith('/api/v1/webhooks/'))).toEqual([])
-      expect(rows(`SELECT json_extract(raw, '$.notes') AS notes FROM clients WHERE id = '${client.id}'`)).toEqual([{ notes: 'lost: clients' }])
+      expect(rows(`SELECT json_extract(raw, '$.notes') AS notes FROM clients WHERE id = '${client.id}'`)).toEqual([
+        { notes: 'lost: clients' },
+      ])
       expect(rows('SELECT count(*) AS n FROM jobs')).toEqual([{ n: 0 }])
     } finally {
       await daemon.stop()

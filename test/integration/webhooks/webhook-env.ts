@@ -35,7 +35,10 @@ export interface WebhookEnvOptions extends Partial<Omit<WebhookServiceOptions, '
 export async function webhookEnv(options: WebhookEnvOptions = {}): Promise<WebhookEnv> {
   const mirror = options.mirror ?? (await tempMirror())
   const lines: string[] = []
-  const logger = createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }),
+  })
   const { envSecrets, maxBodyBytes, maxBacklog, rotationGraceHours, mirror: _m, ...rest } = options
   const service = createWebhookService({
     ...rest,
@@ -43,7 +46,12 @@ export async function webhookEnv(options: WebhookEnvOptions = {}): Promise<Webho
     logger,
     config: {
       webhookSecrets: envSecrets ?? [SECRET],
-      webhooks: { path: '/webhooks', maxBodyBytes: maxBodyBytes ?? 1024 * 1024, maxBacklog: maxBacklog ?? 100_000, rotationGraceHours: rotationGraceHours ?? 24 },
+      webhooks: {
+        path: '/webhooks',
+        maxBodyBytes: maxBodyBytes ?? 1024 * 1024,
+        maxBacklog: maxBacklog ?? 100_000,
+        rotationGraceHours: rotationGraceHours ?? 24,
+      },
     },
   })
   service.start()
@@ -77,7 +85,16 @@ export async function webhookEnv(options: WebhookEnvOptions = {}): Promise<Webho
 export const T = (s: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
 
 export function jobPayload(id: string, updatedAt: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, jobNumber: `J-${id.slice(-4)}`, clientId: 'c'.repeat(24), jobStatus: 'scheduled', assignedToTeams: ['u1'], createdAt: T(0), updatedAt, ...extra }
+  return {
+    id,
+    jobNumber: `J-${id.slice(-4)}`,
+    clientId: 'c'.repeat(24),
+    jobStatus: 'scheduled',
+    assignedToTeams: ['u1'],
+    createdAt: T(0),
+    updatedAt,
+    ...extra,
+  }
 }
 
 export const hex = (n: number): string => n.toString(16).padStart(24, '0')

@@ -55,7 +55,9 @@ describe('error codes', () => {
   })
 
   test('every error class of the module is in the table, each with a code no other class has', () => {
-    const classes = Object.entries(errors).filter(([, v]) => typeof v === 'function' && v.prototype instanceof Error).map(([k]) => k)
+    const classes = Object.entries(errors)
+      .filter(([, v]) => typeof v === 'function' && v.prototype instanceof Error)
+      .map(([k]) => k)
     expect(classes.sort()).toEqual(made.map(([n]) => n).sort())
     expect(new Set(made.map(([, e]) => e.code)).size).toBe(made.length)
   })
@@ -71,7 +73,14 @@ describe('apiErrorFor', () => {
   test('401 names the key, the route and what to do', () => {
     const err = apiErrorFor(401, { success: false, code: 'UNAUTHORIZED', message: 'Invalid API key' }, where)
     expect(err).toBeInstanceOf(UnauthorizedError)
-    expect(err).toMatchObject({ code: 'API_UNAUTHORIZED', kind: 'unauthorized', status: 401, apiCode: 'UNAUTHORIZED', route: 'GET /api/v1/jobs', retryable: false })
+    expect(err).toMatchObject({
+      code: 'API_UNAUTHORIZED',
+      kind: 'unauthorized',
+      status: 401,
+      apiCode: 'UNAUTHORIZED',
+      route: 'GET /api/v1/jobs',
+      retryable: false,
+    })
     expect(err.message).toBe(
       'FSM_API_KEY was rejected (401 UNAUTHORIZED) on GET /api/v1/jobs: the key is invalid, revoked or expired; create a new one in the account settings',
     )

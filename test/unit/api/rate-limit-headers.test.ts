@@ -32,7 +32,10 @@ describe('parseResetHeader', () => {
 
 describe('readRateLimitHeaders', () => {
   test('prefers Retry-After and reads the counts', () => {
-    const h = readRateLimitHeaders({ 'retry-after': '3', 'x-ratelimit-reset': '99', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0' }, now)
+    const h = readRateLimitHeaders(
+      { 'retry-after': '3', 'x-ratelimit-reset': '99', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0' },
+      now,
+    )
     expect(h).toEqual({ limit: 60, remaining: 0, retryAfter: { waitMs: 3_000, form: 'seconds-until', header: 'retry-after' } })
   })
 

@@ -44,7 +44,10 @@ describe('an invalid cron value is refused at config time', () => {
     writeFileSync(file, JSON.stringify({ schedules: { reconcile: '17 25 * * *', accounting: '0 0 30 2 *' } }))
     const issues = issuesOf(() => loadConfig({ file, env: { FSM_SCHEDULE_SWEEP: '99 * * * *' } }))
     expect(issues).toEqual([
-      { key: 'FSM_SCHEDULE_SWEEP', message: expect.stringMatching(/^"99 \* \* \* \*" is not a valid cron expression \(Invalid value for minute: 99\)/) },
+      {
+        key: 'FSM_SCHEDULE_SWEEP',
+        message: expect.stringMatching(/^"99 \* \* \* \*" is not a valid cron expression \(Invalid value for minute: 99\)/),
+      },
       { key: `schedules.reconcile (in ${file})`, message: expect.stringContaining('Invalid value for hour: 25') },
       { key: `schedules.accounting (in ${file})`, message: expect.stringContaining('never fires') },
     ])

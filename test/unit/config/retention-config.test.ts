@@ -14,7 +14,14 @@ function fromFile(config: unknown) {
 describe('retention settings', () => {
   test('old bookkeeping rows have a bounded life by default, and the pass runs hourly', () => {
     const c = loadConfig({ env: {} })
-    expect(c.retention).toEqual({ deliveriesDays: 14, deliveryIdsDays: 30, runsDays: 90, calendarChangesDays: 90, batchRows: 500, vacuumPages: 65536 })
+    expect(c.retention).toEqual({
+      deliveriesDays: 14,
+      deliveryIdsDays: 30,
+      runsDays: 90,
+      calendarChangesDays: 90,
+      batchRows: 500,
+      vacuumPages: 65536,
+    })
     expect(c.schedules.retention).toBe('53 * * * *')
   })
 

@@ -24,7 +24,7 @@ describe('schedules switched off', () => {
     expect(schedulesOff(c.schedules)).toEqual(['reconcile', 'accounting'])
   })
 
-  test('FSM_SCHEDULE_* sets one schedule over the file, leaving the file\'s others', () => {
+  test("FSM_SCHEDULE_* sets one schedule over the file, leaving the file's others", () => {
     const file = tempFile({ schedules: { reconcile: '0 2 * * *', calendarA: '5 * * * *' } })
     const c = loadConfig({ file, env: { FSM_SCHEDULE_CALENDAR_A: 'off', FSM_SCHEDULE_SWEEP: '*/1 * * * *' } })
     expect(c.schedules).toMatchObject({ reconcile: '0 2 * * *', calendarA: 'off', sweep: '*/1 * * * *' })

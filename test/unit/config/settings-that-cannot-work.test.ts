@@ -28,7 +28,9 @@ test('a webhooks.maxBufferedBytes whose large-body share cannot hold one body of
   expect(issues[0]!.message).toContain('webhooks.maxBodyBytes (1048576)')
   expect(issues[0]!.message).toContain('raise webhooks.maxBufferedBytes to at least 1398102')
   // The smallest buffer that holds one such body is accepted.
-  expect(loadConfig({ overrides: { webhooks: { maxBufferedBytes: 1398102, maxBodyBytes: 1 << 20 } }, env: {} }).webhooks.maxBufferedBytes).toBe(1398102)
+  expect(
+    loadConfig({ overrides: { webhooks: { maxBufferedBytes: 1398102, maxBodyBytes: 1 << 20 } }, env: {} }).webhooks.maxBufferedBytes,
+  ).toBe(1398102)
 })
 
 test('an http.bodyTimeoutMs longer than http.requestDeadlineMs is refused, naming both keys; the default gap is under the default deadline', () => {

@@ -16,7 +16,12 @@ test.each(['/healthz', '/readyz', '/metrics'])('webhooks.path %s is a configurat
     expect(err).toBeInstanceOf(ConfigError)
     issues = (err as ConfigError).issues
   }
-  expect(issues).toEqual([{ key: `webhooks.path (in ${file})`, message: 'must not be /healthz, /readyz, /metrics: the daemon serves those itself; use e.g. /webhooks' }])
+  expect(issues).toEqual([
+    {
+      key: `webhooks.path (in ${file})`,
+      message: 'must not be /healthz, /readyz, /metrics: the daemon serves those itself; use e.g. /webhooks',
+    },
+  ])
 })
 
 test('another path is accepted', () => {

@@ -8,15 +8,24 @@ let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))
 afterAll(() => m.dispose())
 
-const columnsOf = (table: string) => (m.sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name)
+const columnsOf = (table: string) =>
+  (m.sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name)
 
-const sample = { id: 'f'.repeat(24), updatedAt: '2026-01-01T00:00:00.000Z', createdAt: '2025-01-01T00:00:00.000Z', items: [{ name: 'x', quantity: 1, rate: 2 }], assignedToTeams: ['u'], teamId: ['u'] }
+const sample = {
+  id: 'f'.repeat(24),
+  updatedAt: '2026-01-01T00:00:00.000Z',
+  createdAt: '2025-01-01T00:00:00.000Z',
+  items: [{ name: 'x', quantity: 1, rate: 2 }],
+  assignedToTeams: ['u'],
+  teamId: ['u'],
+}
 
 describe.each(RECORD_STREAMS.map((s) => [s.name, s] as const))('connector %s', (_name, stream) => {
   test('every mapped column exists in its table', () => {
     const row = stream.toRow(sample)
     const cols = columnsOf(stream.table)
-    for (const c of ['id', 'updated_at', 'deleted_at', 'raw', 'synced_at', 'created_at', ...Object.keys(row.columns)]) expect(cols).toContain(c)
+    for (const c of ['id', 'updated_at', 'deleted_at', 'raw', 'synced_at', 'created_at', ...Object.keys(row.columns)])
+      expect(cols).toContain(c)
     for (const child of row.children ?? []) {
       const childCols = columnsOf(child.table)
       expect(childCols).toContain(child.parentColumn)

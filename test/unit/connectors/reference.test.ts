@@ -6,7 +6,8 @@ import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))
 afterAll(() => m.dispose())
-const columnsOf = (table: string) => (m.sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name)
+const columnsOf = (table: string) =>
+  (m.sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name)
 const stream = (name: string) => REFERENCE_STREAMS.find((s) => s.name === name)!
 
 describe('legacy payloads', () => {
@@ -48,13 +49,27 @@ describe('legacy payloads', () => {
 
 describe('custom object payloads', () => {
   test('schema fields keep display order, names and relation multiplicity', () => {
-    const s = toSchema({ fields: [{ name: 'b', type: 'text' }, { name: 'a', type: 'relation', relation: { targetObject: 'x', multi: true } }, { label: 'no name' }], pipeline: { name: 'p' } })
+    const s = toSchema({
+      fields: [
+        { name: 'b', type: 'text' },
+        { name: 'a', type: 'relation', relation: { targetObject: 'x', multi: true } },
+        { label: 'no name' },
+      ],
+      pipeline: { name: 'p' },
+    })
     expect(s.fields.map((f) => f.name)).toEqual(['b', 'a'])
     expect(s.fields[1]!.relation).toEqual({ multi: true })
   })
 
   test('a record row keeps data as JSON and the stage', () => {
-    const row = customRecordToRow({ id: 'r', object: 'x', stage: 'new', data: { a: 1 }, createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-02T00:00:00Z' })
+    const row = customRecordToRow({
+      id: 'r',
+      object: 'x',
+      stage: 'new',
+      data: { a: 1 },
+      createdAt: '2026-01-01T00:00:00Z',
+      updatedAt: '2026-01-02T00:00:00Z',
+    })
     expect(row.columns).toEqual({ stage: 'new', data: '{"a":1}', created_at: '2026-01-01T00:00:00.000Z' })
     expect(columnsOf('custom_records')).toEqual(expect.arrayContaining(['slug', 'id', ...Object.keys(row.columns)]))
   })

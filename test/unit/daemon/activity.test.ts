@@ -36,5 +36,7 @@ test('webhooks, finished runs and changes since the mark; a run still going wait
   const b = activitySince(sqlite, metrics, a.next)
   expect(b).toMatchObject({ received: 0, applied: 0, changes: 0 })
   expect(b.runs.map((r) => `${r.kind} ${r.stream}`)).toEqual(['sweep jobs', 'reconcile visits'])
-  expect(formatActivity(b)).toBe('webhooks +0 received, +0 applied; sweep of 1 stream: jobs 1, jobs interrupted (stopped); 1 requests; reconcile of 1 stream: no changes; 1 requests; mirror +0 changes')
+  expect(formatActivity(b)).toBe(
+    'webhooks +0 received, +0 applied; sweep of 1 stream: jobs 1, jobs interrupted (stopped); 1 requests; reconcile of 1 stream: no changes; 1 requests; mirror +0 changes',
+  )
 })

@@ -17,7 +17,9 @@ describe('calendar-a change records', () => {
   })
 
   test('snake_case and nested spellings', () => {
-    expect(calendarChangeRow({ type: 'deleted', visit: { id: 'v2' }, external_event_id: 'e2', updated_at: '2026-11-23T10:00:00.000Z' })).toMatchObject({
+    expect(
+      calendarChangeRow({ type: 'deleted', visit: { id: 'v2' }, external_event_id: 'e2', updated_at: '2026-11-23T10:00:00.000Z' }),
+    ).toMatchObject({
       action: 'deleted',
       visit_id: 'v2',
       external_event_id: 'e2',

@@ -5,7 +5,14 @@ import { formatTrigger, triggerDetails } from '../../../src/daemon/integration-t
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 
-const governor = () => ({ limit: 60, effectiveLimit: 54, sentLastMinute: 12, inFlight: 2, queued: { webhook: 0, sweep: 0, trigger: 0, reconcile: 0 }, pausedUntil: null })
+const governor = () => ({
+  limit: 60,
+  effectiveLimit: 54,
+  sentLastMinute: 12,
+  inFlight: 2,
+  queued: { webhook: 0, sweep: 0, trigger: 0, reconcile: 0 },
+  pausedUntil: null,
+})
 
 test('requests, 429s, retries, runs, staleness, budget and webhook counters', async () => {
   const m = new DaemonMetrics({
@@ -39,8 +46,14 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
 })
 
 test.each([
-  [{ created: 1, updated: 2, deleted: 0, errors: 0, extra: 'x' }, { created: 1, updated: 2, deleted: 0, errors: 0 }],
-  [{ message: 'Accounting sync queued', status: 'queued' }, { message: 'Accounting sync queued', status: 'queued' }],
+  [
+    { created: 1, updated: 2, deleted: 0, errors: 0, extra: 'x' },
+    { created: 1, updated: 2, deleted: 0, errors: 0 },
+  ],
+  [
+    { message: 'Accounting sync queued', status: 'queued' },
+    { message: 'Accounting sync queued', status: 'queued' },
+  ],
   [null, {}],
 ])('trigger details of %j', (data, expected) => {
   expect(triggerDetails(data)).toEqual(expected)
@@ -48,9 +61,13 @@ test.each([
 
 test('trigger lines', () => {
   const base = { kind: 'sweep' as const, rows: 0, requests: 1, durationMs: 1, notConnected: false }
-  expect(formatTrigger({ ...base, stream: 'calendar-a', outcome: 'success', details: { created: 1, updated: 2, deleted: 3, errors: 0 } })).toBe('calendar-a: created 1, updated 2, deleted 3, errors 0\n')
+  expect(
+    formatTrigger({ ...base, stream: 'calendar-a', outcome: 'success', details: { created: 1, updated: 2, deleted: 3, errors: 0 } }),
+  ).toBe('calendar-a: created 1, updated 2, deleted 3, errors 0\n')
   expect(formatTrigger({ ...base, stream: 'accounting', outcome: 'success', details: { status: 'queued' } })).toBe('accounting: queued\n')
-  expect(formatTrigger({ ...base, stream: 'calendar-b', outcome: 'error', error: 'not connected' })).toBe('calendar-b: failed: not connected\n')
+  expect(formatTrigger({ ...base, stream: 'calendar-b', outcome: 'error', error: 'not connected' })).toBe(
+    'calendar-b: failed: not connected\n',
+  )
 })
 
 test('the mirror probe: ready when migrated and writable, not once closed', async () => {

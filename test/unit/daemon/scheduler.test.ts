@@ -7,7 +7,12 @@ import { Lane } from '../../../src/daemon/sync-jobs.js'
 
 function capture() {
   const lines: Record<string, unknown>[] = []
-  const logger = createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(JSON.parse(c.toString('utf8')) as Record<string, unknown>), cb()) }) })
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write: (c: Buffer, _e, cb) => (lines.push(JSON.parse(c.toString('utf8')) as Record<string, unknown>), cb()),
+    }),
+  })
   return { lines, logger }
 }
 
@@ -39,7 +44,10 @@ test('a tick while the job runs is skipped and logged, not queued', async () => 
 test('a failed job is logged once and not retried', async () => {
   const { lines, logger } = capture()
   let runs = 0
-  const s = new Scheduler([{ name: 'calendar-a', cron: '0 0 1 1 *', run: () => (runs++, Promise.reject(new Error('INTEGRATION_NOT_CONNECTED'))) }], logger)
+  const s = new Scheduler(
+    [{ name: 'calendar-a', cron: '0 0 1 1 *', run: () => (runs++, Promise.reject(new Error('INTEGRATION_NOT_CONNECTED'))) }],
+    logger,
+  )
   s.start()
   expect(await s.runNow('calendar-a')).toBe(true)
   expect(runs).toBe(1)
@@ -51,7 +59,13 @@ test('stop aborts the running job and waits for it; nothing runs afterwards', as
   const { logger } = capture()
   let sawAbort = false
   const s = new Scheduler(
-    [{ name: 'sweep', cron: '0 0 1 1 *', run: (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => ((sawAbort = true), resolve()))) }],
+    [
+      {
+        name: 'sweep',
+        cron: '0 0 1 1 *',
+        run: (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => ((sawAbort = true), resolve()))),
+      },
+    ],
     logger,
   )
   s.start()

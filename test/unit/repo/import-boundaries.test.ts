@@ -9,11 +9,7 @@ import { describe, expect, test } from 'vitest'
 import { ROOT } from '../../support/run-cli.js'
 
 type Layer =
-  | 'src/config' | 'src/log'
-  | 'src/api' | 'src/store' | 'connectors'
-  | 'src/sync' | 'src/webhooks'
-  | 'src/daemon' | 'src/cli'
-  | 'emulator'
+  'src/config' | 'src/log' | 'src/api' | 'src/store' | 'connectors' | 'src/sync' | 'src/webhooks' | 'src/daemon' | 'src/cli' | 'emulator'
 
 const BASE: readonly Layer[] = ['src/config', 'src/log']
 const MIDDLE: readonly Layer[] = [...BASE, 'src/api', 'src/store', 'connectors']
@@ -39,13 +35,23 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
  * allows only `import type` (nothing runs across the edge). Each entry must still be used, so the
  * list shrinks when the code stops needing one.
  */
-interface Allowance { from: string; to: string; typesOnly?: true; why: string }
+interface Allowance {
+  from: string
+  to: string
+  typesOnly?: true
+  why: string
+}
 const ALLOWED_FILES: readonly Allowance[] = [
   // Documented sideways edges inside the middle row.
   { from: 'src/api', to: 'src/store/timestamps.ts', why: 'one parser for every upstream instant' },
   { from: 'connectors', to: 'src/store/timestamps.ts', why: 'one parser for every upstream instant' },
-  { from: 'connectors', to: 'src/store/record-writer.ts', typesOnly: true, why: 'connectors build the store\'s row types' },
-  { from: 'src/store/custom-object-types.ts', to: 'connectors/custom-objects.ts', typesOnly: true, why: 'the store names the custom-object types that connectors declare' },
+  { from: 'connectors', to: 'src/store/record-writer.ts', typesOnly: true, why: "connectors build the store's row types" },
+  {
+    from: 'src/store/custom-object-types.ts',
+    to: 'connectors/custom-objects.ts',
+    typesOnly: true,
+    why: 'the store names the custom-object types that connectors declare',
+  },
   // The CLI starts the emulator for `fsm-sync emulator` and `fsm-sync demo`; nothing else in the
   // product reaches into it.
   { from: 'src/cli/emulator.ts', to: 'emulator/cli.ts', why: '`fsm-sync emulator` runs it' },
@@ -54,8 +60,15 @@ const ALLOWED_FILES: readonly Allowance[] = [
 
 const TREES = ['src', 'connectors', 'emulator']
 
-interface Import { file: string; line: number; specifier: string; typesOnly: boolean }
-interface Edge extends Import { target: string | undefined }
+interface Import {
+  file: string
+  line: number
+  specifier: string
+  typesOnly: boolean
+}
+interface Edge extends Import {
+  target: string | undefined
+}
 
 /** Every module a source text names: imports, `export ... from`, `import()` of a literal, `import('x').T`. */
 function importsOf(file: string, text: string): Import[] {
@@ -106,16 +119,19 @@ function walk(dir: string, out: string[] = []): string[] {
 }
 
 function productEdges(): Edge[] {
-  return TREES.flatMap((t) => walk(t)).sort().flatMap((file) =>
-    importsOf(file, readFileSync(path.join(ROOT, file), 'utf8'))
-      .filter((i) => i.specifier.startsWith('.') || i.specifier === '<computed>' || i.specifier.startsWith('fsm-sync'))
-      .map((i) => ({ ...i, target: i.specifier.startsWith('.') ? resolve(file, i.specifier) : undefined })),
-  )
+  return TREES.flatMap((t) => walk(t))
+    .sort()
+    .flatMap((file) =>
+      importsOf(file, readFileSync(path.join(ROOT, file), 'utf8'))
+        .filter((i) => i.specifier.startsWith('.') || i.specifier === '<computed>' || i.specifier.startsWith('fsm-sync'))
+        .map((i) => ({ ...i, target: i.specifier.startsWith('.') ? resolve(file, i.specifier) : undefined })),
+    )
 }
 
 function allowanceFor(e: Edge): Allowance | undefined {
-  return ALLOWED_FILES.find((a) =>
-    (a.from === e.file || a.from === layerOf(e.file)) && a.to === e.target && (a.typesOnly !== true || e.typesOnly))
+  return ALLOWED_FILES.find(
+    (a) => (a.from === e.file || a.from === layerOf(e.file)) && a.to === e.target && (a.typesOnly !== true || e.typesOnly),
+  )
 }
 
 /** One message per import the rule refuses: `file:line imports X (A -> B is not allowed)`. */
@@ -124,12 +140,23 @@ function violations(edges: readonly Edge[]): string[] {
   for (const e of edges) {
     const at = `${e.file}:${e.line} imports '${e.specifier}'`
     const from = layerOf(e.file)
-    if (from === undefined) { out.push(`${at} (${e.file} is in no layer of the table)`); continue }
-    if (e.target === undefined) { out.push(`${at} (it names no file of the product trees, so its layer cannot be checked)`); continue }
+    if (from === undefined) {
+      out.push(`${at} (${e.file} is in no layer of the table)`)
+      continue
+    }
+    if (e.target === undefined) {
+      out.push(`${at} (it names no file of the product trees, so its layer cannot be checked)`)
+      continue
+    }
     const to = layerOf(e.target)
-    if (to === undefined) { out.push(`${at} (${from} -> ${e.target}, outside every layer, is not allowed)`); continue }
+    if (to === undefined) {
+      out.push(`${at} (${from} -> ${e.target}, outside every layer, is not allowed)`)
+      continue
+    }
     if (to === from || MAY_IMPORT[from].includes(to) || allowanceFor(e)) continue
-    const typeNote = ALLOWED_FILES.some((a) => a.to === e.target && a.typesOnly && (a.from === e.file || a.from === from)) ? ' except by `import type`' : ''
+    const typeNote = ALLOWED_FILES.some((a) => a.to === e.target && a.typesOnly && (a.from === e.file || a.from === from))
+      ? ' except by `import type`'
+      : ''
     out.push(`${at} (layer ${from} -> layer ${to} is not allowed${typeNote})`)
   }
   return out
@@ -147,37 +174,52 @@ describe('imports follow the dependency rule of docs/architecture.md', () => {
       "import './e.js'",
       "const f = await import('./f.js')",
       "let g: import('./g.js').G",
-      "const h = await import(name)",
+      'const h = await import(name)',
     ].join('\n')
     expect(importsOf('x.ts', text).map((i) => [i.line, i.specifier, i.typesOnly])).toEqual([
-      [1, './a.js', false], [2, './b.js', true], [3, './c.js', false], [4, './d.js', true],
-      [5, './e.js', false], [6, './f.js', false], [7, './g.js', true], [8, '<computed>', false],
+      [1, './a.js', false],
+      [2, './b.js', true],
+      [3, './c.js', false],
+      [4, './d.js', true],
+      [5, './e.js', false],
+      [6, './f.js', false],
+      [7, './g.js', true],
+      [8, '<computed>', false],
     ])
   })
 
   test('the scan covers all three trees and resolves what it finds', () => {
     const files = new Set(edges.map((e) => e.file))
-    for (const f of ['src/cli/main.ts', 'connectors/index.ts', 'emulator/index.ts', 'src/store/record-writer.ts']) expect(files, f).toContain(f)
+    for (const f of ['src/cli/main.ts', 'connectors/index.ts', 'emulator/index.ts', 'src/store/record-writer.ts'])
+      expect(files, f).toContain(f)
     expect(edges.length).toBeGreaterThan(300)
   })
 
   test('the check refuses an upward, a sideways and a types-only-violating import', () => {
-    const edge = (file: string, target: string, typesOnly = false): Edge => ({ file, line: 3, specifier: `./${path.basename(target, '.ts')}.js`, typesOnly, target })
-    expect(violations([
-      edge('src/store/x.ts', 'src/daemon/daemon.ts'),
-      edge('src/sync/x.ts', 'src/webhooks/inbox.ts'),
-      edge('connectors/x.ts', 'src/store/record-writer.ts'),
-      edge('connectors/x.ts', 'src/store/record-writer.ts', true),
-      edge('emulator/x.ts', 'src/store/timestamps.ts'),
-      edge('src/daemon/x.ts', 'emulator/index.ts'),
-      edge('src/newlayer/x.ts', 'src/log/logger.ts'),
-    ])).toEqual([
+    const edge = (file: string, target: string, typesOnly = false): Edge => ({
+      file,
+      line: 3,
+      specifier: `./${path.basename(target, '.ts')}.js`,
+      typesOnly,
+      target,
+    })
+    expect(
+      violations([
+        edge('src/store/x.ts', 'src/daemon/daemon.ts'),
+        edge('src/sync/x.ts', 'src/webhooks/inbox.ts'),
+        edge('connectors/x.ts', 'src/store/record-writer.ts'),
+        edge('connectors/x.ts', 'src/store/record-writer.ts', true),
+        edge('emulator/x.ts', 'src/store/timestamps.ts'),
+        edge('src/daemon/x.ts', 'emulator/index.ts'),
+        edge('src/newlayer/x.ts', 'src/log/logger.ts'),
+      ]),
+    ).toEqual([
       "src/store/x.ts:3 imports './daemon.js' (layer src/store -> layer src/daemon is not allowed)",
       "src/sync/x.ts:3 imports './inbox.js' (layer src/sync -> layer src/webhooks is not allowed)",
       "connectors/x.ts:3 imports './record-writer.js' (layer connectors -> layer src/store is not allowed except by `import type`)",
       "emulator/x.ts:3 imports './timestamps.js' (layer emulator -> layer src/store is not allowed)",
       "src/daemon/x.ts:3 imports './index.js' (layer src/daemon -> layer emulator is not allowed)",
-      'src/newlayer/x.ts:3 imports \'./logger.js\' (src/newlayer/x.ts is in no layer of the table)',
+      "src/newlayer/x.ts:3 imports './logger.js' (src/newlayer/x.ts is in no layer of the table)",
     ])
   })
 

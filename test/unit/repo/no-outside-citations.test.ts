@@ -39,26 +39,41 @@ function scannedFiles(): string[] {
 
 function offences(file: string): string[] {
   const found: string[] = []
-  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-    const hit = FORBIDDEN.find((f) => f.re.test(line))
-    if (hit) found.push(`${path.relative(ROOT, file)}:${i + 1} (${hit.what}): ${line.trim().slice(0, 140)}`)
-  })
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      const hit = FORBIDDEN.find((f) => f.re.test(line))
+      if (hit) found.push(`${path.relative(ROOT, file)}:${i + 1} (${hit.what}): ${line.trim().slice(0, 140)}`)
+    })
   return found
 }
 
 describe('no citation points outside the repository', () => {
   test('the scan covers the source trees and the docs', () => {
     const rel = scannedFiles().map((f) => path.relative(ROOT, f))
-    expect(rel).toEqual(expect.arrayContaining(['README.md', 'docs/guarantees.md', 'emulator/README.md', 'src/cli/main.ts', 'bench/run.ts']))
+    expect(rel).toEqual(
+      expect.arrayContaining(['README.md', 'docs/guarantees.md', 'emulator/README.md', 'src/cli/main.ts', 'bench/run.ts']),
+    )
     expect(rel.some((f) => f.includes('node_modules'))).toBe(false)
   })
 
   test('the patterns catch what they are for and leave ordinary words alone', () => {
     const caught = (line: string) => FORBIDDEN.some((f) => f.re.test(line))
-    for (const bad of ['// see ' + 'design' + '.md', '// (iss' + 'ue 7)', '// Iss' + 'ue 3: x', '// iss' + 'ues #12', '// ../../sha' + 'red/spec/x', '// (iss' + 'ue 2, item 8)']) {
+    for (const bad of [
+      '// see ' + 'design' + '.md',
+      '// (iss' + 'ue 7)',
+      '// Iss' + 'ue 3: x',
+      '// iss' + 'ues #12',
+      '// ../../sha' + 'red/spec/x',
+      '// (iss' + 'ue 2, item 8)',
+    ]) {
       expect(caught(bad), bad).toBe(true)
     }
-    for (const ok of ['// webhooks register issues a new secret', '// see docs/guarantees.md, Newer wins', '// (the API\'s specification, Limits)']) {
+    for (const ok of [
+      '// webhooks register issues a new secret',
+      '// see docs/guarantees.md, Newer wins',
+      "// (the API's specification, Limits)",
+    ]) {
       expect(caught(ok), ok).toBe(false)
     }
   })

@@ -21,7 +21,15 @@ afterEach(async () => {
 function captureLogger(): { logger: ReturnType<typeof createLogger>; lines: () => Record<string, unknown>[] } {
   const chunks: string[] = []
   const logger = createLogger({ level: 'info', destination: { write: (s: string) => void chunks.push(s) } })
-  return { logger, lines: () => chunks.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>) }
+  return {
+    logger,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  }
 }
 
 /** Polls `check`; a throw counts as "not yet" (a copy taken while a pass was writing the file is torn). */
@@ -63,7 +71,12 @@ test('the worker copies committed frames into the database file; the writer itse
   mirror = await tempMirror()
   // Far above what this test writes: any checkpoint that happens is the worker's.
   mirror.sqlite.pragma('wal_autocheckpoint = 100000')
-  checkpoints = startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'silent' }), everyMs: 10, backstopFrames: 50_000 })
+  checkpoints = startBackgroundCheckpoints({
+    sqlite: mirror.sqlite,
+    logger: createLogger({ level: 'silent' }),
+    everyMs: 10,
+    backstopFrames: 50_000,
+  })
   expect(checkpoints.running).toBe(true)
   expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(50_000)
   expect(rowsInFileAlone(mirror)).toBe(0)
@@ -89,9 +102,14 @@ test('the worker copies committed frames into the database file; the writer itse
   expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(100_000)
 })
 
-test('with the worker passing beside steady writes, the writer\'s backstop still restarts the log: it stays bounded', async () => {
+test("with the worker passing beside steady writes, the writer's backstop still restarts the log: it stays bounded", async () => {
   mirror = await tempMirror()
-  checkpoints = startBackgroundCheckpoints({ sqlite: mirror.sqlite, logger: createLogger({ level: 'silent' }), everyMs: 5, backstopFrames: 200 })
+  checkpoints = startBackgroundCheckpoints({
+    sqlite: mirror.sqlite,
+    logger: createLogger({ level: 'silent' }),
+    everyMs: 5,
+    backstopFrames: 200,
+  })
   // The backstop is what restarts the log: the worker's pass rarely ends between two commits.
   expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(200)
   let most = 0

@@ -16,7 +16,7 @@ function insertRecord(slug: string, id: string, data: Record<string, unknown>) {
 
 describe('obj_<slug> views', () => {
   test('hostile field names all work, harm nothing, and stay reachable', () => {
-    const slug = "equip'ment\"; --"
+    const slug = 'equip\'ment"; --'
     const fields = HOSTILE.map((name) => ({ name }))
     const data = Object.fromEntries(HOSTILE.map((name, i) => [name, `v${i}`]))
     insertRecord(slug, 'r1', data)
@@ -46,6 +46,9 @@ describe('obj_<slug> views', () => {
     const row = m.sqlite.prepare('SELECT * FROM obj_jobsite').get() as Record<string, unknown>
     expect(row).toMatchObject({ id: 'r3', b: 'two', c: null })
     expect(row).not.toHaveProperty('a')
-    expect(JSON.parse((m.sqlite.prepare(`SELECT data FROM custom_records WHERE id = 'r3'`).get() as { data: string }).data)).toEqual({ a: 1, b: 'two' })
+    expect(JSON.parse((m.sqlite.prepare(`SELECT data FROM custom_records WHERE id = 'r3'`).get() as { data: string }).data)).toEqual({
+      a: 1,
+      b: 'two',
+    })
   })
 })

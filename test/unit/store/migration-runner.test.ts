@@ -51,9 +51,16 @@ describe('a migration that fails half-way leaves nothing of itself behind and th
   const first = { '0001-a': ['CREATE TABLE a (id TEXT PRIMARY KEY) STRICT'] }
   const broken = {
     ...first,
-    '0002-b': ['CREATE TABLE b (id TEXT PRIMARY KEY) STRICT', 'CREATE INDEX b_id ON b (id)', 'CREATE TABLE c (id TEXT REFERENCES nowhere(id) STRICT'],
+    '0002-b': [
+      'CREATE TABLE b (id TEXT PRIMARY KEY) STRICT',
+      'CREATE INDEX b_id ON b (id)',
+      'CREATE TABLE c (id TEXT REFERENCES nowhere(id) STRICT',
+    ],
   }
-  const fixed = { ...first, '0002-b': ['CREATE TABLE b (id TEXT PRIMARY KEY) STRICT', 'CREATE INDEX b_id ON b (id)', 'CREATE TABLE c (id TEXT) STRICT'] }
+  const fixed = {
+    ...first,
+    '0002-b': ['CREATE TABLE b (id TEXT PRIMARY KEY) STRICT', 'CREATE INDEX b_id ON b (id)', 'CREATE TABLE c (id TEXT) STRICT'],
+  }
 
   test('the failed migration is rolled back whole, the ones before it stay, and the error names both', async () => {
     const err = await openError(broken)
@@ -77,14 +84,23 @@ describe('a migration that fails half-way leaves nothing of itself behind and th
   })
 })
 
-describe('mirrors migrated or half-migrated by kysely\'s Migrator still open', () => {
+describe("mirrors migrated or half-migrated by kysely's Migrator still open", () => {
   async function migrateWithKysely(migrations: Record<string, readonly string[]>): Promise<void> {
     const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new Database(file) }) })
     const provider = {
       getMigrations: () =>
-        Promise.resolve(Object.fromEntries(Object.entries(migrations).map(([name, statements]) => [name, { up: async (k: Kysely<unknown>) => {
-          for (const s of statements) await sql.raw(s).execute(k)
-        } }]))),
+        Promise.resolve(
+          Object.fromEntries(
+            Object.entries(migrations).map(([name, statements]) => [
+              name,
+              {
+                up: async (k: Kysely<unknown>) => {
+                  for (const s of statements) await sql.raw(s).execute(k)
+                },
+              },
+            ]),
+          ),
+        ),
     }
     const { error } = await new Migrator({ db, provider }).migrateToLatest()
     await db.destroy()
@@ -121,7 +137,9 @@ describe('mirrors migrated or half-migrated by kysely\'s Migrator still open', (
     const mirror = await openMirror(file, { logger: { warn: (fields: unknown) => warned.push(fields) } })
     await mirror.close()
     expect(recorded()).toEqual(Object.keys(MIGRATIONS).sort())
-    expect(warned).toEqual([{ migration: '0001-core', objects: ['clients', 'clients_updated_at', 'jobs', 'jobs_updated_at', 'jobs_client_id'] }])
+    expect(warned).toEqual([
+      { migration: '0001-core', objects: ['clients', 'clients_updated_at', 'jobs', 'jobs_updated_at', 'jobs_client_id'] },
+    ])
   })
 
   test('one left half-migrated whose tables hold rows is refused with the fix, and left as it was', async () => {

@@ -5,7 +5,15 @@ import { ownerLiveness, type RunOwner } from '../../../src/store/owner-liveness.
 const NOW = Date.parse('2026-06-01T12:00:00.000Z')
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString()
 const self = { id: 1, pid: 100, host: 'box', pidNamespace: 'pid:[1]' }
-const owner = (o: Partial<RunOwner>): RunOwner => ({ id: 2, pid: 200, host: 'box', pidNamespace: 'pid:[1]', startedAt: ago(600), heartbeatAt: ago(5), ...o })
+const owner = (o: Partial<RunOwner>): RunOwner => ({
+  id: 2,
+  pid: 200,
+  host: 'box',
+  pidNamespace: 'pid:[1]',
+  startedAt: ago(600),
+  heartbeatAt: ago(5),
+  ...o,
+})
 const rules = (alive: number[] = [100, 200]) => ({ now: NOW, staleAfterMs: 60_000, pidExists: (pid: number) => alive.includes(pid) })
 
 describe('owner liveness', () => {
@@ -27,6 +35,9 @@ describe('owner liveness', () => {
 
   test('a gone owner comes with a reason that names the evidence', () => {
     expect(ownerLiveness(owner({}), self, rules([100]))).toEqual({ gone: true, reason: 'process 200 no longer exists' })
-    expect(ownerLiveness(owner({ host: 'other', heartbeatAt: ago(90) }), self, rules())).toEqual({ gone: true, reason: 'no heartbeat for 90 s' })
+    expect(ownerLiveness(owner({ host: 'other', heartbeatAt: ago(90) }), self, rules())).toEqual({
+      gone: true,
+      reason: 'no heartbeat for 90 s',
+    })
   })
 })

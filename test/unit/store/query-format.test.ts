@@ -22,7 +22,15 @@ describe('query formats stream rows', () => {
   test('json is one valid document, empty or not', () => {
     const doc = (rows: unknown[][]) => JSON.parse([...formatRows({ columns: ['a', 'b'], rows }, 'json')].join('')) as unknown
     expect(doc([])).toEqual([])
-    expect(doc([[1, null], ['x', 'y,"z"']])).toEqual([{ a: 1, b: null }, { a: 'x', b: 'y,"z"' }])
+    expect(
+      doc([
+        [1, null],
+        ['x', 'y,"z"'],
+      ]),
+    ).toEqual([
+      { a: 1, b: null },
+      { a: 'x', b: 'y,"z"' },
+    ])
   })
 
   test('table widths come from the header and the first rows; a later wider value runs over; very long values are cut', () => {

@@ -9,7 +9,9 @@ let writer: TempMirror
 let reader: Mirror
 beforeAll(async () => {
   writer = await tempMirror()
-  writer.sqlite.exec(`INSERT INTO clients (id, first_name, updated_at, raw, synced_at) VALUES ('a', 'Ann, "the" first', 't', '{}', 't'), ('b', NULL, 't', '{}', 't')`)
+  writer.sqlite.exec(
+    `INSERT INTO clients (id, first_name, updated_at, raw, synced_at) VALUES ('a', 'Ann, "the" first', 't', '{}', 't'), ('b', NULL, 't', '{}', 't')`,
+  )
   reader = await openMirror(path.join(writer.dir, 'mirror.db'), { readonly: true })
 })
 afterAll(async () => {
@@ -40,7 +42,10 @@ describe('query: one read-only statement', () => {
 
   test('formats: table, json, csv', () => {
     const r = runReadOnlyQuery(reader.sqlite, 'SELECT id, first_name FROM clients ORDER BY id')
-    expect(JSON.parse(formatQueryResult(r, 'json'))).toEqual([{ id: 'a', first_name: 'Ann, "the" first' }, { id: 'b', first_name: null }])
+    expect(JSON.parse(formatQueryResult(r, 'json'))).toEqual([
+      { id: 'a', first_name: 'Ann, "the" first' },
+      { id: 'b', first_name: null },
+    ])
     expect(formatQueryResult(r, 'csv')).toBe('id,first_name\na,"Ann, ""the"" first"\nb,\n')
     const t = formatQueryResult(r, 'table')
     expect(t.split('\n')[0]).toMatch(/^id\s+first_name$/)

@@ -25,7 +25,9 @@ afterEach(() => m.dispose())
 
 const rows = (sql: string) => m.sqlite.prepare(sql).all() as Record<string, unknown>[]
 const failChangeLog = () =>
-  m.sqlite.exec(`CREATE TRIGGER fail_change_log BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'change_log insert refused by the test'); END`)
+  m.sqlite.exec(
+    `CREATE TRIGGER fail_change_log BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'change_log insert refused by the test'); END`,
+  )
 
 describe('a write whose change_log row fails leaves nothing of itself behind', () => {
   test('markDeleted outside a transaction does not leave deleted_at set without its change_log row', () => {

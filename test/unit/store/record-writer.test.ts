@@ -10,7 +10,16 @@ const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
 const NOW = '2026-06-01T00:00:00.000Z'
 
 function job(id: string, updatedAt: string, extra: Record<string, unknown> = {}) {
-  return { id, jobNumber: `J-${id.slice(-4)}`, clientId: 'c'.repeat(24), jobStatus: 'scheduled', assignedToTeams: ['u1', 'u2'], updatedAt, createdAt: T(0), ...extra }
+  return {
+    id,
+    jobNumber: `J-${id.slice(-4)}`,
+    clientId: 'c'.repeat(24),
+    jobStatus: 'scheduled',
+    assignedToTeams: ['u1', 'u2'],
+    updatedAt,
+    createdAt: T(0),
+    ...extra,
+  }
 }
 
 let m: TempMirror
@@ -79,7 +88,10 @@ describe('pages', () => {
 
   test('only the changed records of a page get change_log rows and new child rows', () => {
     const [a, b, c] = ['a', 'b', 'c'].map((x) => x.repeat(24)) as [string, string, string]
-    writer.upsert([jobs.toRow(job(a, T(5), { assignedToTeams: ['u1'] })), jobs.toRow(job(b, T(5), { assignedToTeams: ['u1'] }))], { now: NOW, replaceTies: true })
+    writer.upsert([jobs.toRow(job(a, T(5), { assignedToTeams: ['u1'] })), jobs.toRow(job(b, T(5), { assignedToTeams: ['u1'] }))], {
+      now: NOW,
+      replaceTies: true,
+    })
     const page = [
       jobs.toRow(job(a, T(4), { assignedToTeams: ['u9'] })), // older: kept as stored, children too
       jobs.toRow(job(b, T(6), { assignedToTeams: ['u2'] })),
@@ -141,15 +153,31 @@ describe('the mirror file', () => {
     expect(statSync(m.path).mode & 0o777).toBe(0o640)
     expect(m.sqlite.pragma('journal_mode', { simple: true })).toBe('wal')
     const tables = rows(`SELECT name FROM sqlite_master WHERE type = 'table'`).map((r) => r.name)
-    for (const t of ['clients', 'jobs', 'visits', 'invoices', 'invoice_items', 'job_assignees', 'visit_assignees', 'sync_state', 'sync_runs', 'change_log']) {
+    for (const t of [
+      'clients',
+      'jobs',
+      'visits',
+      'invoices',
+      'invoice_items',
+      'job_assignees',
+      'visit_assignees',
+      'sync_state',
+      'sync_runs',
+      'change_log',
+    ]) {
       expect(tables).toContain(t)
     }
   })
 
   test('canonical timestamps: any upstream form becomes YYYY-MM-DDTHH:MM:SS.sssZ', () => {
     const w = new RecordWriter(m.sqlite, 'clients')
-    w.upsert([clients.toRow({ id: 'c'.repeat(24), firstName: 'A', updatedAt: '2026-01-01T01:00:00+01:00', createdAt: '2025-12-31T23:00:00Z' })], { now: NOW, replaceTies: true })
-    expect(rows('SELECT created_at, updated_at FROM clients')).toEqual([{ created_at: '2025-12-31T23:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' }])
+    w.upsert(
+      [clients.toRow({ id: 'c'.repeat(24), firstName: 'A', updatedAt: '2026-01-01T01:00:00+01:00', createdAt: '2025-12-31T23:00:00Z' })],
+      { now: NOW, replaceTies: true },
+    )
+    expect(rows('SELECT created_at, updated_at FROM clients')).toEqual([
+      { created_at: '2025-12-31T23:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' },
+    ])
   })
 })
 

@@ -20,7 +20,7 @@ describe('RequestLedger', () => {
     expect(stored).toBeLessThan(60 + 64 + 1)
   })
 
-  test('a second ledger on the same mirror (the next process) sees the first one\'s starts', () => {
+  test("a second ledger on the same mirror (the next process) sees the first one's starts", () => {
     new RequestLedger(m.sqlite).record(5_000)
     expect(new RequestLedger(m.sqlite).recent(30_000)).toEqual([5_000])
     expect(new RequestLedger(m.sqlite).recent(65_000)).toEqual([])

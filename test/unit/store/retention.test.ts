@@ -11,7 +11,14 @@ import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 5, 1)
 const ago = (days: number) => new Date(NOW - days * DAY).toISOString()
-const SETTINGS: RetentionSettings = { deliveriesDays: 14, deliveryIdsDays: 30, runsDays: 90, calendarChangesDays: 90, batchRows: 1000, vacuumPages: 1_000_000 }
+const SETTINGS: RetentionSettings = {
+  deliveriesDays: 14,
+  deliveryIdsDays: 30,
+  runsDays: 90,
+  calendarChangesDays: 90,
+  batchRows: 1000,
+  vacuumPages: 1_000_000,
+}
 const noPause = () => Promise.resolve()
 
 let m: TempMirror
@@ -21,15 +28,27 @@ afterEach(() => m.dispose())
 let seq = 0
 function delivery(id: string, receivedDaysAgo: number, state: 'applied' | 'pending' | 'failed', body = '{"id":"x"}'): void {
   m.sqlite
-    .prepare(`INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, verified_with, processed_at, error) VALUES (?, ?, 'client.updated', ?, ?, 'current', ?, ?)`)
-    .run(id, ++seq, ago(receivedDaysAgo), body, state === 'applied' ? ago(receivedDaysAgo) : null, state === 'failed' ? 'unknown event' : null)
+    .prepare(
+      `INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, verified_with, processed_at, error) VALUES (?, ?, 'client.updated', ?, ?, 'current', ?, ?)`,
+    )
+    .run(
+      id,
+      ++seq,
+      ago(receivedDaysAgo),
+      body,
+      state === 'applied' ? ago(receivedDaysAgo) : null,
+      state === 'failed' ? 'unknown event' : null,
+    )
 }
 const inbox = () =>
   Object.fromEntries(
-    (m.sqlite.prepare(`SELECT delivery_id, raw, body_dropped_at FROM webhook_inbox`).all() as { delivery_id: string; raw: string; body_dropped_at: string | null }[]).map((r) => [
-      r.delivery_id,
-      r.body_dropped_at === null ? r.raw : 'id only',
-    ]),
+    (
+      m.sqlite.prepare(`SELECT delivery_id, raw, body_dropped_at FROM webhook_inbox`).all() as {
+        delivery_id: string
+        raw: string
+        body_dropped_at: string | null
+      }[]
+    ).map((r) => [r.delivery_id, r.body_dropped_at === null ? r.raw : 'id only']),
   )
 
 describe('retention of webhook deliveries', () => {
@@ -41,7 +60,11 @@ describe('retention of webhook deliveries', () => {
     delivery('recent', 5, 'applied')
     const r = await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
     expect(inbox()).toEqual({ 'pending-old': '{"id":"x"}', 'failed-old': '{"id":"x"}', middle: 'id only', recent: '{"id":"x"}' })
-    expect(m.sqlite.prepare(`SELECT raw, raw_bytes, body_dropped_at FROM webhook_inbox WHERE delivery_id = 'middle'`).get()).toEqual({ raw: '', raw_bytes: null, body_dropped_at: new Date(NOW).toISOString() })
+    expect(m.sqlite.prepare(`SELECT raw, raw_bytes, body_dropped_at FROM webhook_inbox WHERE delivery_id = 'middle'`).get()).toEqual({
+      raw: '',
+      raw_bytes: null,
+      body_dropped_at: new Date(NOW).toISOString(),
+    })
     expect(r.removed).toMatchObject({ webhook_inbox_bodies: 2, webhook_inbox: 1 })
   })
 
@@ -96,21 +119,39 @@ describe('retention of webhook deliveries', () => {
     }
     await runRetention(m.sqlite, NOW, { ...SETTINGS, batchRows: 10, vacuumPages: 0 }, { pause })
     // Bodies 46 -> 36 -> 26 -> 16 -> 6 -> 1 (a short batch ends the step), then rows 46 -> 36 -> ... -> 1.
-    expect(seen).toEqual([[36, 46], [26, 46], [16, 46], [6, 46], [1, 46], [1, 36], [1, 26], [1, 16], [1, 6], [1, 1]])
+    expect(seen).toEqual([
+      [36, 46],
+      [26, 46],
+      [16, 46],
+      [6, 46],
+      [1, 46],
+      [1, 36],
+      [1, 26],
+      [1, 16],
+      [1, 6],
+      [1, 1],
+    ])
     expect(count(`SELECT count(*) FROM webhook_inbox`)).toBe(1)
   })
 
   test('a pass stopped by its signal stops between two batches and reports it', async () => {
     for (let i = 0; i < 30; i++) delivery(`d${i}`, 60, 'applied')
     const controller = new AbortController()
-    const r = await runRetention(m.sqlite, NOW, { ...SETTINGS, batchRows: 10 }, { signal: controller.signal, pause: () => (controller.abort(), Promise.resolve()) })
+    const r = await runRetention(
+      m.sqlite,
+      NOW,
+      { ...SETTINGS, batchRows: 10 },
+      { signal: controller.signal, pause: () => (controller.abort(), Promise.resolve()) },
+    )
     expect(r).toMatchObject({ aborted: true, removed: { webhook_inbox_bodies: 10, webhook_inbox: 0 } })
   })
 })
 
 describe('retention of runs and calendar changes', () => {
   test('finished runs past runsDays go; running runs, recent runs and the last run of each stream stay', async () => {
-    const run = m.sqlite.prepare(`INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome) VALUES ('sweep', ?, ?, ?, ?) RETURNING id`).pluck()
+    const run = m.sqlite
+      .prepare(`INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome) VALUES ('sweep', ?, ?, ?, ?) RETURNING id`)
+      .pluck()
     run.get('clients', ago(200), ago(200), 'success')
     const last = run.get('jobs', ago(200), ago(200), 'success') as number
     run.get('clients', ago(200), null, 'running')
@@ -126,7 +167,9 @@ describe('retention of runs and calendar changes', () => {
   })
 
   test('calendar changes fetched past calendarChangesDays go, newer ones stay', async () => {
-    const change = m.sqlite.prepare(`INSERT INTO calendar_changes (integration, change_key, raw, fetched_at) VALUES ('calendar-a', ?, '{}', ?)`)
+    const change = m.sqlite.prepare(
+      `INSERT INTO calendar_changes (integration, change_key, raw, fetched_at) VALUES ('calendar-a', ?, '{}', ?)`,
+    )
     change.run('old', ago(100))
     change.run('new', ago(1))
     await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
@@ -185,7 +228,10 @@ describe('the mirror file shrinks', () => {
     const mirror = await openMirror(file)
     try {
       expect(incrementalVacuumEnabled(mirror.sqlite)).toBe(false)
-      expect(enableIncrementalVacuum(mirror.sqlite, file)).toMatchObject({ durationMs: expect.any(Number) as number, bytesAfter: expect.any(Number) as number })
+      expect(enableIncrementalVacuum(mirror.sqlite, file)).toMatchObject({
+        durationMs: expect.any(Number) as number,
+        bytesAfter: expect.any(Number) as number,
+      })
       expect(incrementalVacuumEnabled(mirror.sqlite)).toBe(true)
       expect(enableIncrementalVacuum(mirror.sqlite, file)).toBeUndefined()
     } finally {

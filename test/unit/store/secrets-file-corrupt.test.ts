@@ -34,25 +34,36 @@ function logged(err: unknown): string {
 }
 
 test.each([
-  ['an unquoted secret', `{"version":1,"secrets":[{"endpointId":"ep1","url":"u","secret":${SECRET},"createdAt":"x","supersededAt":null}]}`, /an unexpected character/],
-  ['a file cut short inside a secret', `{"version":1,"secrets":[{"endpointId":"ep1","url":"u","secret":"${SECRET}`, /at position \d+, line 1 column \d+|ends early/],
+  [
+    'an unquoted secret',
+    `{"version":1,"secrets":[{"endpointId":"ep1","url":"u","secret":${SECRET},"createdAt":"x","supersededAt":null}]}`,
+    /an unexpected character/,
+  ],
+  [
+    'a file cut short inside a secret',
+    `{"version":1,"secrets":[{"endpointId":"ep1","url":"u","secret":"${SECRET}`,
+    /at position \d+, line 1 column \d+|ends early/,
+  ],
   ['text after the JSON', `{"version":1,"secrets":[]}\n${SECRET}`, /at position 27, line 2 column 1/],
-])('a corrupt secrets file (%s) fails with its position, and no fragment of a secret reaches the error or the log', (_name, text, where) => {
-  const file = path.join(tempDir(), 'mirror.secrets.json')
-  writeFileSync(file, text)
-  let caught: unknown
-  try {
-    new SecretStore(file).active(Date.now(), 24)
-  } catch (err) {
-    caught = err
-  }
-  expect(caught).toBeInstanceOf(SecretsFileError)
-  expect(caught).toMatchObject({ code: 'SECRETS_FILE_INVALID' })
-  for (const fragment of ['whsec', SECRET.slice(6, 16)]) {
-    expect(chain(caught)).not.toContain(fragment)
-    expect(logged(caught)).not.toContain(fragment)
-  }
-  expect((caught as Error).message).toMatch(where)
-  expect((caught as Error).message).toContain('restore it from a backup')
-  expect(() => readSecretsFile(file)).toThrow(/is not valid JSON/)
-})
+])(
+  'a corrupt secrets file (%s) fails with its position, and no fragment of a secret reaches the error or the log',
+  (_name, text, where) => {
+    const file = path.join(tempDir(), 'mirror.secrets.json')
+    writeFileSync(file, text)
+    let caught: unknown
+    try {
+      new SecretStore(file).active(Date.now(), 24)
+    } catch (err) {
+      caught = err
+    }
+    expect(caught).toBeInstanceOf(SecretsFileError)
+    expect(caught).toMatchObject({ code: 'SECRETS_FILE_INVALID' })
+    for (const fragment of ['whsec', SECRET.slice(6, 16)]) {
+      expect(chain(caught)).not.toContain(fragment)
+      expect(logged(caught)).not.toContain(fragment)
+    }
+    expect((caught as Error).message).toMatch(where)
+    expect((caught as Error).message).toContain('restore it from a backup')
+    expect(() => readSecretsFile(file)).toThrow(/is not valid JSON/)
+  },
+)

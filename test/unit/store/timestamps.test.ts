@@ -43,11 +43,14 @@ describe('zone-less timestamps are read as UTC, not in the host zone', () => {
     },
   )
 
-  test.each(RECORD_STREAMS.map((s) => [s.name, s] as const))('a %s row with a zone-less updatedAt is stored at that UTC instant', (_name, stream) => {
-    const row = stream.toRow({ id: 'r1', updatedAt: '2026-01-05T10:00:00.000', createdAt: '2026-01-04T09:30:00' })
-    expect(row.updated_at).toBe('2026-01-05T10:00:00.000Z')
-    expect(row.columns.created_at).toBe('2026-01-04T09:30:00.000Z')
-  })
+  test.each(RECORD_STREAMS.map((s) => [s.name, s] as const))(
+    'a %s row with a zone-less updatedAt is stored at that UTC instant',
+    (_name, stream) => {
+      const row = stream.toRow({ id: 'r1', updatedAt: '2026-01-05T10:00:00.000', createdAt: '2026-01-04T09:30:00' })
+      expect(row.updated_at).toBe('2026-01-05T10:00:00.000Z')
+      expect(row.columns.created_at).toBe('2026-01-04T09:30:00.000Z')
+    },
+  )
 
   test('a calendar change read without a zone keeps its UTC instant and change key', () => {
     const row = calendarChangeRow({ action: 'updated', visitId: 'v1', externalEventId: 'e1', changedAt: '2026-01-05T10:00:00' })
@@ -69,15 +72,18 @@ function strayParses(): string[] {
   const stringish = ts.TypeFlags.StringLike | ts.TypeFlags.Any | ts.TypeFlags.Unknown
   for (const file of files) {
     const sf = program.getSourceFile(file)!
-    const where = (node: ts.Node) => `${path.relative(ROOT, file)}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1} ${node.getText(sf)}`
+    const where = (node: ts.Node) =>
+      `${path.relative(ROOT, file)}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1} ${node.getText(sf)}`
     const visit = (node: ts.Node): void => {
-      if (ts.isPropertyAccessExpression(node) && node.expression.getText(sf) === 'Date' && node.name.text === 'parse') found.push(where(node.parent))
+      if (ts.isPropertyAccessExpression(node) && node.expression.getText(sf) === 'Date' && node.name.text === 'parse')
+        found.push(where(node.parent))
       if (ts.isNewExpression(node) && node.expression.getText(sf) === 'Date' && node.arguments?.length === 1) {
         const type = checker.getTypeAtLocation(node.arguments[0]!)
         const flags = type.isUnion() ? type.types.reduce((all, t) => all | t.flags, 0) : type.flags
         if ((flags & stringish) !== 0) found.push(where(node))
       }
-      if (ts.isPropertyAccessExpression(node) && /^z\.coerce$/.test(node.expression.getText(sf)) && node.name.text === 'date') found.push(where(node.parent))
+      if (ts.isPropertyAccessExpression(node) && /^z\.coerce$/.test(node.expression.getText(sf)) && node.name.text === 'date')
+        found.push(where(node.parent))
       ts.forEachChild(node, visit)
     }
     visit(sf)

@@ -6,7 +6,14 @@ let m: TempMirror
 beforeEach(async () => (m = await tempMirror()))
 afterEach(() => m.dispose())
 
-const rec = (id: string, updatedAt: string, data: Record<string, unknown>) => ({ id, object: 'equipment', stage: 'active', data, createdAt: '2026-01-01T00:00:00.000Z', updatedAt })
+const rec = (id: string, updatedAt: string, data: Record<string, unknown>) => ({
+  id,
+  object: 'equipment',
+  stage: 'active',
+  data,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  updatedAt,
+})
 const rows = () => m.sqlite.prepare('SELECT slug, id, stage, data, deleted_at FROM custom_records ORDER BY id').all()
 
 describe('object.* deliveries into custom_records', () => {

@@ -14,10 +14,20 @@ describe('DeliveryApplier, object.* events', () => {
   // as an error instead of marking the record deleted.
   test('object.deleted with only {id} marks the mirrored record deleted', () => {
     const applier = new DeliveryApplier(m.sqlite, RECORD_STREAMS, customObjectSink(m.sqlite))
-    const snapshot = { id: 'r1', object: 'equipment', stage: 'active', data: {}, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
+    const snapshot = {
+      id: 'r1',
+      object: 'equipment',
+      stage: 'active',
+      data: {},
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-02T00:00:00.000Z',
+    }
     expect(applier.apply('object.created', snapshot, '2026-01-03T00:00:00.000Z')).toMatchObject({ kind: 'applied' })
     expect(applier.apply('object.deleted', { id: 'r1' }, '2026-01-04T00:00:00.000Z')).toMatchObject({ kind: 'applied' })
-    expect(m.sqlite.prepare('SELECT slug, deleted_at FROM custom_records WHERE id = ?').get('r1')).toEqual({ slug: 'equipment', deleted_at: '2026-01-04T00:00:00.000Z' })
+    expect(m.sqlite.prepare('SELECT slug, deleted_at FROM custom_records WHERE id = ?').get('r1')).toEqual({
+      slug: 'equipment',
+      deleted_at: '2026-01-04T00:00:00.000Z',
+    })
   })
 
   test('a snapshot without its slug is still refused with a clear error', () => {

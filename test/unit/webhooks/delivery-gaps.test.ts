@@ -26,7 +26,13 @@ describe('planGapSweeps: which streams to sweep at once', () => {
 
   test('only retrying and failed deliveries count; streams once each, sorted', () => {
     const plan = planGapSweeps(
-      [d('1', 'job.updated', 'success', 1), d('2', 'job.updated', 'pending', 1), d('3', 'invoice.paid', 'failed', 2), d('4', 'client.created', 'retrying', 3), d('5', 'client.updated', 'retrying', 4)],
+      [
+        d('1', 'job.updated', 'success', 1),
+        d('2', 'job.updated', 'pending', 1),
+        d('3', 'invoice.paid', 'failed', 2),
+        d('4', 'client.created', 'retrying', 3),
+        d('5', 'client.updated', 'retrying', 4),
+      ],
       EMPTY_GAP_CURSOR,
     )
     expect(plan.streams).toEqual(['clients', 'invoices'])
@@ -55,7 +61,10 @@ describe('planGapSweeps: the cursor', () => {
   })
 
   test('without a last attempt the creation time counts; without any time it is always reported', () => {
-    const plan = planGapSweeps([d('1', 'job.updated', 'retrying', null, 7), { id: '2', event: 'client.updated', status: 'failed' }], { since: at(6), idsAtSince: [] })
+    const plan = planGapSweeps([d('1', 'job.updated', 'retrying', null, 7), { id: '2', event: 'client.updated', status: 'failed' }], {
+      since: at(6),
+      idsAtSince: [],
+    })
     expect(plan.streams).toEqual(['clients', 'jobs'])
     expect(plan.cursor).toEqual({ since: at(7), idsAtSince: ['1'] })
   })

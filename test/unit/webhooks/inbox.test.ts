@@ -43,7 +43,12 @@ function heldSyncs(): { syncFile: SyncFile; next(): Promise<HeldSync>; calls: ()
   }
 }
 
-const delivery = (id: string): Delivery => ({ deliveryId: id, event: 'job.updated', body: Buffer.from(JSON.stringify({ id })), verifiedWith: 'test' })
+const delivery = (id: string): Delivery => ({
+  deliveryId: id,
+  event: 'job.updated',
+  body: Buffer.from(JSON.stringify({ id })),
+  verifiedWith: 'test',
+})
 
 /** Lets pending immediates and I/O callbacks run (a few event-loop turns). */
 const turns = async (n = 5): Promise<void> => {
@@ -62,7 +67,8 @@ function track<T>(p: Promise<T>): { settled: () => boolean; value: Promise<T> } 
 
 let mirror: TempMirror
 let lines: string[]
-const logger = () => createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
+const logger = () =>
+  createLogger({ level: 'debug', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) })
 const count = () => mirror.sqlite.prepare('SELECT count(*) FROM webhook_inbox').pluck().get() as number
 
 beforeEach(async () => {
@@ -77,7 +83,13 @@ describe('acknowledged means synced', () => {
   test('a delivery resolves only once the -wal file holding its commit is synced, and then wakes the processor', async () => {
     const syncs = heldSyncs()
     let woken = 0
-    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, onStored: () => woken++ })
+    const inbox = new WebhookInbox(mirror.sqlite, {
+      now: Date.now,
+      maxBacklog: 100,
+      logger: logger(),
+      syncFile: syncs.syncFile,
+      onStored: () => woken++,
+    })
     const a = track(inbox.enqueue(delivery('a')))
     const held = await syncs.next()
     // Committed (visible on the connection) but not acknowledged, and not applied yet.
@@ -163,7 +175,15 @@ describe('close with a sync that never returns', () => {
     const syncs = heldSyncs()
     const metrics = new WebhookMetrics()
     let woken = 0
-    const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: syncs.syncFile, closeTimeoutMs: 50, metrics, onStored: () => woken++ })
+    const inbox = new WebhookInbox(mirror.sqlite, {
+      now: Date.now,
+      maxBacklog: 100,
+      logger: logger(),
+      syncFile: syncs.syncFile,
+      closeTimeoutMs: 50,
+      metrics,
+      onStored: () => woken++,
+    })
     const a = track(inbox.enqueue(delivery('a')))
     const stuck = await syncs.next()
     const b = track(inbox.enqueue(delivery('b')))
@@ -217,7 +237,12 @@ describe('the -wal file synced is the one SQLite writes', () => {
     const viaLink = await openMirror(link)
     try {
       const synced: number[] = []
-      const inbox = new WebhookInbox(viaLink.sqlite, { now: Date.now, maxBacklog: 100, logger: logger(), syncFile: (fd, done) => (synced.push(fd), fs.fdatasync(fd, done)) })
+      const inbox = new WebhookInbox(viaLink.sqlite, {
+        now: Date.now,
+        maxBacklog: 100,
+        logger: logger(),
+        syncFile: (fd, done) => (synced.push(fd), fs.fdatasync(fd, done)),
+      })
       expect(await inbox.enqueue(delivery('symlinked'))).toBe('stored')
       expect(synced.length).toBe(1)
       expect(fs.fstatSync(synced[0]!).ino).toBe(fs.statSync(`${target}-wal`).ino)

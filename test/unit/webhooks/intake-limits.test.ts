@@ -45,7 +45,12 @@ describe('body budget', () => {
 
 describe('intake listener options', () => {
   test('headers within 10 s, a whole request within the body deadline plus 5 s, idle keep-alive above 60 s load balancers', () => {
-    expect(intakeServerOptions({ bodyTimeoutMs: 10_000 })).toEqual({ headersTimeout: 10_000, requestTimeout: 15_000, keepAliveTimeout: 65_000, connectionsCheckingInterval: 1_000 })
+    expect(intakeServerOptions({ bodyTimeoutMs: 10_000 })).toEqual({
+      headersTimeout: 10_000,
+      requestTimeout: 15_000,
+      keepAliveTimeout: 65_000,
+      connectionsCheckingInterval: 1_000,
+    })
     // node:http refuses a headers timeout longer than the request timeout.
     expect(intakeServerOptions({ bodyTimeoutMs: 1_000 })).toMatchObject({ headersTimeout: 6_000, requestTimeout: 6_000 })
   })

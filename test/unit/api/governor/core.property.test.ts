@@ -27,8 +27,12 @@ describe('GovernorCore over long simulated runs', () => {
       fc.property(
         options,
         fc.array(arrival, { minLength: 200, maxLength: 2_500 }),
-        fc.array(fc.record({ at: fc.integer({ min: 0, max: 3 * 3_600_000 }), forMs: fc.integer({ min: 1, max: 90_000 }) }), { maxLength: 10 }),
-        fc.array(fc.record({ at: fc.integer({ min: 0, max: 3 * 3_600_000 }), remaining: fc.integer({ min: 0, max: 120 }) }), { maxLength: 20 }),
+        fc.array(fc.record({ at: fc.integer({ min: 0, max: 3 * 3_600_000 }), forMs: fc.integer({ min: 1, max: 90_000 }) }), {
+          maxLength: 10,
+        }),
+        fc.array(fc.record({ at: fc.integer({ min: 0, max: 3 * 3_600_000 }), remaining: fc.integer({ min: 0, max: 120 }) }), {
+          maxLength: 20,
+        }),
         (opts, arrivals, pauses, observations) => {
           const run = simulate(opts, arrivals, pauses, observations)
           const times = run.starts.map((s) => s.at)
@@ -104,7 +108,12 @@ describe('GovernorCore over long simulated runs', () => {
         const hours = (run.starts.at(-1)?.at ?? 0) / 3_600_000
         // limit*60 starts need about an hour, never much more (margin and burst shape it a little).
         expect(hours).toBeLessThanOrEqual(1.01)
-        expect(maxInWindow(run.starts.map((s) => s.at), WINDOW)).toBeLessThanOrEqual(limit)
+        expect(
+          maxInWindow(
+            run.starts.map((s) => s.at),
+            WINDOW,
+          ),
+        ).toBeLessThanOrEqual(limit)
       }),
       { numRuns: 20 },
     )

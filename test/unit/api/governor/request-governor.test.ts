@@ -107,7 +107,14 @@ describe('RequestGovernor', () => {
     const t0 = clock.now()
     const recorded: number[] = []
     const prior = Array.from({ length: 5 }, (_, i) => t0 - 50_000 + i * 1_000)
-    const governor = new RequestGovernor({ limitPerMinute: 5, marginMs: 0, burst: 1, clock, priorStarts: prior, onStart: (at) => recorded.push(at) })
+    const governor = new RequestGovernor({
+      limitPerMinute: 5,
+      marginMs: 0,
+      burst: 1,
+      clock,
+      priorStarts: prior,
+      onStart: (at) => recorded.push(at),
+    })
     expect(governor.state().sentLastMinute).toBe(5)
     const starts: number[] = []
     void governor.schedule('sweep', (slot) => Promise.resolve(starts.push(slot.startedAt - t0)))

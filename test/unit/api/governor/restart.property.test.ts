@@ -32,7 +32,12 @@ interface Scenario {
 }
 
 /** Builds a governor on `clock`, schedules `arrivals` on it, and collects every start time. */
-function run(clock: FakeClock, arrivals: readonly Arrival[], s: Scenario, priorStarts?: number[]): { starts: number[]; governor: RequestGovernor } {
+function run(
+  clock: FakeClock,
+  arrivals: readonly Arrival[],
+  s: Scenario,
+  priorStarts?: number[],
+): { starts: number[]; governor: RequestGovernor } {
   const governor = new RequestGovernor({
     limitPerMinute: s.limit,
     burst: s.burst,
@@ -103,7 +108,16 @@ describe('the governor across a restart', () => {
     // The first process spends its whole budget in its last minute and dies; the new one comes up
     // a second later with a backlog.
     const burstOf = (n: number): Arrival[] => Array.from({ length: n }, () => ({ atMs: 0, priority: 'sweep', serviceMs: 10 }))
-    const s: Scenario = { limit: 10, burst: 10, marginMs: 250, maxInFlight: 4, before: burstOf(10), killAfterMs: 5_000, downMs: 1_000, after: burstOf(10) }
+    const s: Scenario = {
+      limit: 10,
+      burst: 10,
+      marginMs: 250,
+      maxInFlight: 4,
+      before: burstOf(10),
+      killAfterMs: 5_000,
+      downMs: 1_000,
+      after: burstOf(10),
+    }
     const forgot = await restart(s, false)
     expect(forgot.first).toHaveLength(10)
     expect(maxInWindow([...forgot.first, ...forgot.second], WINDOW)).toBeGreaterThan(s.limit)

@@ -88,7 +88,12 @@ describe('governor cores sharing one window', () => {
         (limit, processes, marginMs, raw) => {
           const arrivals = raw.map((a) => ({ ...a, process: a.process % processes }))
           const run = simulateShared(limit, processes, arrivals, marginMs)
-          expect(maxInWindow(run.starts.map((s) => s.at), WINDOW)).toBeLessThanOrEqual(limit)
+          expect(
+            maxInWindow(
+              run.starts.map((s) => s.at),
+              WINDOW,
+            ),
+          ).toBeLessThanOrEqual(limit)
           expect(run.starts).toHaveLength(arrivals.length)
         },
       ),

@@ -20,7 +20,7 @@ function sharedWindow(clock: FakeClock, starts: number[]): SharedWindow {
 }
 
 describe('the adaptive limit with a sibling process on the same mirror', () => {
-  test('headers that count only this mirror\'s two processes do not lower the limit', async () => {
+  test("headers that count only this mirror's two processes do not lower the limit", async () => {
     const clock = new FakeClock()
     const t0 = clock.now()
     // The sibling process started 30 requests in the last 30 s.

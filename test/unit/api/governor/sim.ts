@@ -107,11 +107,12 @@ export function simulate(
       const violations: string[] = []
       const eff = (t: Ticket): number =>
         Number.isFinite(agingForCheck) ? Math.max(0, t.level - Math.floor((now - t.enqueuedAt) / agingForCheck)) : t.level
-      if (checkOrder) for (const other of queued.values()) {
-        if (eff(other) < eff(ticket) || (eff(other) === eff(ticket) && other.enqueuedAt < ticket.enqueuedAt)) {
-          violations.push(`ticket ${ticket.id} (${ticket.priority}) started at ${now} before ${other.id} (${other.priority})`)
+      if (checkOrder)
+        for (const other of queued.values()) {
+          if (eff(other) < eff(ticket) || (eff(other) === eff(ticket) && other.enqueuedAt < ticket.enqueuedAt)) {
+            violations.push(`ticket ${ticket.id} (${ticket.priority}) started at ${now} before ${other.id} (${other.priority})`)
+          }
         }
-      }
       starts.push({ at: now, ticket, violations })
       finishes.push(now + (serviceOf.get(ticket.id) ?? 0))
       minEffective = Math.min(minEffective, core.effectiveLimit)
