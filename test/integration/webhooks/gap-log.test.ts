@@ -1,37 +1,20 @@
 // The failed-delivery check logs "sweeping the affected selected streams now" only when it sweeps
 // something: when every missed delivery belongs to a stream the config does not select, it says
 // that nothing is swept and which streams were passed over.
-import path from 'node:path'
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
-import { loadConfig } from '../../../src/config/index.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
-import { tempDir } from '../../support/temp-mirror.js'
-
-const OFF = 'off'
+import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
 
 test('missed deliveries of unselected streams only do not log a sweep: the line says nothing is swept and names the streams passed over', async () => {
   const emu = await emulatorEnv({
     allowHttpWebhooks: true,
     counts: { clients: 1, jobs: 1, visitsPerJob: 0, invoices: 0, customRecords: 0 },
   })
-  const config = loadConfig({
-    env: {
-      FSM_BASE_URL: emu.url,
-      FSM_API_KEY: emu.apiKey,
-      FSM_DB: path.join(tempDir(), 'mirror.db'),
-      FSM_RATE_LIMIT: '100000',
-      FSM_HTTP_HOST: '127.0.0.1',
-      FSM_HTTP_PORT: '0',
-    },
-    overrides: {
-      streams: ['clients'],
-      schedules: { sweep: OFF, reference: OFF, reconcile: OFF, calendarA: OFF, calendarB: OFF, accounting: OFF, deliveries: OFF },
-    },
-  })
+  const config = inProcessDaemonConfig(emu, { streams: ['clients'] })
   const lines: { msg: string; streams?: string[]; notSelected?: string[]; deliveries?: number }[] = []
   const destination = new Writable({
     write: (c: Buffer, _e, cb) => (

@@ -2,18 +2,14 @@
 // acknowledges deliveries of unselected streams with 200, keeps them in the inbox marked skipped,
 // leaves their tables untouched and spends no follow-up GET on them; the failed-delivery check
 // sweeps only selected streams.
-import path from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
-import { loadConfig } from '../../../src/config/index.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
-import { tempDir } from '../../support/temp-mirror.js'
-
-const OFF = 'off'
+import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
 
 describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
   test('deliveries of unselected streams get 200, are kept marked skipped, and the gap check sweeps only selected streams', async () => {
@@ -21,20 +17,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       allowHttpWebhooks: true,
       counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 },
     })
-    const config = loadConfig({
-      env: {
-        FSM_BASE_URL: emu.url,
-        FSM_API_KEY: emu.apiKey,
-        FSM_DB: path.join(tempDir(), 'mirror.db'),
-        FSM_RATE_LIMIT: '100000',
-        FSM_HTTP_HOST: '127.0.0.1',
-        FSM_HTTP_PORT: '0',
-      },
-      overrides: {
-        streams: ['clients'],
-        schedules: { sweep: OFF, reference: OFF, reconcile: OFF, calendarA: OFF, calendarB: OFF, accounting: OFF, deliveries: OFF },
-      },
-    })
+    const config = inProcessDaemonConfig(emu, { streams: ['clients'] })
     const daemon = await startDaemon(config, createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) }))
     const rows = (sql: string) => daemon.rt.mirror.sqlite.prepare(sql).all() as Record<string, unknown>[]
     const settle = async () => {
