@@ -116,14 +116,14 @@ export const demoCommand: Command = {
       const began = isoNow(Date.now())
       daemon = await startDaemon(config, logger)
       const d = daemon
-      const sqlite = d.rt.mirror.sqlite
+      const sqlite = d.app.mirror.sqlite
       const webhookUrl = `${d.url}${config.webhooks.path}`
       out.write(
         `fsm-sync demo\n  emulated account: ${emulator.url} (the same API as production, in this process)\n` +
           `  daemon:           ${d.url} (/healthz, /readyz, /metrics; webhooks at ${config.webhooks.path})\n  mirror:           ${db}\n\n`,
       )
       // Registration and the backfill share the daemon's one request budget.
-      const registration = registerEndpoint(d.rt.client, d.webhooks.secrets, webhookUrl, Date.now)
+      const registration = registerEndpoint(d.app.client, d.webhooks.secrets, webhookUrl, Date.now)
       // Awaited after the backfill; a failure meanwhile must not count as unhandled.
       registration.catch(() => undefined)
       const backfill = Promise.all([d.firstSweep, d.scheduler.runNow('reference')])

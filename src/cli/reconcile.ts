@@ -1,7 +1,7 @@
 // `fsm-sync reconcile [--stream S]...`: marks records deleted upstream, guarded against mass marks.
 import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
-import { withRuntime } from './with-runtime.js'
+import { withApp } from './with-app.js'
 import { streamOption } from './stream-option.js'
 import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
 
@@ -10,10 +10,10 @@ export const reconcileCommand: Command = {
   describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
   builder: (y) => streamOption(y, 'reconcile', 'stream to reconcile (repeatable); all when omitted'),
   run: (args, ctx) =>
-    withRuntime(ctx, async (rt, signal) => {
+    withApp(ctx, async (app, signal) => {
       const named = (args.stream as string[] | undefined) ?? []
-      const selection = selectStreams(named.length > 0 ? named : rt.config.streams)
-      const results = await runReconciliations(rt.syncContext({ signal }), selection)
+      const selection = selectStreams(named.length > 0 ? named : app.config.streams)
+      const results = await runReconciliations(app.syncContext({ signal }), selection)
       ctx.io.stdout.write(formatResults(results, selection.notBuilt))
       return exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
     }),

@@ -13,7 +13,7 @@ export const runCommand: Command = {
   run: async (_args, ctx) => {
     const logger = ctx.logger()
     const daemon = await startDaemon(ctx.config(), logger)
-    ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.rt.config.webhooks.path})\n`)
+    ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.app.config.webhooks.path})\n`)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       const first = (s: NodeJS.Signals) => {
         for (const other of STOP_SIGNALS) process.off(other, first)

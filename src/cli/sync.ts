@@ -1,7 +1,7 @@
 // `fsm-sync sync [--stream S]... [--full]`: one incremental pass, a summary per stream.
 import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
-import { withRuntime } from './with-runtime.js'
+import { withApp } from './with-app.js'
 import { streamOption } from './stream-option.js'
 import { selectStreams, runSweeps } from '../sync/sync-engine.js'
 
@@ -15,11 +15,11 @@ export const syncCommand: Command = {
       describe: 'ignore the stored cursors and walk everything',
     }),
   run: (args, ctx) =>
-    withRuntime(ctx, async (rt, signal) => {
+    withApp(ctx, async (app, signal) => {
       const named = (args.stream as string[] | undefined) ?? []
-      const selection = selectStreams(named.length > 0 ? named : rt.config.streams)
+      const selection = selectStreams(named.length > 0 ? named : app.config.streams)
       const tty = (ctx.io.stderr as { isTTY?: boolean }).isTTY === true ? ctx.io.stderr : undefined
-      const results = await runSweeps(rt.syncContext({ progressTty: tty, signal }), selection, { full: args.full === true })
+      const results = await runSweeps(app.syncContext({ progressTty: tty, signal }), selection, { full: args.full === true })
       ctx.io.stdout.write(formatResults(results, selection.notBuilt))
       return exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
     }),

@@ -3,8 +3,8 @@
 // (0600, never printed); lists the
 // account's endpoints; lists delivery records of the registered endpoint.
 import type { Command, Io } from './command.js'
-import { withRuntime } from './with-runtime.js'
-import type { Runtime } from '../daemon/runtime.js'
+import { withApp } from './with-app.js'
+import type { App } from '../daemon/create-app.js'
 import { WEBHOOK_EVENTS } from '../webhooks/events.js'
 import { DELIVERY_STATUSES, listDeliveries, listEndpoints, registerEndpoint, type DeliveryStatus } from '../webhooks/registration.js'
 import { SecretStore } from '../webhooks/secret-store.js'
@@ -25,11 +25,11 @@ export const webhooksCommand: Command = {
       ctx.io.stderr.write('fsm-sync webhooks register: --url is required (the public https address upstream deliveries are sent to)\n')
       return Promise.resolve(2)
     }
-    return withRuntime(ctx, (rt, signal) => {
+    return withApp(ctx, (app, signal) => {
       // The mirror's write lock serialises registrations: two at once must not lose one's secret.
-      const store = SecretStore.forMirror(rt.mirror.path, { exclusive: (work) => rt.mirror.sqlite.transaction(work).immediate() })
-      if (action === 'register') return register(rt, store, args.url as string, ctx.io)
-      if (action === 'list') return list(rt, store, ctx.io, signal)
+      const store = SecretStore.forMirror(app.mirror.path, { exclusive: (work) => app.mirror.sqlite.transaction(work).immediate() })
+      if (action === 'register') return register(app, store, args.url as string, ctx.io)
+      if (action === 'list') return list(app, store, ctx.io, signal)
       const endpoint = (args.endpoint as string | undefined) ?? store.current()?.endpointId
       if (endpoint === undefined) {
         ctx.io.stderr.write(
@@ -37,13 +37,13 @@ export const webhooksCommand: Command = {
         )
         return Promise.resolve(1)
       }
-      return deliveries(rt, endpoint, args.status as DeliveryStatus | undefined, Number(args.limit), ctx.io, signal)
+      return deliveries(app, endpoint, args.status as DeliveryStatus | undefined, Number(args.limit), ctx.io, signal)
     })
   },
 }
 
-async function register(rt: Runtime, store: SecretStore, url: string, io: Io): Promise<number> {
-  const r = await registerEndpoint(rt.client, store, url, Date.now)
+async function register(app: App, store: SecretStore, url: string, io: Io): Promise<number> {
+  const r = await registerEndpoint(app.client, store, url, Date.now)
   const what = {
     created: `registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,
     recreated: `the previous endpoint was gone upstream; registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,
@@ -51,13 +51,13 @@ async function register(rt: Runtime, store: SecretStore, url: string, io: Io): P
     unchanged: `endpoint ${r.endpointId} already delivers to ${r.url} (${WEBHOOK_EVENTS.length} events)`,
   }[r.action]
   const lines = [what, `its signing secret is stored in ${store.file} (readable by its owner only) and is never printed`]
-  if (r.rotated) lines.push(`a new secret was issued; the previous one stays accepted for ${rt.config.webhooks.rotationGraceHours} h`)
+  if (r.rotated) lines.push(`a new secret was issued; the previous one stays accepted for ${app.config.webhooks.rotationGraceHours} h`)
   io.stdout.write(lines.join('\n') + '\n')
   return 0
 }
 
-async function list(rt: Runtime, store: SecretStore, io: Io, signal: AbortSignal): Promise<number> {
-  const endpoints = await listEndpoints(rt.client, signal)
+async function list(app: App, store: SecretStore, io: Io, signal: AbortSignal): Promise<number> {
+  const endpoints = await listEndpoints(app.client, signal)
   const ours = store.current()?.endpointId
   const rows = endpoints.map((e) => [
     e.id,
@@ -73,14 +73,14 @@ async function list(rt: Runtime, store: SecretStore, io: Io, signal: AbortSignal
 }
 
 async function deliveries(
-  rt: Runtime,
+  app: App,
   endpoint: string,
   status: DeliveryStatus | undefined,
   limit: number,
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
-  const records = await listDeliveries(rt.client, endpoint, { status, max: limit, signal })
+  const records = await listDeliveries(app.client, endpoint, { status, max: limit, signal })
   const rows = records.map((d) => [
     d.id,
     d.event,

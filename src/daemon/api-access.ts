@@ -4,6 +4,7 @@
 // another), every process running at the same time claims each start in it (the daemon beside a
 // cron reconcile), and the adaptive limit counts all of them as ours.
 import { ApiClient, type ApiClientOptions, type ResponseEvent } from '../api/api-client.js'
+import { systemClock, type Clock } from '../api/clock.js'
 import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
@@ -19,6 +20,8 @@ export interface ApiAccessOptions {
   /** Caps on the configured connect and headers timeouts (doctor answers quickly). */
   connectTimeoutMaxMs?: number
   headersTimeoutMaxMs?: number
+  /** One time for the ledger, the governor and the client, so their windows agree. Default: the system clock. */
+  clock?: Clock
 }
 
 export function createApiAccess(
@@ -27,7 +30,8 @@ export function createApiAccess(
   sqlite: Sqlite,
   options: ApiAccessOptions = {},
 ): { governor: RequestGovernor; client: ApiClient } {
-  const ledger = new RequestLedger(sqlite)
+  const clock = options.clock ?? systemClock
+  const ledger = new RequestLedger(sqlite, undefined, () => clock.now())
   let ledgerFailed = false
   const failed = (err: unknown) => {
     // The budget still holds for this process; other processes on the key cannot see this start.
@@ -35,10 +39,11 @@ export function createApiAccess(
       logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
     ledgerFailed = true
   }
-  const priorStarts = ledger.recent(Date.now())
+  const priorStarts = ledger.recent(clock.now())
   if (priorStarts.length > 0)
     logger.info({ requests: priorStarts.length }, "requests started in the last minute by another process count against this one's budget")
   const governor = new RequestGovernor({
+    clock,
     limitPerMinute: config.rateLimit,
     priorStarts,
     shared: {
@@ -72,6 +77,7 @@ export function createApiAccess(
     apiKey: config.apiKey,
     governor,
     logger,
+    clock,
     timeouts: {
       connectMs: Math.min(config.http.connectTimeoutMs, options.connectTimeoutMaxMs ?? Number.POSITIVE_INFINITY),
       headersMs: Math.min(config.http.headersTimeoutMs, options.headersTimeoutMaxMs ?? Number.POSITIVE_INFINITY),

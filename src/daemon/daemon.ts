@@ -1,6 +1,6 @@
-// `fsm-sync run` assembled: runtime (migrations), webhook service, metrics, the HTTP listener and
-// the schedules; `stop()` undoes it in order within the shutdown budget (README.md, Commands: exit
-// 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
+// `fsm-sync run` assembled: the app (create-app.ts: mirror with its migrations, client), webhook
+// service, metrics, the HTTP listener and the schedules; `stop()` undoes it in order within the
+// shutdown budget (README.md, Commands: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
 // page being written commits and the run ends; the next start resumes from that checkpoint.
 import type { Server } from 'node:http'
 import type { Config } from '../config/index.js'
@@ -14,12 +14,12 @@ import { DaemonMetrics } from './daemon-metrics.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
 import { probeMirror } from './mirror-probe.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
-import { createRuntime, type Runtime } from './runtime.js'
+import { createApp, type App } from './create-app.js'
 import { Scheduler } from './scheduler.js'
 import { syncJobs } from './sync-jobs.js'
 
 export interface Daemon {
-  rt: Runtime
+  app: App
   url: string
   scheduler: Scheduler
   webhooks: WebhookService
@@ -38,39 +38,39 @@ export interface Daemon {
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   // The client is built before the metrics (which read its governor): forward through a holder.
   const hook: { metrics?: DaemonMetrics } = {}
-  const rt = await createRuntime(config, logger, { onResponse: (e) => hook.metrics?.onResponse(e) })
+  const app = await createApp(config, { logger, onResponse: (e) => hook.metrics?.onResponse(e) })
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
-  enableIncrementalVacuumAtStart(rt.mirror.sqlite, rt.mirror.path, logger)
+  enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
   const webhooks = createWebhookService({
-    sqlite: rt.mirror.sqlite,
+    sqlite: app.mirror.sqlite,
     config,
     logger,
-    client: rt.client,
+    client: app.client,
     streams: RECORD_STREAMS,
     selectedStreams: config.streams,
-    objectSink: customObjectSink(rt.mirror.sqlite),
+    objectSink: customObjectSink(app.mirror.sqlite),
   })
   // Checkpoints on a worker thread (the writer's own, on the event loop, stalled webhook acks),
   // started once the daemon listens: a start that fails before leaves no thread behind.
   const started: { checkpoints?: BackgroundCheckpoints } = {}
   const m = new DaemonMetrics({
-    governor: () => rt.governor.state(),
+    governor: () => app.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
     checkpoints: () => started.checkpoints?.stats() ?? { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0 },
   })
   hook.metrics = m
-  m.seedLastSuccess(rt.state.all())
+  m.seedLastSuccess(app.state.all())
   const gaps = new DeliveryGapCheck({
-    client: rt.client,
-    sqlite: rt.mirror.sqlite,
+    client: app.client,
+    sqlite: app.mirror.sqlite,
     secrets: webhooks.secrets,
     graceHours: config.webhooks.rotationGraceHours,
     logger,
     selectedStreams: config.streams,
   })
   const scheduler = new Scheduler(
-    syncJobs({ rt, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }),
+    syncJobs({ app, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }),
     logger,
   )
   let stopping = false
@@ -83,7 +83,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     metrics: async () => ({ contentType: m.contentType, body: await m.text() }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const probe = await probeMirror(rt.mirror.sqlite, config.webhooks.maxBodyBytes)
+      const probe = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
       if (stopping) return { ready: false, reason: 'stopping' }
       if (!probe.ok) return { ready: false, reason: probe.reason }
       const fault = webhooks.processor.fault
@@ -107,14 +107,14 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   try {
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
-    await rt.close()
+    await app.close()
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, {
       cause: err,
     })
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
-  const bg = startBackgroundCheckpoints({ sqlite: rt.mirror.sqlite, logger })
+  const bg = startBackgroundCheckpoints({ sqlite: app.mirror.sqlite, logger })
   started.checkpoints = bg
   webhooks.start()
   scheduler.start()
@@ -137,8 +137,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
       if (stuck()) logger.error('the disk is not answering: the mirror is left open; the next start recovers it from its log')
-      else await rt.close()
+      else await app.close()
       logger.info('stopped cleanly')
     })())
-  return { rt, url, scheduler, webhooks, checkpoints: bg, metrics: m, firstSweep, stop, stuck }
+  return { app, url, scheduler, webhooks, checkpoints: bg, metrics: m, firstSweep, stop, stuck }
 }

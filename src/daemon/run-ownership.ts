@@ -1,7 +1,7 @@
 // This process as the owner of the runs it starts: registered once in run_owners, kept alive by a
-// heartbeat (one UPDATE every `heartbeatMs`), removed when the runtime closes. At start it marks
-// interrupted only the running runs whose owner is gone (see owner-liveness.ts), so a cron command
-// beside a live daemon leaves the daemon's runs alone.
+// heartbeat (one UPDATE every `heartbeatMs`), removed when the app (create-app.ts) closes. At start
+// it marks interrupted only the running runs whose owner is gone (see owner-liveness.ts), so a cron
+// command beside a live daemon leaves the daemon's runs alone.
 import { readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { Logger } from '../log/logger.js'

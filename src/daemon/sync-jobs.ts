@@ -1,7 +1,7 @@
 // What each schedule does. Jobs that write record streams (sweep, reconcile, the delivery-gap
 // sweep) take one lane in turn, so a stream is never walked by two runs at once; reference data
 // and triggers touch other tables and the upstream only, and run beside them. Everything shares
-// the runtime's one governor.
+// the app's one governor.
 import type { Config } from '../config/index.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
@@ -10,7 +10,7 @@ import type { DaemonMetrics } from './daemon-metrics.js'
 import { syncCalendarFeed } from './calendar-feed.js'
 import { pollCalendarStatus } from './integration-status.js'
 import { runTrigger, type IntegrationName } from './integration-triggers.js'
-import type { Runtime } from './runtime.js'
+import type { App } from './create-app.js'
 import { retentionJob } from './retention-job.js'
 import type { JobDefinition } from './scheduler.js'
 
@@ -26,15 +26,15 @@ export class Lane {
 }
 
 export interface SyncJobDeps {
-  rt: Runtime
+  app: App
   metrics: DaemonMetrics
   gaps: DeliveryGapCheck
   /** True while checkpoints run on the worker thread (src/store/background-checkpoints.ts). */
   checkpointsInBackground?: () => boolean
 }
 
-export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJobDeps): JobDefinition[] {
-  const selection = selectStreams(rt.config.streams)
+export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJobDeps): JobDefinition[] {
+  const selection = selectStreams(app.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
   const lane = new Lane()
   const observe = (results: readonly RunResult[], kind?: string) => {
@@ -45,33 +45,33 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
     name,
     cron,
     run: async (signal) => {
-      const r = await runTrigger(rt.syncContext({ signal }), rt.client, name)
+      const r = await runTrigger(app.syncContext({ signal }), app.client, name)
       metrics.observeRun(r, 'trigger')
       if (r.notConnected) metrics.integrationNotConnected(name)
       if (name !== 'calendar-a' || signal.aborted) return
-      await pollCalendarStatus(rt.mirror.sqlite, rt.client, name, { signal })
+      await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal })
       // The change feed is read after a trigger that ran (a disconnected calendar has none).
       if (r.outcome === 'success' && !signal.aborted)
-        metrics.observeRun(await syncCalendarFeed(rt.syncContext({ signal }), rt.client), 'sweep')
+        metrics.observeRun(await syncCalendarFeed(app.syncContext({ signal }), app.client), 'sweep')
     },
   })
-  const s: Config['schedules'] = rt.config.schedules
+  const s: Config['schedules'] = app.config.schedules
   return [
     {
       name: 'sweep',
       cron: s.sweep,
-      run: (signal) => lane.run(async () => void observe(await runSweeps(rt.syncContext({ signal }), records))),
+      run: (signal) => lane.run(async () => void observe(await runSweeps(app.syncContext({ signal }), records))),
     },
     {
       name: 'reference',
       cron: s.reference,
       run: async (signal) =>
-        void observe(await runSweeps(rt.syncContext({ signal }), { ...selection, records: [], objects: undefined }), 'reference'),
+        void observe(await runSweeps(app.syncContext({ signal }), { ...selection, records: [], objects: undefined }), 'reference'),
     },
     {
       name: 'reconcile',
       cron: s.reconcile,
-      run: (signal) => lane.run(async () => void observe(await runReconciliations(rt.syncContext({ signal }), records))),
+      run: (signal) => lane.run(async () => void observe(await runReconciliations(app.syncContext({ signal }), records))),
     },
     trigger('calendar-a', s.calendarA),
     trigger('calendar-b', s.calendarB),
@@ -86,20 +86,20 @@ export function syncJobs({ rt, metrics, gaps, checkpointsInBackground }: SyncJob
           // A plan names `objects` for any custom object: sweep those the config selects, not all.
           const picked = selectStreams(plan.streams)
           const sweep = { ...picked, objects: picked.objects === undefined ? undefined : selection.objects }
-          const results = observe(await runSweeps(rt.syncContext({ signal }), sweep))
+          const results = observe(await runSweeps(app.syncContext({ signal }), sweep))
           // A failed or stopped sweep leaves the gap cursor where it was: the next check sweeps again.
           if (!signal.aborted && results.every((r) => r.outcome === 'success')) plan.commit()
         })
       },
     },
-    retentionJob({ sqlite: rt.mirror.sqlite, settings: rt.config.retention, cron: s.retention, logger: rt.logger, metrics }),
+    retentionJob({ sqlite: app.mirror.sqlite, settings: app.config.retention, cron: s.retention, logger: app.logger, metrics }),
     {
       // A reader holding a transaction stops SQLite's automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.
       name: 'checkpoint',
       cron: '*/5 * * * *',
       run: () => {
-        if (checkpointsInBackground?.() !== true) rt.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
+        if (checkpointsInBackground?.() !== true) app.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
         return Promise.resolve()
       },
     },

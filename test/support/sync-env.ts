@@ -1,8 +1,8 @@
-// A real runtime (mirror file, governor, client) pointed at an emulator, for integration tests.
+// A real app (mirror file, governor, client) pointed at an emulator, for integration tests.
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { loadConfig } from '../../src/config/index.js'
-import { createRuntime, type Runtime } from '../../src/daemon/runtime.js'
+import { createApp, type App } from '../../src/daemon/create-app.js'
 import { createLogger } from '../../src/log/logger.js'
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
 import type { ReferenceStream } from '../../connectors/reference.js'
@@ -13,7 +13,7 @@ import { closeWhenTestFinishes, type EmulatorEnv } from './emulator-env.js'
 import { compareMirror } from './compare-mirror.js'
 
 export interface SyncEnv {
-  rt: Runtime
+  app: App
   dir: string
   db: string
   sync(options?: {
@@ -29,23 +29,23 @@ export interface SyncEnv {
 
 const quietLogger = () => createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
-/** A runtime against the emulator; inside a test it is closed with the test (a second close is a no-op). */
+/** An app against the emulator; inside a test it is closed with the test (a second close is a no-op). */
 export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}, dir = tempDir()): Promise<SyncEnv> {
   const db = path.join(dir, 'mirror.db')
   const config = loadConfig({
     env: { FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000', FSM_LOG_LEVEL: 'warn', ...env },
   })
-  const rt = await createRuntime(config, quietLogger())
+  const app = await createApp(config, { logger: quietLogger() })
   let closed: Promise<void> | undefined
-  const close = () => (closed ??= rt.close())
+  const close = () => (closed ??= app.close())
   closeWhenTestFinishes(close)
   return {
-    rt,
+    app,
     dir,
     db,
     sync: (o = {}) =>
       runSweeps(
-        rt.syncContext(),
+        app.syncContext(),
         {
           records: [...(o.streams ?? RECORD_STREAMS)],
           reference: [...(o.reference ?? [])],
@@ -56,8 +56,8 @@ export async function syncEnv(emu: EmulatorEnv, env: Record<string, string> = {}
         { full: o.full ?? false },
       ),
     reconcile: (streams = RECORD_STREAMS, objects) =>
-      runReconciliations(rt.syncContext(), { records: [...streams], reference: [], metadata: [], objects, notBuilt: [] }),
-    rows: (sql, ...params) => rt.mirror.sqlite.prepare(sql).all(...params) as Record<string, unknown>[],
+      runReconciliations(app.syncContext(), { records: [...streams], reference: [], metadata: [], objects, notBuilt: [] }),
+    rows: (sql, ...params) => app.mirror.sqlite.prepare(sql).all(...params) as Record<string, unknown>[],
     close,
   }
 }

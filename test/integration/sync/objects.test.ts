@@ -157,7 +157,7 @@ describe('account metadata', () => {
     const secret = created.body.data.secret as string
     expect((await emu.api('POST', '/api/v1/clients', { firstName: 'Webhook', email: 'w@example.com' })).status).toBeLessThan(300)
     await emu.control('POST', '/deliveries/flush')
-    const ctx = env.rt.syncContext()
+    const ctx = env.app.syncContext()
     const results = [await syncMetadata(ctx, 'webhooks'), await syncMetadata(ctx, 'api_keys')]
     expect(results.map((r) => r.outcome)).toEqual(['success', 'success'])
     expect(env.rows('SELECT url FROM webhook_endpoints')).toEqual([{ url: 'http://127.0.0.1:9/hook' }])

@@ -14,14 +14,14 @@ describe('reconciliation writes', () => {
     const [victim] = (await emu.state('jobs')) as { id: string }[]
     await emu.control('POST', '/mutate', { resource: 'jobs', op: 'delete', id: victim!.id })
 
-    env.rt.mirror.sqlite.exec(
+    env.app.mirror.sqlite.exec(
       `CREATE TRIGGER fail_change_log BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'change_log insert refused by the test'); END`,
     )
     const [failed] = await env.reconcile([jobs])
     expect(failed!.outcome).toBe('error')
     expect(env.rows(`SELECT deleted_at FROM jobs WHERE id = ?`, victim!.id)).toEqual([{ deleted_at: null }])
 
-    env.rt.mirror.sqlite.exec(`DROP TRIGGER fail_change_log`)
+    env.app.mirror.sqlite.exec(`DROP TRIGGER fail_change_log`)
     const [again] = await env.reconcile([jobs])
     expect(again!.outcome).toBe('success')
     expect(again!.rows).toBe(1)

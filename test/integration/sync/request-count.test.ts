@@ -33,7 +33,7 @@ describe('a run records every attempt it made', () => {
       route: 'POST /api/v1/integrations/calendar-b/sync',
       force429: { count: 4, retryAfterSeconds: 0 },
     })
-    const run = await runTrigger(env.rt.syncContext(), env.rt.client, 'calendar-b')
+    const run = await runTrigger(env.app.syncContext(), env.app.client, 'calendar-b')
     expect(run.outcome).toBe('error')
     const seen = await logged(emu, '/api/v1/integrations/calendar-b/sync', 'POST')
     expect(seen).toBe(4)

@@ -131,11 +131,11 @@ describe('the request budget across processes', () => {
     const dir = tempDir()
     const first = await syncEnv(emu, {}, dir)
     await first.sync()
-    const spent = first.rt.governor.state().sentLastMinute
+    const spent = first.app.governor.state().sentLastMinute
     expect(spent).toBeGreaterThanOrEqual(4)
     await first.close()
     const second = await syncEnv(emu, {}, dir)
-    expect(second.rt.governor.state().sentLastMinute).toBe(spent)
+    expect(second.app.governor.state().sentLastMinute).toBe(spent)
     const upstream: unknown[] = await emu.control('GET', '/requests')
     expect(upstream).toHaveLength(spent)
   })

@@ -28,9 +28,9 @@ beforeAll(async () => {
     destination: new Writable({ write: (c: Buffer, _e, cb) => (logs.push(c.toString('utf8')), cb()) }),
   })
   service = createWebhookService({
-    sqlite: env.rt.mirror.sqlite,
+    sqlite: env.app.mirror.sqlite,
     logger,
-    client: env.rt.client,
+    client: env.app.client,
     config: { webhookSecrets: [], webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 10_000, rotationGraceHours: 24 } },
   })
   service.start()
@@ -55,17 +55,17 @@ const settle = async () => {
 
 describe('against the emulator', () => {
   test('register creates the endpoint for all seventeen events and stores its secret', async () => {
-    const r = await registerEndpoint(env.rt.client, service.secrets, first.url, Date.now)
+    const r = await registerEndpoint(env.app.client, service.secrets, first.url, Date.now)
     expect(r).toMatchObject({ action: 'created', url: first.url, rotated: false })
     const [endpoint] = await emu.state('webhooks')
     expect(endpoint.events).toHaveLength(17)
     expect(stored().map(({ endpointId, url, supersededAt }) => ({ endpointId, url, supersededAt }))).toEqual([
       { endpointId: r.endpointId, url: first.url, supersededAt: null },
     ])
-    expect((await listEndpoints(env.rt.client)).map((e) => e.id)).toEqual([r.endpointId])
-    expect(JSON.stringify(await listEndpoints(env.rt.client))).not.toContain('whsec_')
+    expect((await listEndpoints(env.app.client)).map((e) => e.id)).toEqual([r.endpointId])
+    expect(JSON.stringify(await listEndpoints(env.app.client))).not.toContain('whsec_')
     // Re-running with the same URL changes nothing and issues no secret.
-    expect(await registerEndpoint(env.rt.client, service.secrets, first.url, Date.now)).toMatchObject({
+    expect(await registerEndpoint(env.app.client, service.secrets, first.url, Date.now)).toMatchObject({
       action: 'unchanged',
       rotated: false,
     })
@@ -80,7 +80,7 @@ describe('against the emulator', () => {
     expect(service.metrics.intake.stored).toBeGreaterThanOrEqual(1)
     expect(await compareWithEmulator(emu, env, [jobs])).toEqual([])
     const endpointId = service.secrets.current()!.endpointId
-    const ok = await listDeliveries(env.rt.client, endpointId, { status: 'success' })
+    const ok = await listDeliveries(env.app.client, endpointId, { status: 'success' })
     expect(ok.map((d) => d.event)).toContain('job.updated')
   })
 
@@ -96,7 +96,7 @@ describe('against the emulator', () => {
 
   test('re-registering with a new URL rotates the secret; both accepted during the grace period', async () => {
     second = await startIntakeServer(service.handler, { path: '/webhooks' })
-    const r = await registerEndpoint(env.rt.client, service.secrets, second.url, Date.now)
+    const r = await registerEndpoint(env.app.client, service.secrets, second.url, Date.now)
     expect(r).toMatchObject({ action: 'updated', rotated: true, url: second.url })
     expect(stored().map((e) => ({ url: e.url, superseded: e.supersededAt !== null }))).toEqual([
       { url: first.url, superseded: true },
@@ -119,8 +119,8 @@ describe('against the emulator', () => {
     expect((await emu.api('PUT', `/api/v1/clients/${client.id}`, { notes: 'while the receiver is down' })).status).toBe(200)
     await emu.control('POST', '/deliveries/flush')
     const gaps = new DeliveryGapCheck({
-      client: env.rt.client,
-      sqlite: env.rt.mirror.sqlite,
+      client: env.app.client,
+      sqlite: env.app.mirror.sqlite,
       secrets: service.secrets,
       graceHours: 24,
       logger: createLogger({ level: 'silent' }),
@@ -134,8 +134,8 @@ describe('against the emulator', () => {
     // commit after it stores a good cursor.
     const warnings: string[] = []
     const watched = new DeliveryGapCheck({
-      client: env.rt.client,
-      sqlite: env.rt.mirror.sqlite,
+      client: env.app.client,
+      sqlite: env.app.mirror.sqlite,
       secrets: service.secrets,
       graceHours: 24,
       logger: createLogger({
@@ -144,7 +144,7 @@ describe('against the emulator', () => {
       }),
     })
     for (const garbage of ['not json', '{"since":"later","idsAtSince":[]}']) {
-      env.rt.mirror.sqlite.prepare(`UPDATE webhook_state SET value = ? WHERE key = 'delivery-gaps'`).run(garbage)
+      env.app.mirror.sqlite.prepare(`UPDATE webhook_state SET value = ? WHERE key = 'delivery-gaps'`).run(garbage)
       const again = await watched.check()
       expect(again.streams).toEqual(['clients'])
       again.commit()

@@ -31,7 +31,7 @@ test('missed deliveries of unselected streams only do not log a sweep: the line 
   const daemon = await startDaemon(config, createLogger({ level: 'info', destination }))
   try {
     // Deliveries fail: the endpoint points at a closed port. Only a job (not selected) changes.
-    await registerEndpoint(daemon.rt.client, daemon.webhooks.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
+    await registerEndpoint(daemon.app.client, daemon.webhooks.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
     const [job] = await emu.state('jobs')
     expect((await emu.api('PUT', `/api/v1/jobs/${job.id}`, { notes: 'lost: jobs' })).status).toBe(200)
     await emu.control('POST', '/deliveries/flush')

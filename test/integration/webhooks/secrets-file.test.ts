@@ -74,19 +74,19 @@ describe('webhook signing secrets stay out of the mirror', () => {
       if (typeof s === 'string') issued.push(s)
     }
     const client: RegistrationClient = {
-      get: (...a) => env.rt.client.get(...a),
+      get: (...a) => env.app.client.get(...a),
       post: async (...a) => {
-        const r = await env.rt.client.post(...a)
+        const r = await env.app.client.post(...a)
         watch(r.data)
         return r
       },
       put: async (...a) => {
-        const r = await env.rt.client.put(...a)
+        const r = await env.app.client.put(...a)
         watch(r.data)
         return r
       },
     }
-    const service = createWebhookService({ sqlite: env.rt.mirror.sqlite, logger: quiet(), client: env.rt.client, config: serviceConfig })
+    const service = createWebhookService({ sqlite: env.app.mirror.sqlite, logger: quiet(), client: env.app.client, config: serviceConfig })
     service.start()
     const first = await startIntakeServer(service.handler, { path: '/webhooks' })
     const second = await startIntakeServer(service.handler, { path: '/webhooks' })
@@ -122,9 +122,9 @@ describe('webhook signing secrets stay out of the mirror', () => {
   test('the secrets live in their own 0600 file beside the mirror, which gets FSM_DB_MODE (0640 by default)', async () => {
     const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 1, jobs: 1, invoices: 1, customRecords: 0 } })
     const env = await syncEnv(emu)
-    const service = createWebhookService({ sqlite: env.rt.mirror.sqlite, logger: quiet(), config: serviceConfig })
-    await registerEndpoint(env.rt.client, service.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
-    env.rt.mirror.sqlite.prepare(`INSERT INTO webhook_state (key, value, updated_at) VALUES ('x', 'y', 'z')`).run()
+    const service = createWebhookService({ sqlite: env.app.mirror.sqlite, logger: quiet(), config: serviceConfig })
+    await registerEndpoint(env.app.client, service.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
+    env.app.mirror.sqlite.prepare(`INSERT INTO webhook_state (key, value, updated_at) VALUES ('x', 'y', 'z')`).run()
     const file = secretsPathFor(env.db)
     expect(file).toBe(path.join(env.dir, 'mirror.secrets.json'))
     expect(mode(file)).toBe(0o600)
@@ -141,8 +141,8 @@ describe('webhook signing secrets stay out of the mirror', () => {
   test('query cannot read a secret: no secrets table in the mirror, and ATTACH of the secrets file is refused', async () => {
     const emu = await emulatorEnv({ allowHttpWebhooks: true, counts: { clients: 1, jobs: 1, invoices: 1, customRecords: 0 } })
     const env = await syncEnv(emu)
-    const service = createWebhookService({ sqlite: env.rt.mirror.sqlite, logger: quiet(), config: serviceConfig })
-    await registerEndpoint(env.rt.client, service.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
+    const service = createWebhookService({ sqlite: env.app.mirror.sqlite, logger: quiet(), config: serviceConfig })
+    await registerEndpoint(env.app.client, service.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
     await service.stop()
     await env.close()
     const file = secretsPathFor(env.db)

@@ -19,7 +19,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
     })
     const config = inProcessDaemonConfig(emu, { streams: ['clients'] })
     const daemon = await startDaemon(config, createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) }))
-    const rows = (sql: string) => daemon.rt.mirror.sqlite.prepare(sql).all() as Record<string, unknown>[]
+    const rows = (sql: string) => daemon.app.mirror.sqlite.prepare(sql).all() as Record<string, unknown>[]
     const settle = async () => {
       await emu.control('POST', '/deliveries/flush')
       await daemon.webhooks.processor.drained()
@@ -27,7 +27,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
     try {
       expect(await daemon.scheduler.runNow('sweep')).toBe(true)
       expect(rows('SELECT count(*) AS n FROM clients')).toEqual([{ n: 3 }])
-      const reg = await registerEndpoint(daemon.rt.client, daemon.webhooks.secrets, `${daemon.url}/webhooks`, Date.now)
+      const reg = await registerEndpoint(daemon.app.client, daemon.webhooks.secrets, `${daemon.url}/webhooks`, Date.now)
       const changesBefore = rows(`SELECT count(*) AS n FROM change_log WHERE table_name <> 'clients'`)
       await emu.control('POST', '/requests/clear')
 
@@ -60,7 +60,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       expect(rows(`SELECT count(*) AS n FROM change_log WHERE table_name <> 'clients'`)).toEqual(changesBefore)
       expect(await emu.control('GET', '/requests?path=/api/v1/jobs&method=GET')).toEqual([])
       expect(daemon.webhooks.metrics.processor.skipped).toBe(jobRows.length)
-      expect(statusReport(daemon.rt.mirror.sqlite, Date.now()).webhookInbox).toMatchObject({
+      expect(statusReport(daemon.app.mirror.sqlite, Date.now()).webhookInbox).toMatchObject({
         backlog: 0,
         failed: 0,
         skipped: jobRows.length,
@@ -68,7 +68,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
 
       // Deliveries now fail (the endpoint points at a closed port): the gap check finds both
       // streams' failures, and sweeps clients only.
-      await registerEndpoint(daemon.rt.client, daemon.webhooks.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
+      await registerEndpoint(daemon.app.client, daemon.webhooks.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
       expect((await emu.api('PUT', `/api/v1/jobs/${job.id}`, { notes: 'lost: jobs' })).status).toBe(200)
       expect((await emu.api('PUT', `/api/v1/clients/${client.id}`, { notes: 'lost: clients' })).status).toBe(200)
       await settle()

@@ -1,6 +1,9 @@
-// Builds the object graph once per process (dependencies are passed in, never looked up):
-// the mirror, the sync bookkeeping, one request governor for the key and the client that uses it.
+// The composition root: builds the object graph once per process (dependencies are passed in, never
+// looked up): the mirror, the sync bookkeeping, one request governor for the key and the client that
+// uses it. The daemon and the one-shot commands take what they need from it. It lives beside the
+// daemon's other builders (api-access.ts, run-ownership.ts) so that the layer rule needs no new row.
 import type { ApiClient, ResponseEvent } from '../api/api-client.js'
+import { systemClock, type Clock } from '../api/clock.js'
 import type { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
@@ -12,9 +15,10 @@ import { createProgress } from '../sync/progress.js'
 import { createApiAccess } from './api-access.js'
 import { RunOwnership } from './run-ownership.js'
 
-export interface Runtime {
+export interface App {
   config: Config
   logger: Logger
+  clock: Clock
   mirror: Mirror
   state: SyncStateStore
   governor: RequestGovernor
@@ -33,16 +37,21 @@ export function requireApiSettings(config: Config): { baseUrl: string; apiKey: s
   return { baseUrl: config.baseUrl, apiKey: config.apiKey }
 }
 
-export interface RuntimeOptions {
+export interface AppOptions {
+  logger: Logger
+  /** Time for the sync context, the run ownership and the request budget. Default: the system clock. */
+  clock?: Clock
   /** Called after every upstream attempt (the daemon's request metrics). */
   onResponse?: (event: ResponseEvent) => void
 }
 
-export async function createRuntime(config: Config, logger: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
+export async function createApp(config: Config, options: AppOptions): Promise<App> {
+  const { logger, clock = systemClock } = options
+  const now = () => clock.now()
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
   // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
-  const ownership = new RunOwnership(mirror.sqlite, logger)
+  const ownership = new RunOwnership(mirror.sqlite, logger, { now })
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0)
@@ -51,16 +60,14 @@ export async function createRuntime(config: Config, logger: Logger, options: Run
       'runs left unfinished by a process that is gone are marked interrupted; going on from their last checkpoint',
     )
   // One budget for the key across processes (see api-access.ts).
-  const { governor, client } = createApiAccess(
-    { ...config, baseUrl, apiKey },
-    logger,
-    mirror.sqlite,
-    options.onResponse === undefined ? {} : { onResponse: options.onResponse },
-  )
-  const now = () => Date.now()
+  const { governor, client } = createApiAccess({ ...config, baseUrl, apiKey }, logger, mirror.sqlite, {
+    clock,
+    ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
+  })
   return {
     config,
     logger,
+    clock,
     mirror,
     state,
     governor,
