@@ -52,10 +52,10 @@ const ALLOWED_FILES: readonly Allowance[] = [
     typesOnly: true,
     why: 'the store names the custom-object types that connectors declare',
   },
-  // The CLI starts the emulator for `fsm-sync emulator` and `fsm-sync demo`; nothing else in the
-  // product reaches into it.
+  // `fsm-sync emulator` runs the emulator and the demo's orchestration starts one; nothing else in
+  // the product reaches into it.
   { from: 'src/cli/emulator.ts', to: 'emulator/cli.ts', why: '`fsm-sync emulator` runs it' },
-  { from: 'src/cli/demo.ts', to: 'emulator/index.ts', why: '`fsm-sync demo` starts one in-process' },
+  { from: 'src/daemon/demo.ts', to: 'emulator/index.ts', why: '`fsm-sync demo` starts one in-process' },
 ]
 
 const TREES = ['src', 'connectors', 'emulator']
