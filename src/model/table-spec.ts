@@ -1,0 +1,59 @@
+// What a mirrored table is, as data: its columns with their types, its key, where each column's value
+// comes from upstream, and what it means. Stream declarations (connectors/) and the store's own state
+// tables are written in this shape; the mirror's migrations are checked against it, and every reader
+// that needs to know a table (a destination's DDL, the schema catalog, exports) derives from it.
+
+/**
+ * A column's type, independent of the database:
+ * - `text`: a string.
+ * - `time`: an instant, stored in the mirror as canonical ISO-8601 UTC text (`2025-01-02T03:04:05.000Z`).
+ *   A value upstream sent that is not an instant is kept as text in the mirror (it is in `raw` too).
+ * - `real`: a double-precision number.
+ * - `integer`: a 64-bit integer.
+ * - `flag`: a boolean, stored in SQLite as 0 or 1.
+ * - `json`: an object or array, stored in SQLite as JSON text.
+ * - `bytes`: a byte string.
+ */
+export type ColumnKind = 'text' | 'time' | 'real' | 'integer' | 'flag' | 'json' | 'bytes'
+
+export interface ColumnSpec {
+  readonly name: string
+  readonly kind: ColumnKind
+  readonly nullable: boolean
+  /**
+   * Where the value comes from: the upstream payload path it maps from (`jobPhone.number`;
+   * alternatives as `jobType|type`), or undefined for a column fsm-sync computes itself.
+   */
+  readonly from?: string
+  /** One sentence on what the column holds, for the schema catalog and docs/tables.md. */
+  readonly description: string
+}
+
+export interface TableSpec {
+  readonly name: string
+  /** One sentence on what a row is. */
+  readonly description: string
+  /** `data`: the account's data, replicated to destinations; `state`: the daemon's own bookkeeping. */
+  readonly role: 'data' | 'state'
+  readonly primaryKey: readonly string[]
+  readonly columns: readonly ColumnSpec[]
+  /** A child table: its rows are replaced with the parent row that owns them. */
+  readonly parent?: { readonly table: string; readonly column: string }
+}
+
+/** The SQLite storage class a column kind is declared with in a STRICT table. */
+export function sqliteType(kind: ColumnKind): 'TEXT' | 'REAL' | 'INTEGER' | 'BLOB' {
+  switch (kind) {
+    case 'text':
+    case 'time':
+    case 'json':
+      return 'TEXT'
+    case 'real':
+      return 'REAL'
+    case 'integer':
+    case 'flag':
+      return 'INTEGER'
+    case 'bytes':
+      return 'BLOB'
+  }
+}
