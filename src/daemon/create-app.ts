@@ -3,7 +3,7 @@
 // uses it. The daemon and the one-shot commands take what they need from it. It lives beside the
 // daemon's other builders (api-access.ts, run-ownership.ts) so that the layer rule needs no new row.
 import type { ApiClient, ResponseEvent } from '../api/api-client.js'
-import { systemClock, type Clock } from '../api/clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import type { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'

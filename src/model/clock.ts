@@ -1,5 +1,6 @@
-// Time as a dependency: everything in src/api that waits or reads the time takes a Clock, so tests
-// drive hours of governor time in milliseconds of real time.
+// Time as a dependency: everything in src/ that waits or reads the time takes this Clock, one per
+// process, built by the composition root (docs/architecture.md, Time), so tests drive hours of
+// schedules, budgets and back-offs in milliseconds of real time with the FakeClock of test/support.
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -35,6 +36,7 @@ export function abortReason(signal: AbortSignal | undefined): Error {
   return new DOMException('The operation was aborted', 'AbortError')
 }
 
+/** The real time: the one place in src/ that reads the system clock and arms its timers. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer: (ms, fn) => {
