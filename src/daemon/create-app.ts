@@ -51,7 +51,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
   // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
-  const ownership = new RunOwnership(mirror.sqlite, logger, { now })
+  const ownership = new RunOwnership(mirror.sqlite, logger, { clock })
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0)

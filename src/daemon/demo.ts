@@ -97,7 +97,7 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     })
     const logger = createLogger({ level: config.logLevel, secrets: [emulator.apiKey], destination: options.logDestination })
     const began = isoNow(clock.now())
-    daemon = await startDaemon(config, logger)
+    daemon = await startDaemon(config, { logger, clock })
     const d = daemon
     const sqlite = d.app.mirror.sqlite
     const webhookUrl = `${d.url}${config.webhooks.path}`

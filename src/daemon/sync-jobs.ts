@@ -92,7 +92,14 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJo
         })
       },
     },
-    retentionJob({ sqlite: app.mirror.sqlite, settings: app.config.retention, cron: s.retention, logger: app.logger, metrics }),
+    retentionJob({
+      sqlite: app.mirror.sqlite,
+      settings: app.config.retention,
+      cron: s.retention,
+      logger: app.logger,
+      metrics,
+      clock: app.clock,
+    }),
     {
       // A reader holding a transaction stops SQLite's automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.

@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, test } from 'vitest'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { createLogger } from '../../../src/log/logger.js'
+import { systemClock } from '../../../src/model/clock.js'
 import { MIRROR_FAULT_PREFIX, WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
@@ -69,7 +70,14 @@ describe('a processor that meets a failing mirror records the error on the deliv
       destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }),
     })
     const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger, onStored: () => processor.wake() })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, storeRetryMs: 20, storeRetryMaxMs: 320 })
+    const processor = new WebhookProcessor({
+      sqlite: mirror.sqlite,
+      inbox,
+      logger,
+      clock: systemClock,
+      storeRetryMs: 20,
+      storeRetryMaxMs: 320,
+    })
     // Stored (acknowledged) before applying starts; applying them needs pages the mirror no longer has.
     for (let i = 1; i <= 20; i++)
       expect(
@@ -132,7 +140,7 @@ describe('a processor that meets a failing mirror records the error on the deliv
     inbox.markFault('d1', 'the mirror is full')
     await inbox.close()
     const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, clock: systemClock })
     processor.start()
     await processor.drained()
     expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([
@@ -156,7 +164,7 @@ describe('a processor that meets a failing mirror records the error on the deliv
       sqlite: mirror.sqlite,
       inbox: next,
       logger,
-      now: Date.now,
+      clock: systemClock,
       storeRetryMs: 10,
       storeRetryMaxMs: 20,
     })
@@ -217,7 +225,7 @@ describe('a processor that finds the mirror locked by another process keeps the 
       sqlite: mirror.sqlite,
       inbox,
       logger,
-      now: Date.now,
+      clock: systemClock,
       gatherMs: 0,
       storeRetryMs: 10,
       storeRetryMaxMs: 20,
