@@ -13,6 +13,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
 import { createLogger } from '../src/log/logger.js'
+import { systemClock } from '../src/model/clock.js'
 import { startBackgroundCheckpoints } from '../src/store/background-checkpoints.js'
 import { fileBytes } from '../src/store/incremental-vacuum.js'
 import { openMirror } from '../src/store/mirror-database.js'
@@ -84,7 +85,8 @@ export default async function bench(): Promise<BenchResult> {
   const service = createWebhookService({
     sqlite: mirror.sqlite,
     logger,
-    now: () => now,
+    // Hours of deliveries in minutes: the clock reads the simulated time, its timers are real.
+    clock: { ...systemClock, now: () => now },
     config: {
       webhookSecrets: [SECRET],
       webhooks: { path: '/webhooks', maxBodyBytes: 1 << 20, maxBacklog: 100_000, rotationGraceHours: 24 },

@@ -4,7 +4,7 @@
 import { Pool } from 'undici'
 import type { IncomingHttpHeaders } from 'undici/types/header.js'
 import type { Logger } from '../log/logger.js'
-import { abortReason, systemClock, type Clock } from './clock.js'
+import { abortReason, systemClock, type Clock } from '../model/clock.js'
 import { apiErrorFor, networkErrorFor, type RouteInfo } from './error-mapping.js'
 import { MalformedResponseError, RequestDeadlineError } from './errors.js'
 import { readRateLimitHeaders } from './rate-limit-headers.js'

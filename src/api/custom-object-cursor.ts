@@ -2,7 +2,7 @@
 // is id-ordered and not a snapshot, so a record updated behind the walk is missed by it; the next
 // `updated_since` bookmark is therefore the time the walk began (the upstream `Date` header of the
 // first answer) minus a margin, not the largest updatedAt seen.
-import { systemClock, type Clock } from './clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import { MalformedResponseError } from './errors.js'
 import { extractRows } from './page-rows.js'
 import type { Priority } from './governor/index.js'

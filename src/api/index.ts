@@ -8,8 +8,6 @@ export {
   type ResponseEvent,
   type Timeouts,
 } from './api-client.js'
-export { systemClock, type Clock } from './clock.js'
-export { FakeClock } from './fake-clock.js'
 export { customObjectCursor, type CustomObjectOptions, type CustomObjectPage } from './custom-object-cursor.js'
 export {
   ApiError,

@@ -2,7 +2,7 @@
 // a stop that overruns its budget, ends the process at once with exit 1.
 import { startDaemon } from '../daemon/daemon.js'
 import type { Command } from './command.js'
-import { STOP_SIGNALS } from './stop-signals.js'
+import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
 
 /** The daemon exits within 10 s of SIGTERM (README.md, Commands); leave a margin to end. */
 const STOP_BUDGET_MS = 9000
@@ -12,7 +12,9 @@ export const runCommand: Command = {
   describe: 'The daemon: scheduled sweeps, reconciliation and triggers, webhook intake, health and metrics',
   run: async (_args, ctx) => {
     const logger = ctx.logger()
-    const daemon = await startDaemon(ctx.config(), logger)
+    const daemon = await startDaemon(ctx.config(), { logger })
+    // The app's clock (create-app.ts): the stop budget and the exit deadlines are counted on it.
+    const clock = daemon.app.clock
     ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.app.config.webhooks.path})\n`)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       const first = (s: NodeJS.Signals) => {
@@ -28,28 +30,20 @@ export const runCommand: Command = {
       if (!daemon.stuck()) return process.exit(code)
       logger.error('a disk sync never returned: ending the process with SIGKILL (a normal exit would wait for it); committed work is safe')
       logger.flush()
-      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100)
+      clock.setTimer(100, () => process.kill(process.pid, 'SIGKILL'))
     }
     const force = () => {
       logger.error('stop did not finish in time: exiting now (committed work is safe; the next start resumes)')
       logger.flush()
       exit(1)
     }
-    const timer = setTimeout(force, STOP_BUDGET_MS)
-    timer.unref()
-    for (const s of STOP_SIGNALS) process.once(s, force)
-    try {
-      await daemon.stop()
-    } finally {
-      clearTimeout(timer)
-      for (const s of STOP_SIGNALS) process.off(s, force)
-    }
+    await stopWithin(() => daemon.stop(), { clock, budgetMs: STOP_BUDGET_MS, overrun: force })
     if (daemon.stuck()) {
       exit(1)
       return 1
     }
     // Everything is closed; should a stray handle keep the loop alive, end anyway.
-    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref()
+    clock.setTimer(1000, () => process.exit(process.exitCode ?? 0), { background: true })
     return 0
   },
 }

@@ -1,6 +1,7 @@
 // `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
+import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 
@@ -14,7 +15,7 @@ export const statusCommand: Command = {
     try {
       let read
       try {
-        read = statusReport(mirror.sqlite, Date.now())
+        read = statusReport(mirror.sqlite, systemClock.now())
       } catch (err) {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)

@@ -16,7 +16,7 @@ export const triggerCommand: Command = {
       const result = await runTrigger(app.syncContext({ signal }), app.client, name)
       ;(result.outcome === 'success' ? ctx.io.stdout : ctx.io.stderr).write(formatTrigger(result))
       if (name === 'calendar-a' && !result.notConnected) {
-        const status = await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal })
+        const status = await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal, now: () => app.clock.now() })
         if (status !== undefined)
           ctx.io.stdout.write(
             `calendar-a status: ${status.connected === true ? 'connected' : 'not connected'}, last sync ${status.lastSyncAt ?? 'never'}\n`,

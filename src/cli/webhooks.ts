@@ -43,7 +43,7 @@ export const webhooksCommand: Command = {
 }
 
 async function register(app: App, store: SecretStore, url: string, io: Io): Promise<number> {
-  const r = await registerEndpoint(app.client, store, url, Date.now)
+  const r = await registerEndpoint(app.client, store, url, () => app.clock.now())
   const what = {
     created: `registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,
     recreated: `the previous endpoint was gone upstream; registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,

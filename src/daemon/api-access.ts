@@ -4,7 +4,7 @@
 // another), every process running at the same time claims each start in it (the daemon beside a
 // cron reconcile), and the adaptive limit counts all of them as ours.
 import { ApiClient, type ApiClientOptions, type ResponseEvent } from '../api/api-client.js'
-import { systemClock, type Clock } from '../api/clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'

@@ -3,7 +3,7 @@
 // uses it. The daemon and the one-shot commands take what they need from it. It lives beside the
 // daemon's other builders (api-access.ts, run-ownership.ts) so that the layer rule needs no new row.
 import type { ApiClient, ResponseEvent } from '../api/api-client.js'
-import { systemClock, type Clock } from '../api/clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import type { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import { ConfigError } from '../config/index.js'
@@ -51,7 +51,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const { baseUrl, apiKey } = requireApiSettings(config)
   const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
   // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
-  const ownership = new RunOwnership(mirror.sqlite, logger, { now })
+  const ownership = new RunOwnership(mirror.sqlite, logger, { clock })
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0)

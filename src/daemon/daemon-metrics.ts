@@ -9,12 +9,15 @@ import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../store/timestamps.js'
+import { systemClock } from '../model/clock.js'
 
 export interface MetricSources {
   governor: () => GovernorState
   webhookCounters?: () => Record<string, number>
   webhookBacklog?: () => number
   checkpoints?: () => CheckpointStats
+  /** The process's clock: when a run's success is recorded. Default: the system clock. */
+  now?: () => number
 }
 
 export class DaemonMetrics {
@@ -28,8 +31,10 @@ export class DaemonMetrics {
   readonly #lastSuccess
   readonly #notConnected
   readonly #retention
+  readonly #now: () => number
 
   constructor(sources: MetricSources) {
+    this.#now = sources.now ?? (() => systemClock.now())
     const registers = [this.registry]
     this.#requests = new Counter({
       name: 'fsm_api_requests_total',
@@ -166,7 +171,7 @@ export class DaemonMetrics {
     for (const s of states) if (s.lastSuccessAt !== null) this.#lastSuccess.set({ stream: s.stream }, parseInstant(s.lastSuccessAt) / 1000)
   }
 
-  observeRun(r: RunResult, kind: string = r.kind, at: number = Date.now()): void {
+  observeRun(r: RunResult, kind: string = r.kind, at: number = this.#now()): void {
     const labels = { stream: r.stream, kind }
     this.#rows.inc(labels, r.rows)
     this.#runs.inc({ ...labels, outcome: r.outcome })

@@ -5,6 +5,7 @@
 import type { Server } from 'node:http'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
 import { startBackgroundCheckpoints, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
@@ -35,16 +36,30 @@ export interface Daemon {
   stuck(): boolean
 }
 
-export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
+export interface DaemonOptions {
+  logger: Logger
+  /** The process's one clock, handed to createApp; every part below takes it from the app. Default: the system clock. */
+  clock?: Clock
+}
+
+export async function startDaemon(config: Config, options: DaemonOptions): Promise<Daemon> {
+  const { logger } = options
   // The client is built before the metrics (which read its governor): forward through a holder.
   const hook: { metrics?: DaemonMetrics } = {}
-  const app = await createApp(config, { logger, onResponse: (e) => hook.metrics?.onResponse(e) })
+  const app = await createApp(config, {
+    logger,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    onResponse: (e) => hook.metrics?.onResponse(e),
+  })
+  const clock = app.clock
+  const now = () => clock.now()
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
   const webhooks = createWebhookService({
     sqlite: app.mirror.sqlite,
     config,
     logger,
+    clock,
     client: app.client,
     streams: RECORD_STREAMS,
     selectedStreams: config.streams,
@@ -58,6 +73,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
     checkpoints: () => started.checkpoints?.stats() ?? { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0 },
+    now,
   })
   hook.metrics = m
   m.seedLastSuccess(app.state.all())
@@ -67,11 +83,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     secrets: webhooks.secrets,
     graceHours: config.webhooks.rotationGraceHours,
     logger,
+    now,
     selectedStreams: config.streams,
   })
   const scheduler = new Scheduler(
     syncJobs({ app, metrics: m, gaps, checkpointsInBackground: () => started.checkpoints?.running === true }),
     logger,
+    clock,
   )
   let stopping = false
   const server: Server = createDaemonServer({

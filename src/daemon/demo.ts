@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { request } from 'undici'
-import { systemClock, type Clock } from '../api/clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import { loadConfig } from '../config/index.js'
 import { createLogger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -97,7 +97,7 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     })
     const logger = createLogger({ level: config.logLevel, secrets: [emulator.apiKey], destination: options.logDestination })
     const began = isoNow(clock.now())
-    daemon = await startDaemon(config, logger)
+    daemon = await startDaemon(config, { logger, clock })
     const d = daemon
     const sqlite = d.app.mirror.sqlite
     const webhookUrl = `${d.url}${config.webhooks.path}`

@@ -83,7 +83,8 @@ export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve())
     server.closeIdleConnections()
-    // A client that holds a request open past the drain does not hold the shutdown.
+    // A client that holds a request open past the drain does not hold the shutdown. Real time, not
+    // the Clock: it bounds socket I/O.
     setTimeout(() => server.closeAllConnections(), 2000).unref()
   })
 }

@@ -3,6 +3,7 @@
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
 import type { ApiClient } from '../api/api-client.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { systemClock } from '../model/clock.js'
 import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
 import { describeError } from '../sync/describe-error.js'
 
@@ -30,7 +31,7 @@ export async function pollCalendarStatus(
   name: 'calendar-a',
   options: { signal?: AbortSignal; now?: () => number } = {},
 ): Promise<CalendarStatus | undefined> {
-  const checkedAt = isoNow((options.now ?? Date.now)())
+  const checkedAt = isoNow(options.now?.() ?? systemClock.now())
   const upsert = sqlite.prepare(
     `INSERT INTO integration_status (name, connected, email, last_sync_at, calendar_id, error, raw, checked_at)
      VALUES (@name, @connected, @email, @lastSyncAt, @calendarId, @error, @raw, @checkedAt)

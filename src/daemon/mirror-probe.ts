@@ -63,6 +63,7 @@ function write(sqlite: Sqlite): ProbeResult {
     sqlite.pragma('busy_timeout = 0')
     sqlite
       .prepare(`INSERT INTO mirror_probe (id, written_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at`)
+      // The system's time, not the Clock: the write only proves the mirror takes writes.
       .run(new Date().toISOString())
   } catch (err) {
     const code = (err as { code?: unknown }).code

@@ -9,6 +9,7 @@
 // saying how to switch it with the daemon stopped. It still works: retention deletes as usual and
 // SQLite reuses the freed pages, so the file stops growing; it just does not shrink.
 import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
 import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../store/incremental-vacuum.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { runRetention, type RetentionSettings } from '../store/retention.js'
@@ -57,17 +58,19 @@ export interface RetentionJobDeps {
   cron: string
   logger: Logger
   metrics: DaemonMetrics
-  now?: () => number
+  /** The app's clock: the age of a row is measured from its now. */
+  clock: Clock
 }
 
-export function retentionJob({ sqlite, settings, cron, logger, metrics, now = Date.now }: RetentionJobDeps): JobDefinition {
+export function retentionJob({ sqlite, settings, cron, logger, metrics, clock }: RetentionJobDeps): JobDefinition {
   const log = logger.child({ job: 'retention' })
   return {
     name: 'retention',
     cron,
     run: async (signal) => {
+      // A measurement of the pass's own work for the log line, not a time the job acts on.
       const started = performance.now()
-      const r = await runRetention(sqlite, now(), settings, { signal })
+      const r = await runRetention(sqlite, clock.now(), settings, { signal })
       metrics.retentionRemoved(r.removed)
       log.info(
         { removed: r.removed, freedPages: r.freedPages, aborted: r.aborted, durationMs: Math.round(performance.now() - started) },

@@ -5,6 +5,7 @@
 import { readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { Logger } from '../log/logger.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { ownerLiveness, type ProcessIdentity, type RunOwner } from '../store/owner-liveness.js'
 import { RunOwnerStore } from '../store/run-owners.js'
@@ -19,7 +20,8 @@ export const STALE_AFTER_MS = 60_000
 export interface RunOwnershipOptions {
   heartbeatMs?: number
   staleAfterMs?: number
-  now?: () => number
+  /** The app's clock (create-app.ts): the heartbeat's times and its timer. */
+  clock?: Clock
   identity?: ProcessIdentity
   pidExists?: (pid: number) => boolean
 }
@@ -36,25 +38,30 @@ export class RunOwnership {
   readonly #store: RunOwnerStore
   readonly #sqlite: Sqlite
   readonly #self: Omit<RunOwner, 'heartbeatAt'>
-  readonly #now: () => number
+  readonly #clock: Clock
   readonly #staleAfterMs: number
   readonly #pidExists: (pid: number) => boolean
-  readonly #timer: NodeJS.Timeout
+  #cancelBeat: (() => void) | undefined
   #beatFailed = false
 
   constructor(sqlite: Sqlite, logger: Logger, options: RunOwnershipOptions = {}) {
     this.#sqlite = sqlite
     this.#store = new RunOwnerStore(sqlite)
-    this.#now = options.now ?? Date.now
+    this.#clock = options.clock ?? systemClock
     this.#staleAfterMs = options.staleAfterMs ?? STALE_AFTER_MS
     this.#pidExists = options.pidExists ?? pidExists
     const identity = options.identity ?? currentProcess()
-    const startedAt = isoNow(this.#now())
+    const startedAt = isoNow(this.#clock.now())
     this.id = this.#store.register(identity, startedAt, startedAt)
     this.#self = { ...identity, id: this.id, startedAt }
-    this.#timer = setInterval(() => {
+    const everyMs = options.heartbeatMs ?? HEARTBEAT_MS
+    // In the background: the heartbeat alone never keeps a one-shot command running.
+    const arm = () => {
+      this.#cancelBeat = this.#clock.setTimer(everyMs, beat, { background: true })
+    }
+    const beat = () => {
       try {
-        this.#store.beat(this.#self, isoNow(this.#now()))
+        this.#store.beat(this.#self, isoNow(this.#clock.now()))
         this.#beatFailed = false
       } catch (err) {
         // Only matters to another host: after STALE_AFTER_MS of silence it may abandon our runs.
@@ -62,13 +69,14 @@ export class RunOwnership {
           logger.warn({ err }, "cannot refresh this process's heartbeat in the mirror; another host may take its runs for abandoned")
         this.#beatFailed = true
       }
-    }, options.heartbeatMs ?? HEARTBEAT_MS)
-    this.#timer.unref()
+      arm()
+    }
+    arm()
   }
 
   /** Marks interrupted the running runs of owners that are gone; returns them with the reason. */
   abandonGone(state: SyncStateStore): { runs: number; owners: AbandonedOwner[] } {
-    const now = this.#now()
+    const now = this.#clock.now()
     const rules = { now, staleAfterMs: this.#staleAfterMs, pidExists: this.#pidExists }
     // The owners are read under the same write lock that marks runs interrupted: read before it, a
     // process that registers and starts a run in between would have its live run taken for one
@@ -95,7 +103,8 @@ export class RunOwnership {
 
   /** Stops the heartbeat and removes this process's row: a run it left running is then abandoned at the next start. */
   close(): void {
-    clearInterval(this.#timer)
+    this.#cancelBeat?.()
+    this.#cancelBeat = undefined
     try {
       this.#store.remove(this.id)
     } catch {

@@ -2,9 +2,12 @@
 // skipped tick is logged and a running job can be awaited on shutdown: a job never runs twice at
 // once, a tick that comes while it runs is noted and dropped (never queued), and a failed job is
 // logged and waits for its next tick (no retry storm; the client already retries what may succeed).
+// Croner only reads the pattern (`nextRun(from)`); the waiting is the injected Clock's, so the
+// FakeClock of the tests drives schedules as it drives every other timer (docs/architecture.md, Time).
 import { Cron } from 'croner'
 import { SCHEDULE_OFF } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
+import { systemClock, type Clock } from '../model/clock.js'
 
 export interface JobDefinition {
   name: string
@@ -15,20 +18,41 @@ export interface JobDefinition {
 
 interface JobSlot {
   def: JobDefinition
-  cron: Cron | undefined
+  /** The parsed pattern (never started: croner arms no timer of its own); undefined when "off". */
+  pattern: Cron | undefined
+  /** The armed next run; null when the pattern has none; undefined before start and after stop. */
+  next: Date | null | undefined
+  /** Cancels the armed timer. */
+  cancel: (() => void) | undefined
   running: Promise<void> | undefined
   skipped: number
 }
 
+/**
+ * Longest single wait (ms): a Node timer fires at once past 2^31-1 ms (about 24.8 days), so a yearly
+ * schedule waits in steps of this and looks again.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
 export class Scheduler {
   readonly #logger: Logger
+  readonly #clock: Clock
   readonly #jobs = new Map<string, JobSlot>()
   readonly #controller = new AbortController()
   #state: 'idle' | 'running' | 'stopped' = 'idle'
 
-  constructor(jobs: readonly JobDefinition[], logger: Logger) {
+  constructor(jobs: readonly JobDefinition[], logger: Logger, clock: Clock = systemClock) {
     this.#logger = logger
-    for (const def of jobs) this.#jobs.set(def.name, { def, cron: undefined, running: undefined, skipped: 0 })
+    this.#clock = clock
+    for (const def of jobs)
+      this.#jobs.set(def.name, {
+        def,
+        pattern: def.cron === SCHEDULE_OFF ? undefined : new Cron(def.cron, { paused: true }),
+        next: undefined,
+        cancel: undefined,
+        running: undefined,
+        skipped: 0,
+      })
   }
 
   /** True between `start()` and `stop()`. */
@@ -44,12 +68,30 @@ export class Scheduler {
   start(): void {
     if (this.#state !== 'idle') return
     this.#state = 'running'
-    for (const slot of this.#jobs.values()) {
-      if (slot.def.cron === SCHEDULE_OFF) continue
-      slot.cron = new Cron(slot.def.cron, { name: `fsm-sync:${slot.def.name}` }, () => {
-        void this.runNow(slot.def.name)
-      })
+    for (const slot of this.#jobs.values()) this.#arm(slot, this.#clock.now())
+  }
+
+  /**
+   * Arms the timer for the first run strictly after `from`. A tick arms the next from its own
+   * planned time (or the clock's, when later), so a timer that fires a little early never runs a
+   * job twice for one tick, and ticks missed while the process slept are not made up.
+   */
+  #arm(slot: JobSlot, from: number): void {
+    if (slot.pattern === undefined || this.#state !== 'running') return
+    const next = slot.pattern.nextRun(new Date(from))
+    slot.next = next
+    if (next === null) return
+    const at = next.getTime()
+    const wait = at - this.#clock.now()
+    if (wait > MAX_TIMER_MS) {
+      slot.cancel = this.#clock.setTimer(MAX_TIMER_MS, () => this.#arm(slot, this.#clock.now()))
+      return
     }
+    slot.cancel = this.#clock.setTimer(wait, () => {
+      slot.cancel = undefined
+      this.#arm(slot, Math.max(at, this.#clock.now()))
+      void this.runNow(slot.def.name)
+    })
   }
 
   /** Names of the jobs whose schedule is switched off ("off"): they never run on their own. */
@@ -67,11 +109,11 @@ export class Scheduler {
       this.#logger.info({ job: name, skipped: slot.skipped }, 'scheduled job still running from an earlier tick: this tick is skipped')
       return false
     }
-    const started = Date.now()
+    const started = this.#clock.now()
     slot.running = slot.def
       .run(this.#controller.signal)
       .then(
-        () => this.#logger.debug({ job: name, durationMs: Date.now() - started }, 'scheduled job finished'),
+        () => this.#logger.debug({ job: name, durationMs: this.#clock.now() - started }, 'scheduled job finished'),
         (err: unknown) => this.#logger.error({ err, job: name }, 'scheduled job failed; it runs again at its next tick'),
       )
       .finally(() => {
@@ -89,10 +131,7 @@ export class Scheduler {
   /** Next run per job; "off" for a schedule switched off. */
   nextRuns(): Record<string, string | null> {
     return Object.fromEntries(
-      [...this.#jobs.values()].map((s) => [
-        s.def.name,
-        s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.cron?.nextRun()?.toISOString() ?? null),
-      ]),
+      [...this.#jobs.values()].map((s) => [s.def.name, s.def.cron === SCHEDULE_OFF ? SCHEDULE_OFF : (s.next?.toISOString() ?? null)]),
     )
   }
 
@@ -104,7 +143,11 @@ export class Scheduler {
   /** Stops every schedule, aborts the running jobs' signal and waits for them to end. */
   async stop(): Promise<void> {
     this.#state = 'stopped'
-    for (const slot of this.#jobs.values()) slot.cron?.stop()
+    for (const slot of this.#jobs.values()) {
+      slot.cancel?.()
+      slot.cancel = undefined
+      slot.next = undefined
+    }
     this.#controller.abort(new Error('the daemon is stopping'))
     await Promise.all([...this.#jobs.values()].flatMap((s) => (s.running === undefined ? [] : [s.running])))
   }

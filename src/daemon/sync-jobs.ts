@@ -49,7 +49,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJo
       metrics.observeRun(r, 'trigger')
       if (r.notConnected) metrics.integrationNotConnected(name)
       if (name !== 'calendar-a' || signal.aborted) return
-      await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal })
+      await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal, now: () => app.clock.now() })
       // The change feed is read after a trigger that ran (a disconnected calendar has none).
       if (r.outcome === 'success' && !signal.aborted)
         metrics.observeRun(await syncCalendarFeed(app.syncContext({ signal }), app.client), 'sweep')
@@ -92,7 +92,14 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJo
         })
       },
     },
-    retentionJob({ sqlite: app.mirror.sqlite, settings: app.config.retention, cron: s.retention, logger: app.logger, metrics }),
+    retentionJob({
+      sqlite: app.mirror.sqlite,
+      settings: app.config.retention,
+      cron: s.retention,
+      logger: app.logger,
+      metrics,
+      clock: app.clock,
+    }),
     {
       // A reader holding a transaction stops SQLite's automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.

@@ -6,6 +6,7 @@
 // Processes running at the same time (the daemon and a cron `reconcile`) share it too: each start
 // is claimed here in one short write transaction, so together they never pass the limit.
 import type { Sqlite } from './mirror-database.js'
+import { systemClock } from '../model/clock.js'
 
 /** Inserts between prunes: the table stays near one window's worth of rows. */
 const PRUNE_EVERY = 64
@@ -22,7 +23,7 @@ export class RequestLedger {
   readonly #claim: (limit: number, windowMs: number) => { granted: true } | { granted: false; retryAt: number }
   #sincePrune = 0
 
-  constructor(sqlite: Sqlite, windowMs = 60_000, now: () => number = Date.now) {
+  constructor(sqlite: Sqlite, windowMs = 60_000, now: () => number = () => systemClock.now()) {
     this.#windowMs = windowMs
     this.#now = now
     this.#insert = sqlite.prepare('INSERT INTO request_starts (at_ms) VALUES (?)')

@@ -6,6 +6,7 @@
 import { z } from 'zod'
 import type { ApiClient } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
+import { systemClock } from '../model/clock.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { deliverySelection } from './delivery-selection.js'
 import { streamOfEvent } from './events.js'
@@ -68,6 +69,7 @@ export interface DeliveryGapCheckOptions {
   secrets: SecretStore
   graceHours: number
   logger: Logger
+  /** The process's clock (the daemon passes its own). Default: the system clock. */
   now?: () => number
   /** The config's `streams`: a failed delivery of another stream is passed over, never swept. Default: all. */
   selectedStreams?: readonly string[]
@@ -100,7 +102,7 @@ export class DeliveryGapCheck {
 
   /** Reads `retrying` and `failed` deliveries of every endpoint this mirror registered. */
   async check(signal?: AbortSignal): Promise<GapPlan & { commit(): void }> {
-    const now = this.#o.now ?? Date.now
+    const now = this.#o.now ?? (() => systemClock.now())
     const endpoints = [...new Set(this.#o.secrets.endpoints(now(), this.#o.graceHours).map((e) => e.endpointId))]
     const records: DeliveryRecord[] = []
     for (const id of endpoints) {

@@ -284,6 +284,7 @@ export class WebhookInbox {
       this.#idle.push(resolve)
       this.#settleIdle()
     })
+    // Real time, not the Clock: it bounds a disk sync that a stalled disk holds.
     const timer = setTimeout(() => this.#abandonSync(), this.#options.closeTimeoutMs ?? 5_000)
     timer.unref()
     return done.finally(() => clearTimeout(timer))

@@ -23,6 +23,8 @@ export interface IntakeHandlerOptions {
   /** Body bytes held at once across requests (webhooks.maxBufferedBytes): 503 past it. */
   maxBufferedBytes: number
   logger: Logger
+  /** The process's clock, for spacing repeated log lines. */
+  now: () => number
   metrics?: WebhookMetrics
 }
 
@@ -80,7 +82,7 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
     if (!verified.ok) {
       if (metrics) metrics.intake.unauthorized++
       if (verified.reason === 'no-secret') {
-        const now = Date.now()
+        const now = options.now()
         if (now - lastNoSecretLog > 60_000) {
           lastNoSecretLog = now
           log.error(
@@ -139,7 +141,7 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
       // Under an attack these come by the thousand: one line per reason every 10 s, with the count.
       const r = refusals[reason]
       r.count++
-      const now = Date.now()
+      const now = options.now()
       if (now - r.loggedAt >= 10_000) {
         if (reason === 'timeout')
           log.warn(

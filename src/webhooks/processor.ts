@@ -4,11 +4,14 @@
 // counted, shown by `status`, and never picked up again. Rows a crash left unapplied are applied at
 // start. Acks come first: while deliveries arrive, slices are short and the processor yields the
 // event loop to the intake (see #pace), so a burst is acknowledged at nearly the intake's own rate
-// and applied once the loop has room.
+// and applied once the loop has room. The pacing's rules are pure functions (pacing.ts); its
+// timers are real time (they share the loop with the intake's sockets), while the back-off after
+// a mirror failure and every stored time come from the injected Clock.
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
 import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { DeliveryApplier, OBJECTS_DEFERRED_TEXTS, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
@@ -16,12 +19,14 @@ import { FollowUps, type FollowUpClient } from './follow-ups.js'
 import type { InboxRow, WebhookInbox } from './inbox.js'
 import type { WebhookMetrics } from './metrics.js'
 import type { DeliverySelection } from './delivery-selection.js'
+import { DEFAULT_GATHER_MS, maxRun, nextPace, nextRestFactor, retryDelay, sliceBudget, wakeDelay } from './pacing.js'
 
 export interface WebhookProcessorOptions {
   sqlite: Sqlite
   inbox: WebhookInbox
   logger: Logger
-  now: () => number
+  /** The process's one clock: stored times and the back-off after a mirror failure. */
+  clock: Clock
   streams?: readonly RecordStream[]
   objectSink?: ObjectSink
   /** Which deliveries are applied; the others are marked skipped. Default: all. */
@@ -64,22 +69,6 @@ export interface ProcessorFault {
   retryInMs: number
 }
 
-/**
- * Most snapshots applied in one upsert call. The slice's time budget is checked between calls, so
- * this bounds how far a slice can run past it (about 60 µs a row: 1.5 ms), while keeping most of
- * the saving of one call for many rows.
- */
-const MAX_RUN = 25
-/** The same while deliveries arrive, for slices of BUSY_SLICE_MS (about 0.4 ms a run). */
-const BUSY_MAX_RUN = 6
-/** Slice budget (ms) while deliveries arrive: the longest an ack's callback waits behind applying. */
-const BUSY_SLICE_MS = 0.5
-/** Bounds of the rest between busy slices, as multiples of the slice: 2/3 of the loop down to 1/17. */
-const MIN_REST_FACTOR = 0.5
-const MAX_REST_FACTOR = 16
-/** Longest rest (ms), however long a slice took (a thread descheduled mid-slice). */
-const MAX_REST_MS = 100
-
 export class WebhookProcessor {
   readonly #o: WebhookProcessorOptions
   readonly #log: Logger
@@ -90,7 +79,8 @@ export class WebhookProcessor {
   #again = false
   #started = false
   #stopped = false
-  #retryTimer: NodeJS.Timeout | undefined
+  /** Cancels the back-off's timer (on the clock) while the mirror fails. */
+  #retryTimer: (() => void) | undefined
   #fault: ProcessorFault | undefined
   /** The delivery whose row holds the current fault's error (markFault), put back in line before the next try. */
   #faultRow: string | undefined
@@ -122,7 +112,7 @@ export class WebhookProcessor {
             sqlite: options.sqlite,
             writer: (t) => this.#applier.writer(t),
             logger: this.#log,
-            now: options.now,
+            now: () => options.clock.now(),
             metrics: options.metrics,
           })
     /** Applies one row; one deferred or skipped is marked here, an applied one by the caller. */
@@ -132,7 +122,7 @@ export class WebhookProcessor {
       else if (outcome.kind === 'skipped') options.inbox.markSkipped(row.delivery_id, outcome.reason, now)
       return outcome
     }
-    const budget = () => (this.#busy ? Math.min(BUSY_SLICE_MS, options.sliceMs ?? 2) : (options.sliceMs ?? 2))
+    const budget = () => sliceBudget(this.#busy, options.sliceMs)
     // The fast path: rows in one transaction, no savepoints, until the time slice is spent;
     // consecutive snapshots of one stream go in one multi-row upsert. A row that throws rolls the
     // whole slice back; it is then redone row by row, each in a savepoint.
@@ -142,7 +132,7 @@ export class WebhookProcessor {
       // At least one row per slice: a thread descheduled past the budget before the first check
       // would otherwise settle nothing, and the loop below needs the last settled row.
       for (let i = 0; i < rows.length && (i === 0 || performance.now() - started < budget());) {
-        const now = new Date(options.now()).toISOString()
+        const now = new Date(options.clock.now()).toISOString()
         const run = this.#snapshotRun(rows, i)
         if (run === undefined) {
           out.push({ row: rows[i]!, outcome: applyOne(rows[i]!, now) })
@@ -157,7 +147,7 @@ export class WebhookProcessor {
       }
       // One statement marks every applied row of the slice (those kept with an error are not
       // pending any more, so the range skips them), instead of one per row.
-      options.inbox.markProcessedThrough(out[0]!.row.seq, out[out.length - 1]!.row.seq, new Date(options.now()).toISOString())
+      options.inbox.markProcessedThrough(out[0]!.row.seq, out[out.length - 1]!.row.seq, new Date(options.clock.now()).toISOString())
       return out
     })
     const savepoint = options.sqlite.transaction((row: InboxRow, now: string): ApplyOutcome => {
@@ -167,7 +157,7 @@ export class WebhookProcessor {
     })
     const careful = options.sqlite.transaction((rows: readonly InboxRow[]): Settled[] =>
       rows.map((row): Settled => {
-        const now = new Date(options.now()).toISOString()
+        const now = new Date(options.clock.now()).toISOString()
         try {
           return { row, outcome: savepoint(row, now) }
         } catch (err) {
@@ -233,7 +223,7 @@ export class WebhookProcessor {
         this.#wakeTimer = undefined
         this.#run()
       },
-      this.#o.inbox.filling ? 0 : (this.#o.gatherMs ?? 5),
+      wakeDelay(this.#o.inbox.filling, this.#o.gatherMs),
     )
   }
 
@@ -247,7 +237,7 @@ export class WebhookProcessor {
     for (;;) {
       while (this.#running !== undefined || this.#wakeTimer !== undefined) {
         if (this.#running !== undefined) await this.#running
-        else await sleep(this.#o.gatherMs ?? 5)
+        else await sleep(this.#o.gatherMs ?? DEFAULT_GATHER_MS)
       }
       await this.#followUps?.idle()
       if (this.#running === undefined && this.#wakeTimer === undefined && (this.#followUps?.pending ?? 0) === 0) return
@@ -257,7 +247,7 @@ export class WebhookProcessor {
   /** Finishes the batch in hand, cancels follow-ups; unapplied rows wait for the next start. */
   async stop(): Promise<void> {
     this.#stopped = true
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer)
+    this.#retryTimer?.()
     this.#retryTimer = undefined
     if (this.#wakeTimer !== undefined) clearTimeout(this.#wakeTimer)
     this.#wakeTimer = undefined
@@ -283,11 +273,7 @@ export class WebhookProcessor {
     if (stream === undefined) return undefined
     const ids = new Set<unknown>()
     const payloads: Payload[] = []
-    for (
-      let j = i;
-      j < rows.length && j - i < (this.#busy ? BUSY_MAX_RUN : MAX_RUN) && this.#applier.snapshotStream(rows[j]!.event) === stream;
-      j++
-    ) {
+    for (let j = i; j < rows.length && j - i < maxRun(this.#busy) && this.#applier.snapshotStream(rows[j]!.event) === stream; j++) {
       let payload: Payload
       try {
         payload = decode(rows[j]!)
@@ -351,10 +337,9 @@ export class WebhookProcessor {
         : locked
           ? `the mirror is locked by another process (${(err as Error).message}): applying waits for it; if this lasts, look for a process that holds the mirror open in a long write (a \`sqlite3\` shell, a stuck \`fsm-sync\` command)`
           : (err as Error).message
-    const first = this.#o.storeRetryMs ?? 1_000
     const attempts = (this.#fault?.attempts ?? 0) + 1
-    const retryInMs = Math.min(this.#o.storeRetryMaxMs ?? 60_000, first * 2 ** (attempts - 1))
-    this.#fault = { error, since: this.#fault?.since ?? new Date(this.#o.now()).toISOString(), attempts, retryInMs }
+    const retryInMs = retryDelay(attempts, this.#o.storeRetryMs, this.#o.storeRetryMaxMs)
+    this.#fault = { error, since: this.#fault?.since ?? new Date(this.#o.clock.now()).toISOString(), attempts, retryInMs }
     let recorded = false
     if (head !== undefined) {
       try {
@@ -370,11 +355,14 @@ export class WebhookProcessor {
     if (fault === undefined && !locked && attempts === 1)
       this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
     else this.#log.error(fields, 'applying webhook deliveries failed: the mirror does not work; trying again later')
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined
-      this.wake()
-    }, retryInMs)
-    this.#retryTimer.unref()
+    this.#retryTimer = this.#o.clock.setTimer(
+      retryInMs,
+      () => {
+        this.#retryTimer = undefined
+        this.wake()
+      },
+      { background: true },
+    )
   }
 
   #recovered(): void {
@@ -384,11 +372,12 @@ export class WebhookProcessor {
   }
 
   /**
-   * Acks first, applying as the load allows. With no group committed by the inbox since the last
-   * slice ended, the next slice follows at the next turn. While deliveries arrive, slices shrink to
-   * BUSY_SLICE_MS and the processor rests between them, `restFactor` times as long as the slice
-   * took (at least 1 ms, at most MAX_REST_MS). The factor adapts: if the event loop was more than
-   * half busy while the processor rested (the intake was using it), it doubles, else it halves.
+   * Acks first, applying as the load allows (the rules: nextPace and nextRestFactor in pacing.ts).
+   * With no group committed by the inbox since the last slice ended, the next slice follows at the
+   * next turn. While deliveries arrive, slices shrink to BUSY_SLICE_MS and the processor rests
+   * between them, `restFactor` times as long as the slice took (at least 1 ms, at most
+   * MAX_REST_MS). The factor adapts: if the event loop was more than half busy while the processor
+   * rested (the intake was using it), it doubles, else it halves.
    * Measured on the intake bench, a processor that took up to half the loop held the intake to
    * about 0.3 of a bare handler, because each slice also delayed the sync callbacks that answer
    * whole groups; yielding, the intake reaches 0.4-0.5 and the burst's backlog is applied at about
@@ -408,24 +397,29 @@ export class WebhookProcessor {
         )
       else this.#log.info({ backlog: this.#o.inbox.backlog }, 'webhook backlog back under half of webhooks.maxBacklog')
     }
-    const busy = this.#o.inbox.commits !== this.#commitsSeen && !filling
+    const pace = nextPace({
+      commits: this.#o.inbox.commits,
+      commitsSeen: this.#commitsSeen,
+      filling,
+      spentMs: spent,
+      restFactor: this.#restFactor,
+    })
     this.#commitsSeen = this.#o.inbox.commits
-    this.#busy = busy
-    if (!busy) {
+    this.#busy = pace.busy
+    if (!pace.busy) {
       await nextTurn()
       return
     }
     const before = performance.eventLoopUtilization()
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.min(MAX_REST_MS, Math.max(1, spent * this.#restFactor)))
+      const timer = setTimeout(resolve, pace.restMs)
       this.#endRest = () => {
         clearTimeout(timer)
         resolve()
       }
     })
     this.#endRest = undefined
-    const loopBusy = performance.eventLoopUtilization(before).utilization
-    this.#restFactor = loopBusy > 0.5 ? Math.min(MAX_REST_FACTOR, this.#restFactor * 2) : Math.max(MIN_REST_FACTOR, this.#restFactor / 2)
+    this.#restFactor = nextRestFactor(this.#restFactor, performance.eventLoopUtilization(before).utilization)
   }
 
   #report(row: InboxRow, outcome: Settled['outcome']): void {

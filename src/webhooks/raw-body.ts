@@ -33,6 +33,7 @@ export function readRawBody(req: IncomingMessage, maxBytes: number, bounds?: Raw
     const chunks: Buffer[] = []
     let size = 0
     let done = false
+    // Real time, not the Clock: it bounds a client's socket I/O, which fake time must not cut short.
     const timer = bounds === undefined ? undefined : setTimeout(() => stop('timeout'), bounds.deadlineMs)
     const finish = (result: RawBody): void => {
       if (done) return

@@ -4,6 +4,7 @@
 import type { RecordStream } from '../../connectors/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import type { ObjectSink } from './delivery-applier.js'
 import type { FollowUpClient } from './follow-ups.js'
@@ -23,7 +24,8 @@ export interface WebhookServiceOptions {
   /** The intake's limits default to INTAKE_LIMIT_DEFAULTS (the config schema's defaults). */
   config: Pick<Config, 'webhookSecrets'> & { webhooks: Omit<Config['webhooks'], keyof IntakeLimits> & Partial<IntakeLimits> }
   logger: Logger
-  now?: () => number
+  /** The process's one clock (the daemon's, from create-app.ts). Default: the system clock. */
+  clock?: Clock
   /** For follow-up GETs of `job.status_changed` (priority 'webhook'). */
   client?: FollowUpClient
   objectSink?: ObjectSink
@@ -51,7 +53,8 @@ export interface WebhookService {
 }
 
 export function createWebhookService(options: WebhookServiceOptions): WebhookService {
-  const now = options.now ?? Date.now
+  const clock = options.clock ?? systemClock
+  const now = () => clock.now()
   const metrics = new WebhookMetrics()
   const secrets = options.secrets ?? SecretStore.forMirror(options.sqlite.name)
   let processor: WebhookProcessor | undefined = undefined
@@ -67,7 +70,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     sqlite: options.sqlite,
     inbox,
     logger: options.logger,
-    now,
+    clock,
     metrics,
     ...(options.client === undefined ? {} : { client: options.client }),
     ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
@@ -90,6 +93,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     bodyTimeoutMs: limits.bodyTimeoutMs,
     maxBufferedBytes: limits.maxBufferedBytes,
     logger: options.logger,
+    now,
     metrics,
   })
   const p = processor

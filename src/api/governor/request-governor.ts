@@ -6,7 +6,7 @@
 // The README.md beside this file says what each file of the folder does, what the governor
 // guarantees, and why it is not built on p-queue (no window carried across a restart, no run-time
 // change of the cap, no aging, a burst of the whole budget in strict mode, Node 22).
-import { abortReason, systemClock, type Clock } from '../clock.js'
+import { abortReason, systemClock, type Clock } from '../../model/clock.js'
 import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './core.js'
 import type { BudgetChange } from './adaptive-limit.js'
 

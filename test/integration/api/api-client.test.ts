@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { ApiClient, type ResponseEvent } from '../../../src/api/api-client.js'
 import { ApiError, MalformedResponseError, NetworkError, RateLimitedError, UnauthorizedError } from '../../../src/api/errors.js'
-import { FakeClock } from '../../../src/api/fake-clock.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { startLoopback, type Handler, type Loopback } from './loopback.js'

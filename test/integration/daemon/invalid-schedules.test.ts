@@ -84,7 +84,7 @@ test('/readyz is not ready while a schedule that is on has no next run', async (
     deliveries: NEVER,
   }
   const logger = createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
-  const daemon = await startDaemon({ ...config, schedules }, logger)
+  const daemon = await startDaemon({ ...config, schedules }, { logger })
   try {
     const r = await get(`${daemon.url}/readyz`)
     expect(r.status).toBe(503)

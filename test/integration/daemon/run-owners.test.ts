@@ -1,13 +1,15 @@
 // A command started beside a live daemon (a cron `reconcile` on the same mirror) must not mark the
 // daemon's running runs interrupted; once the daemon is gone, the next command does.
-import { describe, expect, test, vi } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { RunOwnership } from '../../../src/daemon/run-ownership.js'
 import { createLogger } from '../../../src/log/logger.js'
+import { systemClock, type Clock } from '../../../src/model/clock.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
@@ -58,27 +60,19 @@ describe('runs of live processes', () => {
 
   test("another host's runs are left alone while it keeps beating, and abandoned once its heartbeat is older than the bound", async () => {
     const m = await tempMirror()
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
     try {
-      let now = Date.parse('2026-06-01T12:00:00.000Z')
-      const clock = () => now
-      const elapse = (ms: number) => {
-        for (let i = 0; i < ms / 1000; i++) {
-          now += 1000
-          vi.advanceTimersByTime(1000)
-        }
-      }
+      const clock = new FakeClock(Date.parse('2026-06-01T12:00:00.000Z'))
       // Two other hosts on one volume: one keeps beating every 10 s, one stops (its container died).
       // The same pid everywhere: pids mean nothing across hosts.
       const identity = (host: string) => ({ pid: 7, host, pidNamespace: 'pid:[1]' })
-      const beating = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-b'), heartbeatMs: 10_000 })
-      const silent = new RunOwnership(m.sqlite, quiet(), { now: clock, identity: identity('host-c'), heartbeatMs: 3_600_000 })
+      const beating = new RunOwnership(m.sqlite, quiet(), { clock, identity: identity('host-b'), heartbeatMs: 10_000 })
+      const silent = new RunOwnership(m.sqlite, quiet(), { clock, identity: identity('host-c'), heartbeatMs: 3_600_000 })
       const runOf = (o: RunOwnership) =>
-        new SyncStateStore(m.sqlite, { ownerId: o.id }).startRun('sweep', 'jobs', new Date(now).toISOString())
+        new SyncStateStore(m.sqlite, { ownerId: o.id }).startRun('sweep', 'jobs', new Date(clock.now()).toISOString())
       const beatingRun = runOf(beating)
       const silentRun = runOf(silent)
       const outcome = (id: number) => m.sqlite.prepare(`SELECT outcome FROM sync_runs WHERE id = ?`).pluck().get(id)
-      const here = { now: clock, identity: identity('host-a'), pidExists: () => false, heartbeatMs: 3_600_000 }
+      const here = { clock, identity: identity('host-a'), pidExists: () => false, heartbeatMs: 3_600_000 }
       const startHere = () => {
         const o = new RunOwnership(m.sqlite, quiet(), here)
         const abandoned = o.abandonGone(new SyncStateStore(m.sqlite, { ownerId: o.id }))
@@ -86,21 +80,21 @@ describe('runs of live processes', () => {
         return abandoned
       }
 
-      elapse(30_000)
+      await clock.advance(30_000)
       expect(startHere().runs).toBe(0)
       expect([outcome(beatingRun), outcome(silentRun)]).toEqual(['running', 'running'])
 
-      elapse(60_000)
+      await clock.advance(60_000)
       expect(startHere()).toEqual({ runs: 1, owners: [{ id: silent.id, pid: 7, host: 'host-c', reason: 'no heartbeat for 90 s' }] })
       expect([outcome(beatingRun), outcome(silentRun)]).toEqual(['running', 'interrupted'])
       // One row per live process, refreshed in place: the heartbeat writes no row per run.
       expect(m.sqlite.prepare(`SELECT host, heartbeat_at FROM run_owners ORDER BY id`).all()).toEqual([
-        { host: 'host-b', heartbeat_at: new Date(now).toISOString() },
+        { host: 'host-b', heartbeat_at: new Date(clock.now()).toISOString() },
       ])
       beating.close()
       silent.close()
+      expect(clock.pending).toBe(0)
     } finally {
-      vi.useRealTimers()
       await m.dispose()
     }
   })
@@ -114,13 +108,16 @@ describe('runs of live processes', () => {
       // The starting process's clock is read once between its constructor and its look at the
       // runs: the other process registers and starts its run at that moment.
       let between: (() => void) | undefined
-      const clock = () => {
-        const step = between
-        between = undefined
-        step?.()
-        return Date.now()
+      const clock: Clock = {
+        ...systemClock,
+        now: () => {
+          const step = between
+          between = undefined
+          step?.()
+          return systemClock.now()
+        },
       }
-      const starting = new RunOwnership(m.sqlite, quiet(), { now: clock, pidExists: () => true })
+      const starting = new RunOwnership(m.sqlite, quiet(), { clock, pidExists: () => true })
       let otherOwner: RunOwnership | undefined
       let otherRun = 0
       between = () => {

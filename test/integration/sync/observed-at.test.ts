@@ -3,7 +3,7 @@
 // with that time as observedAt (newer-wins), so a queueing time would date the answer too early.
 import { describe, expect, test } from 'vitest'
 import { ApiClient } from '../../../src/api/api-client.js'
-import { FakeClock } from '../../../src/api/fake-clock.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { CountingSource } from '../../../src/sync/counting-source.js'

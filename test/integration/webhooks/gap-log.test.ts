@@ -28,7 +28,7 @@ test('missed deliveries of unselected streams only do not log a sweep: the line 
       cb()
     ),
   })
-  const daemon = await startDaemon(config, createLogger({ level: 'info', destination }))
+  const daemon = await startDaemon(config, { logger: createLogger({ level: 'info', destination }) })
   try {
     // Deliveries fail: the endpoint points at a closed port. Only a job (not selected) changes.
     await registerEndpoint(daemon.app.client, daemon.webhooks.secrets, 'http://127.0.0.1:9/webhooks', Date.now)

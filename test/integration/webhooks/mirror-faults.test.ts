@@ -8,8 +8,10 @@ import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, test } from 'vitest'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { createLogger } from '../../../src/log/logger.js'
+import { systemClock } from '../../../src/model/clock.js'
 import { MIRROR_FAULT_PREFIX, WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
@@ -69,7 +71,14 @@ describe('a processor that meets a failing mirror records the error on the deliv
       destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }),
     })
     const inbox = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger, onStored: () => processor.wake() })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, now: Date.now, storeRetryMs: 20, storeRetryMaxMs: 320 })
+    const processor = new WebhookProcessor({
+      sqlite: mirror.sqlite,
+      inbox,
+      logger,
+      clock: systemClock,
+      storeRetryMs: 20,
+      storeRetryMaxMs: 320,
+    })
     // Stored (acknowledged) before applying starts; applying them needs pages the mirror no longer has.
     for (let i = 1; i <= 20; i++)
       expect(
@@ -132,7 +141,7 @@ describe('a processor that meets a failing mirror records the error on the deliv
     inbox.markFault('d1', 'the mirror is full')
     await inbox.close()
     const next = new WebhookInbox(mirror.sqlite, { now: Date.now, maxBacklog: 10_000, logger })
-    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, now: Date.now })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox: next, logger, clock: systemClock })
     processor.start()
     await processor.drained()
     expect(mirror.sqlite.prepare('SELECT processed_at IS NOT NULL AS done, error FROM webhook_inbox').all()).toEqual([
@@ -156,7 +165,7 @@ describe('a processor that meets a failing mirror records the error on the deliv
       sqlite: mirror.sqlite,
       inbox: next,
       logger,
-      now: Date.now,
+      clock: systemClock,
       storeRetryMs: 10,
       storeRetryMaxMs: 20,
     })
@@ -208,6 +217,39 @@ async function holdWriteLock(file: string, holdMs: number): Promise<Worker> {
   return worker
 }
 
+describe("the processor's back-off waits on the injected clock", () => {
+  test('no try before retryInMs of the clock has passed, one as soon as it has; stop disarms the next', async () => {
+    mirror = await tempMirror()
+    const clock = new FakeClock()
+    const logger = createLogger({ level: 'silent' })
+    const inbox = new WebhookInbox(mirror.sqlite, { now: () => clock.now(), maxBacklog: 100, logger })
+    const processor = new WebhookProcessor({ sqlite: mirror.sqlite, inbox, logger, clock, gatherMs: 0, storeRetryMs: 1_000 })
+    expect(
+      await inbox.enqueue({ deliveryId: 'd1', event: 'job.updated', body: Buffer.from(JSON.stringify(bulky(1))), verifiedWith: 'test' }),
+    ).toBe('stored')
+    fill(mirror)
+    processor.start()
+    await until('the first failed try', () => processor.fault?.attempts === 1, 10_000)
+    expect(processor.fault?.since).toBe(new Date(clock.now()).toISOString())
+    for (const [attempt, wait] of [
+      [2, 1_000],
+      [3, 2_000],
+      [4, 4_000],
+    ] as const) {
+      await clock.advance(wait - 1)
+      // Real time passes too: the only timer left to bring the next try is the clock's.
+      await new Promise((r) => setTimeout(r, 20))
+      expect(processor.fault?.attempts).toBe(attempt - 1)
+      await clock.advance(1)
+      await until(`try ${attempt}`, () => processor.fault?.attempts === attempt, 10_000)
+    }
+    expect(clock.pending).toBe(1)
+    await processor.stop()
+    expect(clock.pending).toBe(0)
+    await inbox.close()
+  })
+})
+
 describe('a processor that finds the mirror locked by another process keeps the delivery pending', () => {
   test('a lock held past the busy timeout and released while the row is being marked does not fail the delivery for good', async () => {
     mirror = await tempMirror()
@@ -217,7 +259,7 @@ describe('a processor that finds the mirror locked by another process keeps the 
       sqlite: mirror.sqlite,
       inbox,
       logger,
-      now: Date.now,
+      clock: systemClock,
       gatherMs: 0,
       storeRetryMs: 10,
       storeRetryMaxMs: 20,

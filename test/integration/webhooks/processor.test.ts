@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { NotFoundError, type CallOptions } from '../../../src/api/index.js'
 import { createLogger } from '../../../src/log/logger.js'
+import { systemClock } from '../../../src/model/clock.js'
 import { OBJECTS_DEFERRED, OBJECTS_DEFERRED_EARLIER } from '../../../src/webhooks/delivery-applier.js'
 import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
@@ -321,7 +322,7 @@ describe('time slices', () => {
         sqlite: mirror.sqlite,
         inbox,
         logger: createLogger({ level: 'silent' }),
-        now: Date.now,
+        clock: systemClock,
         sliceMs: 0,
       })
       processor.start()

@@ -5,13 +5,14 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
 let env: WebhookEnv
 let sweepWriter: RecordWriter
 beforeAll(async () => {
   // The processor's clock stands at T(150): deletions by webhook are stamped then.
-  env = await webhookEnv({ now: () => Date.parse(T(150)) })
+  env = await webhookEnv({ clock: new FakeClock(Date.parse(T(150))) })
   sweepWriter = new RecordWriter(env.mirror.sqlite, 'jobs')
 })
 afterAll(() => env.close())

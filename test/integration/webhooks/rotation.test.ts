@@ -1,6 +1,7 @@
 // Secret rotation: after `webhooks register` issues a new secret, deliveries signed with
 // either secret are accepted until the grace period ends; then the old one is refused (401).
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { FakeClock } from '../../support/fake-clock.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
 
 const OLD = 'whsec_old_secret_0123456789'
@@ -8,10 +9,10 @@ const NEW = 'whsec_new_secret_0123456789'
 const HOUR = 3_600_000
 
 let env: WebhookEnv
-let now = Date.parse('2026-03-01T12:00:00.000Z')
+let clock: FakeClock
 beforeEach(async () => {
-  now = Date.parse('2026-03-01T12:00:00.000Z')
-  env = await webhookEnv({ envSecrets: [], now: () => now, rotationGraceHours: 24 })
+  clock = new FakeClock(Date.parse('2026-03-01T12:00:00.000Z'))
+  env = await webhookEnv({ envSecrets: [], clock, rotationGraceHours: 24 })
 })
 afterEach(() => env.close())
 
@@ -27,18 +28,18 @@ describe('rotation', () => {
 
   test('both secrets accepted within the grace period, the old one refused after it', async () => {
     const store = env.service.secrets
-    store.record('ep1', 'https://a.example/webhooks', OLD, new Date(now).toISOString())
+    store.record('ep1', 'https://a.example/webhooks', OLD, new Date(clock.now()).toISOString())
     expect(await send(OLD)).toBe(200)
     expect(await send(NEW)).toBe(401)
 
-    now += HOUR
-    store.record('ep1', 'https://b.example/webhooks', NEW, new Date(now).toISOString())
+    await clock.advance(HOUR)
+    store.record('ep1', 'https://b.example/webhooks', NEW, new Date(clock.now()).toISOString())
     expect(await send(OLD)).toBe(200)
     expect(await send(NEW)).toBe(200)
 
-    now += 24 * HOUR - 1
+    await clock.advance(24 * HOUR - 1)
     expect(await send(OLD)).toBe(200)
-    now += 2
+    await clock.advance(2)
     expect(await send(OLD)).toBe(401)
     expect(await send(NEW)).toBe(200)
     expect(env.rows('SELECT verified_with FROM webhook_inbox ORDER BY seq').map((r) => r.verified_with)).toEqual([
@@ -55,8 +56,8 @@ describe('rotation', () => {
 
   test('FSM_WEBHOOK_SECRETS are accepted beside the stored ones', async () => {
     await env.close()
-    env = await webhookEnv({ envSecrets: ['whsec_env_first_0123', 'whsec_env_second_0123'], now: () => now })
-    env.service.secrets.record('ep1', 'https://a.example/webhooks', NEW, new Date(now).toISOString())
+    env = await webhookEnv({ envSecrets: ['whsec_env_first_0123', 'whsec_env_second_0123'], clock })
+    env.service.secrets.record('ep1', 'https://a.example/webhooks', NEW, new Date(clock.now()).toISOString())
     expect(await send('whsec_env_first_0123')).toBe(200)
     expect(await send('whsec_env_second_0123')).toBe(200)
     expect(await send(NEW)).toBe(200)

@@ -18,7 +18,9 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 },
     })
     const config = inProcessDaemonConfig(emu, { streams: ['clients'] })
-    const daemon = await startDaemon(config, createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) }))
+    const daemon = await startDaemon(config, {
+      logger: createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) }),
+    })
     const rows = (sql: string) => daemon.app.mirror.sqlite.prepare(sql).all() as Record<string, unknown>[]
     const settle = async () => {
       await emu.control('POST', '/deliveries/flush')

@@ -1,9 +1,11 @@
-// Overlap protection of the daemon's schedules and the record lane, driven by hand (no timers).
+// Overlap protection of the daemon's schedules and the record lane, driven by hand, and the
+// schedules themselves driven by the FakeClock (no real timers, no waiting).
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { Scheduler } from '../../../src/daemon/scheduler.js'
+import { MAX_TIMER_MS, Scheduler } from '../../../src/daemon/scheduler.js'
 import { Lane } from '../../../src/daemon/sync-jobs.js'
+import { FakeClock } from '../../support/fake-clock.js'
 
 function capture() {
   const lines: Record<string, unknown>[] = []
@@ -90,4 +92,70 @@ test('the lane runs work one at a time, in order, and survives a failure', async
   await expect(b).rejects.toThrow('b failed')
   await c
   expect(order).toEqual(['a start', 'a end', 'c'])
+})
+
+test('a schedule fires when the clock passes its next run, once per tick, and stop cancels it', async () => {
+  const { logger } = capture()
+  const clock = new FakeClock(Date.UTC(2025, 0, 1, 12, 0, 5))
+  const at: string[] = []
+  const s = new Scheduler(
+    [{ name: 'sweep', cron: '*/15 * * * * *', run: () => (at.push(new Date(clock.now()).toISOString()), Promise.resolve()) }],
+    logger,
+    clock,
+  )
+  expect(s.nextRuns()).toEqual({ sweep: null })
+  s.start()
+  expect(s.nextRuns()).toEqual({ sweep: '2025-01-01T12:00:15.000Z' })
+  await clock.advance(9_999)
+  expect(at).toEqual([])
+  await clock.advance(1)
+  expect(at).toEqual(['2025-01-01T12:00:15.000Z'])
+  expect(s.nextRuns()).toEqual({ sweep: '2025-01-01T12:00:30.000Z' })
+  await clock.advance(30_000)
+  expect(at).toEqual(['2025-01-01T12:00:15.000Z', '2025-01-01T12:00:30.000Z', '2025-01-01T12:00:45.000Z'])
+  expect(clock.pending).toBe(1)
+  await s.stop()
+  expect(clock.pending).toBe(0)
+  expect(s.nextRuns()).toEqual({ sweep: null })
+  await clock.advance(3_600_000)
+  expect(at).toHaveLength(3)
+})
+
+test('a tick that comes while the job still runs is skipped; the schedule goes on', async () => {
+  const { lines, logger } = capture()
+  const clock = new FakeClock(Date.UTC(2025, 0, 1, 12, 0, 0))
+  const g = gate()
+  let runs = 0
+  const s = new Scheduler([{ name: 'sweep', cron: '* * * * *', run: async () => (runs++, await g.opened) }], logger, clock)
+  s.start()
+  await clock.advance(60_000)
+  expect(s.busy()).toEqual(['sweep'])
+  await clock.advance(60_000)
+  expect(runs).toBe(1)
+  expect(lines.filter((l) => l.msg === 'scheduled job still running from an earlier tick: this tick is skipped')).toHaveLength(1)
+  g.open()
+  await clock.advance(60_000)
+  expect(runs).toBe(2)
+  await s.stop()
+})
+
+test('a run further away than one timer can wait fires at its time, in the host zone', async () => {
+  const { logger } = capture()
+  const clock = new FakeClock(Date.UTC(2025, 0, 1))
+  const at: string[] = []
+  const s = new Scheduler(
+    [{ name: 'reconcile', cron: '30 2 1 7 *', run: () => (at.push(new Date(clock.now()).toISOString()), Promise.resolve()) }],
+    logger,
+    clock,
+  )
+  s.start()
+  // 02:30 on 1 July in America/New_York (summer time, UTC-4), the zone the suite runs in.
+  expect(s.nextRuns()).toEqual({ reconcile: '2025-07-01T06:30:00.000Z' })
+  expect(Date.UTC(2025, 6, 1, 6, 30) - clock.now()).toBeGreaterThan(MAX_TIMER_MS)
+  await clock.advance(Date.UTC(2025, 6, 1, 6, 29) - clock.now())
+  expect(at).toEqual([])
+  await clock.advance(120_000)
+  expect(at).toEqual(['2025-07-01T06:30:00.000Z'])
+  expect(s.nextRuns()).toEqual({ reconcile: '2026-07-01T06:30:00.000Z' })
+  await s.stop()
 })

@@ -1,6 +1,6 @@
 // The governor shell on a fake clock: slots, pacing, aborts, pauses, the concurrency cap, state().
 import { describe, expect, test } from 'vitest'
-import { FakeClock } from '../../../../src/api/fake-clock.js'
+import { FakeClock } from '../../../support/fake-clock.js'
 import { RequestGovernor, type Slot } from '../../../../src/api/governor/request-governor.js'
 
 function setup(limitPerMinute = 60, extra: Partial<ConstructorParameters<typeof RequestGovernor>[0]> = {}) {

@@ -5,7 +5,7 @@
 // and of the new process's start.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { FakeClock } from '../../../../src/api/fake-clock.js'
+import { FakeClock } from '../../../support/fake-clock.js'
 import { PRIORITIES, RequestGovernor, type Priority } from '../../../../src/api/governor/index.js'
 import { maxInWindow } from './sim.js'
 

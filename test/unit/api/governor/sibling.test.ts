@@ -2,7 +2,7 @@
 // rate-limit headers count both; the adaptive limit must take both as ours and react only to
 // clients outside the mirror, or each process takes the other for a foreign client and both drop.
 import { describe, expect, test } from 'vitest'
-import { FakeClock } from '../../../../src/api/fake-clock.js'
+import { FakeClock } from '../../../support/fake-clock.js'
 import { RequestGovernor, type SharedWindow } from '../../../../src/api/governor/request-governor.js'
 
 /** The mirror's request_starts in memory: every process's starts. */

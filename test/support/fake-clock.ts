@@ -1,6 +1,7 @@
 // A clock that moves only when told to. Timers fire in time order (ties in creation order), and the
-// async `advance` lets promise continuations run between timers, as they would in real time.
-import { sleepWith, type Clock } from './clock.js'
+// async `advance` lets promise continuations run between timers, as they would in real time. Tests,
+// bench/ and soak/ pass it wherever src/ takes a Clock (src/model/clock.ts).
+import { sleepWith, type Clock } from '../../src/model/clock.js'
 
 interface Timer {
   at: number
