@@ -9,6 +9,7 @@ import { tempDir } from '../../support/temp-mirror.js'
 
 let emu: EmulatorEnv
 let vars: Record<string, string>
+let endpointId: string
 
 beforeAll(async () => {
   emu = await emulatorEnv({ counts: { clients: 3, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 1 } })
@@ -21,16 +22,9 @@ beforeAll(async () => {
   expect(doc.ok).toBe(true)
   expect(doc.runs.map((r: { stream: string }) => r.stream)).toContain('clients')
   expect(doc.runs.every((r: { outcome: string }) => r.outcome === 'success')).toBe(true)
-  const reg = await runCli(['webhooks', 'register', '--url', 'https://mirror.example.test/webhooks', '--json'], vars)
-  expect(reg.code, reg.stderr).toBe(0)
-  checkStreams(reg)
-  expect(JSON.parse(reg.stdout)).toMatchObject({
-    action: 'created',
-    url: 'https://mirror.example.test/webhooks',
-    events: 17,
-    rotated: false,
-  })
-  expect(reg.stdout).not.toMatch(/whsec_/)
+  // An endpoint made through the API (not from this mirror), so `deliveries` is given its id.
+  const created = await emu.api('POST', '/api/v1/webhooks', { url: 'https://mirror.example.test/webhooks', events: ['client.updated'] })
+  endpointId = created.body.data.id as string
 }, 60_000)
 
 /** Every line of stderr is a JSON log line, or the command's one-line error (`fsm-sync: ...`). */
@@ -69,13 +63,13 @@ describe('--json: one JSON document on stdout, the logs on stderr', () => {
   test.concurrent('webhooks list and deliveries', async () => {
     const [list, deliveries] = await Promise.all([
       runCli(['webhooks', 'list', '--json'], vars),
-      runCli(['webhooks', 'deliveries', '--json'], vars),
+      runCli(['webhooks', 'deliveries', '--endpoint', endpointId, '--json'], vars),
     ])
     expect(list.code, list.stderr).toBe(0)
     const endpoints = (checkStreams(list) as { endpoints: { url: string; thisMirror: boolean }[] }).endpoints
-    expect(endpoints).toEqual([expect.objectContaining({ url: 'https://mirror.example.test/webhooks', thisMirror: true })])
+    expect(endpoints).toEqual([expect.objectContaining({ id: endpointId, url: 'https://mirror.example.test/webhooks', thisMirror: false })])
     expect(deliveries.code, deliveries.stderr).toBe(0)
-    expect(checkStreams(deliveries)).toMatchObject({ endpoint: expect.any(String), deliveries: expect.any(Array) })
+    expect(checkStreams(deliveries)).toMatchObject({ endpoint: endpointId, deliveries: expect.any(Array) })
   })
 
   test.concurrent('doctor', async () => {
