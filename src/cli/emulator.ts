@@ -1,21 +1,42 @@
 // `fsm-sync emulator`: the local emulated account (emulator/README.md). The emulator parses its own
 // flags (it shares no code with the product), so the parsed options are handed back to it as argv.
+// The CLI's global options (--config, --db, ...) configure fsm-sync, not the emulator: its help hides
+// them and passing one is a usage error; its own --rate-limit replaces the global one.
 import type { Command } from './command.js'
 
 const PASSED = ['port', 'seed', 'clients', 'jobs', 'invoices', 'records', 'rate-limit'] as const
+/** Global options of main.ts that mean nothing to the emulator. */
+const NOT_FOR_THE_EMULATOR = ['config', 'base-url', 'db', 'log-level'] as const
 
 export const emulatorCommand: Command = {
   command: 'emulator',
   describe: 'Start the local emulated account and print its base URL and a key',
   builder: (y) =>
     y
+      .hide('version')
+      .hide('config')
+      .hide('base-url')
+      .hide('db')
+      .hide('log-level')
       .option('port', { type: 'number', describe: 'port to listen on (0: a free one)', default: 4010 })
       .option('seed', { type: 'number', describe: 'seed of the generated data', default: 1 })
       .option('clients', { type: 'number', describe: 'clients to generate' })
       .option('jobs', { type: 'number', describe: 'jobs to generate' })
       .option('invoices', { type: 'number', describe: 'invoices to generate' })
       .option('records', { type: 'number', describe: 'records per custom object' })
-      .option('allow-http-webhooks', { type: 'boolean', describe: 'allow http://127.0.0.1 webhook receivers' }),
+      .option('rate-limit', { type: 'string', describe: 'requests per key per sliding minute, or off (default 60)' })
+      .option('allow-http-webhooks', {
+        type: 'boolean',
+        describe: 'also deliver webhooks to http://127.0.0.1 and http://localhost receivers (the API itself takes only https://)',
+      })
+      .check((argv) => {
+        const given = NOT_FOR_THE_EMULATOR.filter((name) => argv[name] !== undefined)
+        if (given.length > 0)
+          throw new Error(
+            `${given.map((n) => `--${n}`).join(', ')}: not an emulator option (the emulator keeps its data in memory); see \`fsm-sync emulator --help\``,
+          )
+        return true
+      }),
   run: async (args) => {
     const { runEmulatorCli } = await import('../../emulator/cli.js')
     const argv: string[] = []

@@ -1,11 +1,13 @@
 // The CLI entry: global options, one command per file, strict parsing. Exit codes: 0 success,
-// 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors).
+// 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors). Results
+// go to stdout, everything else (logs, errors, progress) to stderr; see output.ts for --json.
 import yargs from 'yargs'
 import { loadConfig, ConfigError, type Config } from '../config/index.js'
 import { createLogger, type Logger } from '../log/logger.js'
 import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
-import { packageInfo } from './package-info.js'
+import { packageInfo } from '../config/package-info.js'
+import { CommandError, errorDocument } from './output.js'
 
 export const EXIT_USAGE = 2
 
@@ -53,6 +55,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   }
   if (usageError !== undefined) {
     io.stderr.write(`fsm-sync: ${usageError}\nRun \`fsm-sync --help\` for usage.\n`)
+    if (argv.includes('--json')) io.stdout.write(errorDocument(usageError, EXIT_USAGE))
     return EXIT_USAGE
   }
   return exitCode
@@ -75,12 +78,17 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
   try {
     return await run(args, ctx)
   } catch (err) {
+    const json = args.json === true
     if (err instanceof ConfigError) {
       io.stderr.write(`fsm-sync: invalid configuration:\n${err.issues.map((i) => `  ${i.key}: ${i.message}\n`).join('')}`)
+      if (json) io.stdout.write(errorDocument('invalid configuration', EXIT_USAGE, err.issues))
       return EXIT_USAGE
     }
-    io.stderr.write(`fsm-sync: ${(err as Error).message}\n`)
-    return 1
+    const message = (err as Error).message
+    const code = err instanceof CommandError ? err.exitCode : 1
+    io.stderr.write(`fsm-sync: ${message}\n`)
+    if (json) io.stdout.write(errorDocument(message, code))
+    return code
   } finally {
     logger?.flush()
   }

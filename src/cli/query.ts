@@ -1,26 +1,73 @@
-// `fsm-sync query "SQL" [--format table|json|csv]`: one read-only statement against the mirror.
-// Rows are streamed from SQLite to stdout as they are read, so any result fits in constant memory.
+// `fsm-sync query "SQL" [--param V]... [--format table|json|csv | --json]`: one read-only statement
+// against the mirror. Rows are streamed from SQLite to stdout as they are read, so any result fits in
+// constant memory. `--param` binds the statement's parameters: `name=value` binds `:name` (or `@name`,
+// `$name`) when the statement has that parameter; any other value binds the next `?` in order.
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
-import { openReadOnlyQuery } from '../store/read-only-query.js'
+import { namedParameters, openReadOnlyQuery, type QueryParams } from '../store/read-only-query.js'
 import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from '../store/query-format.js'
 import { writeChunks } from './write-chunks.js'
+import { jsonOption, wantsJson } from './output.js'
+import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
+import { existsSync } from 'node:fs'
+
+const NAMED = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s
+
+/**
+ * A value as SQLite should see it: a plain decimal number (`42`, `-7`, `3.5`) is bound as a number,
+ * anything else (`007`, `1e3`, an id, a date) as text. Compared with a column, SQLite converts either
+ * to the column's type, so `seq > ?` and `id = ?` both work.
+ */
+export function paramValue(text: string): string | number {
+  if (/^-?(0|[1-9][0-9]{0,14})(\.[0-9]+)?$/.test(text)) return Number(text)
+  return text
+}
+
+export function queryParams(sql: string, values: readonly string[]): QueryParams {
+  const names = namedParameters(sql)
+  const positional: unknown[] = []
+  const named: Record<string, unknown> = {}
+  for (const v of values) {
+    const m = NAMED.exec(v)
+    if (m !== null && names.has(m[1]!)) named[m[1]!] = paramValue(m[2]!)
+    else positional.push(paramValue(v))
+  }
+  return { positional, named }
+}
 
 export const queryCommand: Command = {
   command: 'query <sql>',
   describe: 'Run one read-only SQL statement against the mirror; rows stream out as they are read',
   builder: (y) =>
-    y.positional('sql', { type: 'string', describe: 'the statement, e.g. "SELECT count(*) FROM jobs"' }).option('format', {
-      choices: ['table', 'json', 'csv'] as const,
-      default: 'table' as const,
-      describe: `json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
+    jsonOption(
+      y
+        .positional('sql', { type: 'string', describe: 'the statement, e.g. "SELECT count(*) FROM jobs WHERE client_id = ?"' })
+        .option('param', {
+          type: 'string',
+          array: true,
+          describe:
+            'a value for the statement (repeatable): binds the next ? in order, or with name=VALUE the parameter :name; plain decimal numbers are bound as numbers',
+        })
+        .option('format', {
+          choices: ['table', 'json', 'csv'] as const,
+          describe: `default table; json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
+        }),
+    ).check((argv) => {
+      if (argv.json && argv.format !== undefined && argv.format !== 'json')
+        throw new Error(`--json prints the rows as JSON; it cannot go with --format ${argv.format}`)
+      return true
     }),
   run: async (args, ctx) => {
     const db = ctx.config().db
+    if (!existsSync(db)) throw noMirrorError(db)
+    const format: QueryFormat = wantsJson(args) ? 'json' : ((args.format as QueryFormat | undefined) ?? 'table')
+    const sql = String(args.sql)
     const mirror = await openMirror(db, { readonly: true })
     try {
-      const result = openReadOnlyQuery(mirror.sqlite, String(args.sql))
-      await writeChunks(ctx.io.stdout, formatRows(result, args.format as QueryFormat))
+      const history = readSyncHistory(db, mirror.sqlite)
+      if (!history.synced) throw neverSyncedError(db, history)
+      const result = openReadOnlyQuery(mirror.sqlite, sql, queryParams(sql, (args.param as string[] | undefined) ?? []))
+      await writeChunks(ctx.io.stdout, formatRows(result, format))
       return 0
     } catch (err) {
       // Whoever read the output stopped (`| head`): what they wanted was written.

@@ -1,6 +1,7 @@
-// `fsm-sync reconcile [--stream S]...`: marks records deleted upstream, guarded against mass marks.
+// `fsm-sync reconcile [--stream S]... [--json]`: marks records deleted upstream, guarded against mass marks.
 import type { Command } from './command.js'
-import { exitCodeOf, formatResults } from './run-summary.js'
+import { jsonOption, printResult } from './output.js'
+import { exitCodeOf, formatResults, runsDocument } from './run-summary.js'
 import { withApp } from './with-app.js'
 import { streamOption } from './stream-option.js'
 import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
@@ -8,13 +9,19 @@ import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
 export const reconcileCommand: Command = {
   command: 'reconcile',
   describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
-  builder: (y) => streamOption(y, 'reconcile', 'stream to reconcile (repeatable); all when omitted'),
+  builder: (y) => jsonOption(streamOption(y, 'reconcile', 'stream to reconcile (repeatable); all when omitted')),
   run: (args, ctx) =>
-    withApp(ctx, async (app, signal) => {
-      const named = (args.stream as string[] | undefined) ?? []
-      const selection = selectStreams(named.length > 0 ? named : app.config.streams)
-      const results = await runReconciliations(app.syncContext({ signal }), selection)
-      ctx.io.stdout.write(formatResults(results, selection.notBuilt))
-      return exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
-    }),
+    withApp(
+      ctx,
+      async (app, signal) => {
+        const named = (args.stream as string[] | undefined) ?? []
+        const selection = selectStreams(named.length > 0 ? named : app.config.streams)
+        const results = await runReconciliations(app.syncContext({ signal }), selection)
+        const code = exitCodeOf(results, named.length > 0 ? selection.notBuilt : [])
+        printResult(args, ctx.io, runsDocument(results, selection.notBuilt, code), () => formatResults(results, selection.notBuilt))
+        return code
+      },
+      // Reconciling a mirror that was never synced finds nothing to mark: refused (require-synced.ts).
+      { requireSynced: true },
+    ),
 }

@@ -11,6 +11,11 @@ export function formatResults(results: readonly RunResult[], notBuilt: readonly 
   return lines.join('\n') + '\n'
 }
 
+/** What `sync --json` and `reconcile --json` print: every run as recorded, and `ok` as the exit code says. */
+export function runsDocument(results: readonly RunResult[], notBuilt: readonly string[], exitCode: number) {
+  return { ok: exitCode === 0, runs: results, notBuilt }
+}
+
 export function exitCodeOf(results: readonly RunResult[], explicitNotBuilt: readonly string[]): number {
   return results.every((r) => r.outcome === 'success') && explicitNotBuilt.length === 0 ? 0 : 1
 }

@@ -1,16 +1,23 @@
 // `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
+// On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
+// and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
+import { existsSync } from 'node:fs'
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
+import { packageInfo } from '../config/package-info.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
+import { jsonOption, printResult } from './output.js'
+import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 
 export const statusCommand: Command = {
   command: 'status',
   describe: 'Per stream: table, rows, cursor, last success, last error, lag; inbox backlog; request budget; schedules off',
-  builder: (y) => y.option('json', { type: 'boolean', default: false, describe: 'print JSON for scripts' }),
+  builder: (y) => jsonOption(y),
   run: async (args, ctx) => {
     const config = ctx.config()
+    if (!existsSync(config.db)) throw noMirrorError(config.db)
     const mirror = await openMirror(config.db, { readonly: true })
     try {
       let read
@@ -20,10 +27,14 @@ export const statusCommand: Command = {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)
       }
+      const history = readSyncHistory(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
-      if (args.json === true) ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit }, null, 2) + '\n')
-      else ctx.io.stdout.write(render(report, config.rateLimit))
-      return 0
+      // `version`: the release reading the mirror (README.md, Upgrading); `synced`: see require-synced.ts.
+      const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit }
+      printResult(args, ctx.io, doc, () => render(report, config.rateLimit))
+      if (history.synced) return 0
+      ctx.io.stderr.write(`fsm-sync: ${neverSyncedError(config.db, history).message}\n`)
+      return 1
     } finally {
       await mirror.close()
     }

@@ -1,9 +1,11 @@
-// `fsm-sync webhooks register --url URL | list | deliveries [--status S]`: registers this daemon's
-// endpoint for all seventeen events and stores the secret in the secrets file beside the mirror
-// (0600, never printed); lists the
-// account's endpoints; lists delivery records of the registered endpoint.
-import type { Command, Io } from './command.js'
+// `fsm-sync webhooks register --url URL | list | deliveries [--status S]` (each with `--json`):
+// registers this daemon's endpoint for all seventeen events and stores the secret in the secrets
+// file beside the mirror (0600, never printed); lists the account's endpoints; lists delivery
+// records of the registered endpoint.
+import type { Args, Command, Io } from './command.js'
 import { withApp } from './with-app.js'
+import { CommandError, jsonOption, printResult } from './output.js'
+import { ApiError } from '../api/errors.js'
 import type { App } from '../daemon/create-app.js'
 import { WEBHOOK_EVENTS } from '../webhooks/events.js'
 import { DELIVERY_STATUSES, listDeliveries, listEndpoints, registerEndpoint, type DeliveryStatus } from '../webhooks/registration.js'
@@ -13,7 +15,7 @@ export const webhooksCommand: Command = {
   command: 'webhooks <action>',
   describe: 'register --url URL | list | deliveries [--status S]',
   builder: (y) =>
-    y
+    jsonOption(y)
       .positional('action', { choices: ['register', 'list', 'deliveries'] as const })
       .option('url', { type: 'string', describe: 'with register: the public https URL of this daemon (its webhooks path included)' })
       .option('status', { choices: DELIVERY_STATUSES, describe: 'with deliveries: only records in this state' })
@@ -21,29 +23,32 @@ export const webhooksCommand: Command = {
       .option('limit', { type: 'number', default: 100, describe: 'with deliveries: most records to print' }),
   run: (args, ctx) => {
     const action = args.action as 'register' | 'list' | 'deliveries'
-    if (action === 'register' && (typeof args.url !== 'string' || args.url === '')) {
-      ctx.io.stderr.write('fsm-sync webhooks register: --url is required (the public https address upstream deliveries are sent to)\n')
-      return Promise.resolve(2)
-    }
+    if (action === 'register' && (typeof args.url !== 'string' || args.url === ''))
+      return Promise.reject(
+        new CommandError('webhooks register: --url is required (the public https address upstream deliveries are sent to)', 2),
+      )
     return withApp(ctx, (app, signal) => {
       // The mirror's write lock serialises registrations: two at once must not lose one's secret.
       const store = SecretStore.forMirror(app.mirror.path, { exclusive: (work) => app.mirror.sqlite.transaction(work).immediate() })
-      if (action === 'register') return register(app, store, args.url as string, ctx.io)
-      if (action === 'list') return list(app, store, ctx.io, signal)
+      if (action === 'register') return register(app, store, args.url as string, args, ctx.io)
+      if (action === 'list') return list(app, store, args, ctx.io, signal)
       const endpoint = (args.endpoint as string | undefined) ?? store.current()?.endpointId
-      if (endpoint === undefined) {
-        ctx.io.stderr.write(
-          'fsm-sync webhooks deliveries: no endpoint registered from this mirror; pass --endpoint ID (see `fsm-sync webhooks list`)\n',
+      if (endpoint === undefined)
+        throw new CommandError(
+          'webhooks deliveries: no endpoint registered from this mirror; pass --endpoint ID (see `fsm-sync webhooks list`)',
         )
-        return Promise.resolve(1)
-      }
-      return deliveries(app, endpoint, args.status as DeliveryStatus | undefined, Number(args.limit), ctx.io, signal)
+      return deliveries(app, endpoint, args.status as DeliveryStatus | undefined, Number(args.limit), args, ctx.io, signal)
     })
   },
 }
 
-async function register(app: App, store: SecretStore, url: string, io: Io): Promise<number> {
-  const r = await registerEndpoint(app.client, store, url, () => app.clock.now())
+async function register(app: App, store: SecretStore, url: string, args: Args, io: Io): Promise<number> {
+  let r
+  try {
+    r = await registerEndpoint(app.client, store, url, () => app.clock.now())
+  } catch (err) {
+    throw httpsHint(err, url)
+  }
   const what = {
     created: `registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,
     recreated: `the previous endpoint was gone upstream; registered endpoint ${r.endpointId} for ${r.url} (${WEBHOOK_EVENTS.length} events)`,
@@ -52,11 +57,23 @@ async function register(app: App, store: SecretStore, url: string, io: Io): Prom
   }[r.action]
   const lines = [what, `its signing secret is stored in ${store.file} (readable by its owner only) and is never printed`]
   if (r.rotated) lines.push(`a new secret was issued; the previous one stays accepted for ${app.config.webhooks.rotationGraceHours} h`)
-  io.stdout.write(lines.join('\n') + '\n')
+  printResult(args, io, { ...r, events: WEBHOOK_EVENTS.length, secretsFile: store.file }, () => lines.join('\n') + '\n')
   return 0
 }
 
-async function list(app: App, store: SecretStore, io: Io, signal: AbortSignal): Promise<number> {
+/**
+ * The API takes only https:// receivers (spec: Webhook management). Refused an http:// URL, say how
+ * to get one, and how the local emulator accepts a loopback http:// receiver.
+ */
+function httpsHint(err: unknown, url: string): unknown {
+  if (!(err instanceof ApiError) || err.status !== 400 || !url.startsWith('http://')) return err
+  return new CommandError(
+    `${err.message}. The API delivers only to https:// URLs: put the daemon's webhook path behind a TLS-terminating proxy and register that address. ` +
+      'Against the local emulator, start it with `fsm-sync emulator --allow-http-webhooks` to let it deliver to http://127.0.0.1 or http://localhost (emulator/README.md).',
+  )
+}
+
+async function list(app: App, store: SecretStore, args: Args, io: Io, signal: AbortSignal): Promise<number> {
   const endpoints = await listEndpoints(app.client, signal)
   const ours = store.current()?.endpointId
   const rows = endpoints.map((e) => [
@@ -66,8 +83,12 @@ async function list(app: App, store: SecretStore, io: Io, signal: AbortSignal): 
     e.id === ours ? 'yes' : '',
     e.url,
   ])
-  io.stdout.write(
-    table(['id', 'state', 'events', 'this mirror', 'url'], rows) + (endpoints.length === 0 ? 'no endpoints registered\n' : ''),
+  const doc = { endpoints: endpoints.map((e) => ({ ...e, thisMirror: e.id === ours })) }
+  printResult(
+    args,
+    io,
+    doc,
+    () => table(['id', 'state', 'events', 'this mirror', 'url'], rows) + (endpoints.length === 0 ? 'no endpoints registered\n' : ''),
   )
   return 0
 }
@@ -77,6 +98,7 @@ async function deliveries(
   endpoint: string,
   status: DeliveryStatus | undefined,
   limit: number,
+  args: Args,
   io: Io,
   signal: AbortSignal,
 ): Promise<number> {
@@ -91,8 +113,12 @@ async function deliveries(
     d.lastAttemptAt ?? '',
     (d.errorMessage ?? '').slice(0, 60),
   ])
-  io.stdout.write(
-    table(['id', 'event', 'status', 'attempts', 'code', 'created', 'last attempt', 'error'], rows) +
+  printResult(
+    args,
+    io,
+    { endpoint, deliveries: records },
+    () =>
+      table(['id', 'event', 'status', 'attempts', 'code', 'created', 'last attempt', 'error'], rows) +
       (records.length === 0 ? 'no delivery records\n' : ''),
   )
   return 0

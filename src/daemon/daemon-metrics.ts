@@ -10,6 +10,7 @@ import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../store/timestamps.js'
 import { systemClock } from '../model/clock.js'
+import { packageInfo } from '../config/package-info.js'
 
 export interface MetricSources {
   governor: () => GovernorState
@@ -86,6 +87,13 @@ export class DaemonMetrics {
       labelNames: ['table'],
       registers,
     })
+    // Which release (and Node) runs: `count by (version) (fsm_build_info)` shows a half-done upgrade.
+    new Gauge({
+      name: 'fsm_build_info',
+      help: 'Always 1; the labels name the fsm-sync version and the Node.js version running it',
+      labelNames: ['version', 'node'],
+      registers,
+    }).set({ version: packageInfo().version, node: process.versions.node }, 1)
     const budget = (name: string, help: string, pick: (s: GovernorState) => number) =>
       new Gauge({
         name,

@@ -1,5 +1,8 @@
 // One pino root logger for the process. Secrets are redacted by path wherever they appear, and
-// the API key's value is also scrubbed from any string field as a last line of defence.
+// the API key's value is also scrubbed from any string field as a last line of defence. Lines go to
+// stderr: stdout belongs to a command's result (a table, or one JSON document with --json), and
+// stderr is where container runtimes and service managers collect a daemon's logs. An error's
+// message (which names the fix) is always logged; its stack trace only at debug level or below.
 import { pino, type Logger, type DestinationStream } from 'pino'
 
 export type { Logger }
@@ -44,6 +47,22 @@ export interface LoggerOptions {
   destination?: DestinationStream
 }
 
+/** The `err` serializer: pino's, without stack traces unless `withStack()` says so. */
+function errSerializer(withStack: () => boolean): (err: Error) => Record<string, unknown> {
+  return (err) => {
+    const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>
+    return withStack() ? out : dropStacks(out, 0)
+  }
+}
+
+function dropStacks(value: Record<string, unknown>, depth: number): Record<string, unknown> {
+  const { stack: _stack, ...rest } = value
+  // pino's serializer joins a cause's stack into the top one; a cause kept as a property has its own.
+  for (const [k, v] of Object.entries(rest))
+    if (depth < 4 && v !== null && typeof v === 'object' && !Array.isArray(v) && 'stack' in v) rest[k] = dropStacks(v, depth + 1)
+  return rest
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = (options.secrets ?? []).filter((s) => s.length >= 8)
   const scrub = (line: string): string => {
@@ -51,15 +70,19 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     for (const s of secrets) out = out.split(s).join('[Redacted]')
     return out
   }
-  return pino(
+  let logger: Logger | undefined = undefined
+  const debugging = () => logger?.isLevelEnabled('debug') === true
+  logger = pino(
     {
       level: options.level ?? 'info',
+      serializers: { err: errSerializer(debugging) },
       base: { service: 'fsm-sync' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[Redacted]' },
       formatters: { level: (label) => ({ level: label }) },
       hooks: secrets.length === 0 ? {} : { streamWrite: scrub },
     },
-    options.destination ?? pino.destination({ dest: 1, sync: false }),
+    options.destination ?? pino.destination({ dest: 2, sync: false }),
   )
+  return logger
 }

@@ -19,8 +19,20 @@ export interface QueryResult {
   rows: unknown[][]
 }
 
+/** Values bound to the statement's parameters: `?` in order, and `:name` (or `@name`, `$name`) by name. */
+export interface QueryParams {
+  positional: readonly unknown[]
+  named: Readonly<Record<string, unknown>>
+}
+
+/** The names of the statement's named parameters (`:name`, `@name`, `$name`), outside literals and comments. */
+export function namedParameters(text: string): Set<string> {
+  const code = stripComments(text).replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]/g, ' ')
+  return new Set([...code.matchAll(/[:@$]([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!))
+}
+
 /** Compiles and checks the statement; its rows are read as the caller iterates them. */
-export function openReadOnlyQuery(sqlite: Sqlite, text: string): QueryRows {
+export function openReadOnlyQuery(sqlite: Sqlite, text: string, params?: QueryParams): QueryRows {
   let stmt
   try {
     stmt = sqlite.prepare(text)
@@ -31,7 +43,20 @@ export function openReadOnlyQuery(sqlite: Sqlite, text: string): QueryRows {
   if (!stmt.readonly || /^\s*(ATTACH|DETACH|VACUUM)\b/i.test(stripComments(text)))
     throw new QueryRefusedError('only read-only statements are allowed: the mirror is written by fsm-sync alone')
   if (!stmt.reader) return { columns: [], rows: [] }
-  return { columns: stmt.columns().map((c) => c.name), rows: stmt.raw(true).iterate() as IterableIterator<unknown[]> }
+  const bind: unknown[] = [...(params?.positional ?? [])]
+  if (params !== undefined && Object.keys(params.named).length > 0) bind.push(params.named)
+  let rows
+  try {
+    rows = stmt.raw(true).iterate(...bind) as IterableIterator<unknown[]>
+  } catch (err) {
+    // better-sqlite3 checks the values against the parameters when the statement is bound.
+    if (!(err instanceof RangeError || err instanceof TypeError)) throw err
+    throw new QueryRefusedError(
+      `the statement's parameters do not match the values given (${err.message}): pass one --param VALUE per ? in order, and --param name=VALUE per :name`,
+      { cause: err },
+    )
+  }
+  return { columns: stmt.columns().map((c) => c.name), rows }
 }
 
 /** The whole result in memory: for small, known-size results (the demo's examples). */

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/index.js'
 import { createApp, type App } from '../../src/daemon/create-app.js'
 import { createLogger } from '../../src/log/logger.js'
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
-import type { ReferenceStream } from '../../connectors/reference.js'
+import { REFERENCE_STREAMS, type ReferenceStream } from '../../connectors/reference.js'
 import { runReconciliations, runSweeps, type Selection } from '../../src/sync/sync-engine.js'
 import type { RunResult } from '../../src/sync/sync-context.js'
 import { tempDir } from './temp-mirror.js'
@@ -81,4 +81,21 @@ export async function compareWithEmulator(
   const state = async (resource: string) => (await emu.state(resource)) as Record<string, unknown>[]
   const { mismatches } = await compareMirror(state, (sql, ...params) => env.rows(sql, ...params), [], streams)
   return mismatches.map((m) => ({ stream: m.stream, id: m.id, problem: `${m.problem}: ${m.detail}` }))
+}
+
+/**
+ * A real first sync into the mirror at `db` (named mirror.db): one reference read of `company`, a
+ * single request. Commands that refuse a mirror nothing was ever synced into (reconcile, trigger,
+ * query, status: src/cli/require-synced.ts) then run on it as they would after a first `sync`.
+ */
+export async function syncOnce(emu: EmulatorEnv, db: string): Promise<void> {
+  if (path.basename(db) !== 'mirror.db') throw new Error(`syncOnce: the mirror must be named mirror.db, not ${db}`)
+  const env = await syncEnv(emu, {}, path.dirname(db))
+  try {
+    const company = REFERENCE_STREAMS.find((s) => s.name === 'company')!
+    const [run] = await env.sync({ streams: [], reference: [company] })
+    if (run?.outcome !== 'success') throw new Error(`syncOnce: the first sync failed: ${run?.error ?? 'no run'}`)
+  } finally {
+    await env.close()
+  }
 }

@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'vitest'
+import { streamNamesText } from '../../../src/cli/stream-option.js'
+import { packageInfo } from '../../../src/config/package-info.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 
 const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
@@ -13,13 +15,24 @@ describe('the command line', () => {
   test('--version prints the package version', async () => {
     const r = await runCli(['--version'])
     expect(r.code).toBe(0)
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
+    expect(r.stdout.trim()).toBe(packageInfo().version)
   })
 
   test.each(COMMANDS)('%s --help works', async (c) => {
     const r = await runCli([c, '--help'])
     expect(r.code).toBe(0)
     expect(r.stdout).toContain(`fsm-sync ${c}`)
+    const help = r.stdout.replace(/\s+/g, ' ')
+    // Where --stream is taken, the help lists the names it takes (from the lists the check uses).
+    if (c === 'sync' || c === 'reconcile') expect(help).toContain(`one of: ${streamNamesText(c)}`)
+    if (c === 'sync') expect(help).toContain('clients, jobs, visits, invoices, objects, items')
+    if (c === 'reconcile') expect(help).toContain('one of: clients, jobs, visits, invoices, objects, or objects:<slug>')
+    // The emulator's help shows its own options only, not the mirror's settings.
+    if (c === 'emulator') {
+      for (const other of ['--config', '--base-url', '--db', '--log-level', '--version']) expect(help).not.toContain(other)
+      expect(help).toContain('--allow-http-webhooks')
+      expect(help).toContain('--rate-limit requests per key per sliding minute')
+    }
   })
 
   test('an unknown command is a usage error (exit 2)', async () => {

@@ -5,6 +5,7 @@ import { clients } from '../../../connectors/clients.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { packageInfo } from '../../../src/config/package-info.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
@@ -99,6 +100,9 @@ describe('fsm-sync status', () => {
     })
     expect(report.streams.find((s: { stream: string }) => s.stream === 'items')).toMatchObject({ table: 'items', rows: 1, deleted: 0 })
     expect(report.schedulesOff).toEqual([])
+    // The release reading the mirror, and whether anything was ever synced into it (README.md, Upgrading).
+    expect(report.version).toBe(packageInfo().version)
+    expect(report.synced).toBe(true)
   })
 
   test('schedules switched off are shown', async () => {

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { openMirror } from '../../../src/store/mirror-database.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { ROOT, cleanEnv } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { PEAK_RSS_MARK } from '../../support/peak-rss-hook.js'
@@ -72,6 +73,10 @@ beforeAll(async () => {
   m.sqlite.exec(`INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at)
     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})
     SELECT 'jobs', printf('%024x', i), 'upsert', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z' FROM n`)
+  // A mirror that was synced: `query` refuses one nothing was ever synced into (require-synced.ts).
+  const state = new SyncStateStore(m.sqlite)
+  const now = new Date().toISOString()
+  state.finishRun(state.startRun('sweep', 'jobs', now), { outcome: 'success', rows: ROWS, requests: 1 }, now)
   await m.close()
   const one = await streamQuery(db, 'SELECT 1 AS one', 'csv')
   expect(one.code, one.stderr).toBe(0)

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { main } from '../../../src/cli/main.js'
 import { loadConfig } from '../../../src/config/index.js'
 import { mirrorChecks } from '../../../src/daemon/doctor-checks.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 
 let dir: string
@@ -21,6 +22,10 @@ beforeAll(async () => {
   m.sqlite.transaction(() => {
     for (let i = 0; i < 3000; i++) insert.run(`c${i}`, `name ${i}`, JSON.stringify({ id: `c${i}`, pad: 'p'.repeat(200) }))
   })()
+  // A mirror that was synced (status and query refuse one that never was: require-synced.ts).
+  const state = new SyncStateStore(m.sqlite)
+  const now = new Date().toISOString()
+  state.finishRun(state.startRun('sweep', 'clients', now), { outcome: 'success', rows: 3000, requests: 30 }, now)
   good = path.join(dir, 'good.db')
   await m.close()
   copyFileSync(path.join(m.dir, 'mirror.db'), good)

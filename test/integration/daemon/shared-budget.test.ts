@@ -6,6 +6,7 @@ import { maxInWindow } from '../../../bench/lib.js'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { spawnCli } from '../../support/run-cli.js'
+import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { NEVER, daemonEnv, freePort, startRun, until } from './daemon-env.js'
 
@@ -38,8 +39,9 @@ test('the daemon, a reconcile and a sync running at once never start more than F
     },
     { FSM_RATE_LIMIT: String(LIMIT) },
   )
-  // The mirror exists before the three start, so they do not race to create it.
-  await (await openMirror(env.FSM_DB!)).close()
+  // The mirror exists before the three start, so they do not race to create it, and it was synced
+  // once (one request, in the ledger the three share), as the mirror of a cron `reconcile` is.
+  await syncOnce(emu, env.FSM_DB!)
 
   // Each process reads its own stream, so the log tells them apart.
   const daemon = startRun(env)

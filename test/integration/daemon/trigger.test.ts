@@ -4,6 +4,7 @@ import path from 'node:path'
 import { expect, test } from 'vitest'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { query } from './daemon-env.js'
 
@@ -11,6 +12,8 @@ import { query } from './daemon-env.js'
 async function setup(): Promise<{ emu: EmulatorEnv; env: Record<string, string>; db: string }> {
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const db = path.join(tempDir(), 'mirror.db')
+  // `trigger` refuses a mirror nothing was ever synced into (the wrong volume): sync it first.
+  await syncOnce(emu, db)
   return { emu, db, env: cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db }) }
 }
 
@@ -31,6 +34,7 @@ test('a connected calendar: the counts are printed and stored as a trigger run',
 test("calendar-a's change feed is stored after each trigger, paged by next_cursor, resumed from since, never twice", async () => {
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 30, visitsPerJob: 2, invoices: 1, customRecords: 0 } })
   const db = path.join(tempDir(), 'mirror.db')
+  await syncOnce(emu, db)
   const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db })
   const feedRequests = async () =>
     ((await emu.control('GET', '/requests?path=/api/v1/integrations/calendar-a/sync&method=GET')) as { query: string }[]).map(

@@ -12,6 +12,7 @@ import { ObjectCursorSchema } from '../../../src/sync/custom-object-sync.js'
 import { compareMirror } from '../../support/compare-mirror.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 const GARBAGE: Record<string, string> = {
@@ -108,6 +109,7 @@ test('garbage cursors of record streams and a custom object: sync completes, the
 test("a garbage point of calendar-a's change feed: the read restarts from the feed's default point and stores a good one", async () => {
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 5, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const db = path.join(tempDir(), 'mirror.db')
+  await syncOnce(emu, db)
   const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db })
   const feedSince = async () => {
     const reads = (await emu.control('GET', '/requests?path=/api/v1/integrations/calendar-a/sync&method=GET')) as { query: string }[]

@@ -143,6 +143,8 @@ describe('webhook signing secrets stay out of the mirror', () => {
     const env = await syncEnv(emu)
     const service = createWebhookService({ sqlite: env.app.mirror.sqlite, logger: quiet(), config: serviceConfig })
     await registerEndpoint(env.app.client, service.secrets, 'http://127.0.0.1:9/webhooks', Date.now)
+    // A synced mirror: `query` refuses one nothing was ever synced into.
+    await env.sync()
     await service.stop()
     await env.close()
     const file = secretsPathFor(env.db)

@@ -1,5 +1,6 @@
 // The metrics text: request counters from the client hook, run observations, scrape-time gauges.
 import { expect, test } from 'vitest'
+import { packageInfo } from '../../../src/config/package-info.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
 import { formatTrigger, triggerDetails } from '../../../src/daemon/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
@@ -38,6 +39,7 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
   expect(text).toContain('fsm_request_budget_effective_limit 54')
   expect(text).toContain('fsm_webhook_intake_stored_total 7')
   expect(text).toContain('fsm_webhook_inbox_backlog 3')
+  expect(text).toContain(`fsm_build_info{version="${packageInfo().version}",node="${process.versions.node}"} 1`)
   expect(text).toContain('fsm_mirror_checkpoint_passes_total 40')
   expect(text).toContain('fsm_mirror_checkpoint_frames_total 9000')
   expect(text).toContain('fsm_mirror_wal_frames 120')

@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
-import { formatQueryResult, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { formatQueryResult, openReadOnlyQuery, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { queryParams } from '../../../src/cli/query.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let writer: TempMirror
@@ -50,5 +51,26 @@ describe('query: one read-only statement', () => {
     const t = formatQueryResult(r, 'table')
     expect(t.split('\n')[0]).toMatch(/^id\s+first_name$/)
     expect(t).toContain('(2 rows)')
+  })
+})
+
+describe('query parameters (`--param`)', () => {
+  const rows = (sql: string, values: string[]) => {
+    const { rows } = openReadOnlyQuery(reader.sqlite, sql, queryParams(sql, values))
+    return [...rows]
+  }
+
+  test('? in order, :name by name, mixed; plain numbers bound as numbers, anything else as text', () => {
+    expect(rows('SELECT id FROM clients WHERE id = ?', ['b'])).toEqual([['b']])
+    expect(rows('SELECT id FROM clients WHERE id > :after ORDER BY id', ['after=a'])).toEqual([['b']])
+    expect(rows('SELECT ? + 1, typeof(?), :n * 2, ?', ['41', '007', 'n=2.5', 'x=1'])).toEqual([[42, 'text', 5, 'x=1']])
+    // `name=value` binds :name only when the statement has that parameter; in a literal it is not one.
+    expect(rows("SELECT ?, ':k'", ['k=v'])).toEqual([['k=v', ':k']])
+  })
+
+  test('too few or too many values: what to pass', () => {
+    expect(() => rows('SELECT ?, ?', ['1'])).toThrow(/pass one --param VALUE per \? in order/)
+    expect(() => rows('SELECT 1', ['1'])).toThrow(QueryRefusedError)
+    expect(() => rows('SELECT :a', [])).toThrow(/--param name=VALUE per :name/)
   })
 })

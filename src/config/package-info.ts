@@ -1,5 +1,6 @@
-// The package's own package.json, found by walking up from this file: the same code runs from
-// src/ (tsx, tests) and from dist/src/ (the built bin), at different depths.
+// The package's own package.json (its version: `--version`, `status --json`, `fsm_build_info`),
+// found by walking up from this file: the same code runs from src/ (tsx, tests) and from dist/src/
+// (the built bin), at different depths. It sits in config/ so that every layer may read it.
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -1,0 +1,48 @@
+// The cron trap: `reconcile`, `trigger`, `query` and `status` on a mirror nothing was ever synced
+// into. A container started on the wrong volume (Compose prefixes volume names with the project
+// name) would otherwise create an empty mirror, reconcile nothing and exit 0 night after night.
+// "Never synced" is defined in src/store/sync-history.ts: no mirror file, or a file in which no
+// sweep or reference read ever succeeded. Those commands then exit 1 with this message.
+import { existsSync } from 'node:fs'
+import { explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
+import { syncHistory, type SyncHistory } from '../store/sync-history.js'
+import { CommandError } from './output.js'
+
+const WHERE =
+  'If the mirror is elsewhere, point FSM_DB (or --db, or "db" in the config file) at it; in a container, check the volume ' +
+  'mounted at its folder: Compose names a volume <project>_<volume> (see `docker volume ls`), so a `docker run -v fsm-data:/data` ' +
+  'beside a Compose service whose volume is fsm-data gets a new, empty volume.'
+
+export function noMirrorError(db: string): CommandError {
+  return new CommandError(`no mirror at ${db}: nothing was ever synced there. ${WHERE} To start a mirror here, run \`fsm-sync sync\`.`)
+}
+
+export function neverSyncedError(db: string, history: SyncHistory): CommandError {
+  const running =
+    history.running > 0 ? ` ${history.running} run(s) are in progress: the first sync has not finished yet, try again when it has.` : ''
+  return new CommandError(
+    `the mirror ${db} was never synced: no sweep or reference read has succeeded in it.${running} ${WHERE} ` +
+      'Otherwise run `fsm-sync sync` first (`fsm-sync status` shows why earlier runs failed).',
+  )
+}
+
+/** Reads the sync history of an open mirror; a corrupt file is reported as such (one line). */
+export function readSyncHistory(db: string, sqlite: Sqlite): SyncHistory {
+  try {
+    return syncHistory(sqlite)
+  } catch (err) {
+    throw explainMirrorError(db, err)
+  }
+}
+
+/** Throws unless `db` is a mirror something was synced into; opens it read-only, creates nothing. */
+export async function requireSynced(db: string): Promise<void> {
+  if (!existsSync(db)) throw noMirrorError(db)
+  const mirror = await openMirror(db, { readonly: true })
+  try {
+    const history = readSyncHistory(db, mirror.sqlite)
+    if (!history.synced) throw neverSyncedError(db, history)
+  } finally {
+    await mirror.close()
+  }
+}

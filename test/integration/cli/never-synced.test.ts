@@ -1,0 +1,78 @@
+// The cron trap: a command pointed at a mirror nothing was ever synced into (a container on the
+// wrong volume) exits 1 with the fix, instead of creating an empty mirror and succeeding quietly.
+// "Never synced": no mirror file, or a file in which no sweep or reference read ever succeeded.
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { beforeAll, describe, expect, test } from 'vitest'
+import { openMirror } from '../../../src/store/mirror-database.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempDir } from '../../support/temp-mirror.js'
+
+let emu: EmulatorEnv
+/** A migrated mirror whose only runs are a failed sweep and a successful reconciliation of nothing. */
+let neverSynced: string
+const runCount = async (db: string) => {
+  const m = await openMirror(db, { readonly: true })
+  try {
+    return m.sqlite.prepare('SELECT count(*) FROM sync_runs').pluck().get() as number
+  } finally {
+    await m.close()
+  }
+}
+
+beforeAll(async () => {
+  emu = await emulatorEnv({ counts: { clients: 1, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+  neverSynced = path.join(tempDir(), 'mirror.db')
+  const m = await openMirror(neverSynced)
+  const state = new SyncStateStore(m.sqlite)
+  const now = new Date().toISOString()
+  const failed = state.startRun('sweep', 'clients', now)
+  state.finishRun(failed, { outcome: 'error', rows: 0, requests: 1, error: 'FSM_API_KEY was rejected (401 UNAUTHORIZED)' }, now)
+  state.recordError('clients', failed, 'FSM_API_KEY was rejected (401 UNAUTHORIZED)', now)
+  const reconciled = state.startRun('reconcile', 'clients', now)
+  state.finishRun(reconciled, { outcome: 'success', rows: 0, requests: 1 }, now)
+  await m.close()
+}, 30_000)
+
+const env = (db: string) => cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000' })
+const FIX = /point FSM_DB .* Compose names a volume <project>_<volume>/
+
+describe('commands on a mirror that was never synced exit 1 with the fix', () => {
+  test.concurrent('reconcile with no mirror file: exit 1, nothing created, the --json error document', async () => {
+    const db = path.join(tempDir(), 'fsm-mirror.db')
+    const r = await runCli(['reconcile', '--json'], env(db))
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.stderr).toContain(`fsm-sync: no mirror at ${db}: nothing was ever synced there.`)
+    expect(r.stderr).toMatch(FIX)
+    expect(JSON.parse(r.stdout)).toEqual({ error: { message: expect.stringContaining(`no mirror at ${db}`), exitCode: 1 } })
+    expect(existsSync(db)).toBe(false)
+  })
+
+  test.concurrent('trigger and query on a mirror with only a failed sweep: exit 1, nothing run, nothing asked upstream', async () => {
+    const runsBefore = await runCount(neverSynced)
+    const [trigger, query] = await Promise.all([
+      runCli(['trigger', 'calendar-b'], env(neverSynced)),
+      runCli(['query', 'SELECT count(*) FROM clients'], env(neverSynced)),
+    ])
+    for (const r of [trigger, query]) {
+      expect(r.code, r.stderr).toBe(1)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toContain(`the mirror ${neverSynced} was never synced: no sweep or reference read has succeeded in it`)
+      expect(r.stderr).toMatch(FIX)
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1)
+    }
+    expect(await runCount(neverSynced)).toBe(runsBefore)
+    expect(await emu.control('GET', '/requests?path=/api/v1/integrations')).toEqual([])
+  })
+
+  test.concurrent('status: still shows why the runs failed, says the mirror was never synced, exit 1', async () => {
+    const r = await runCli(['status', '--json'], env(neverSynced))
+    expect(r.code).toBe(1)
+    const report = JSON.parse(r.stdout)
+    expect(report.synced).toBe(false)
+    expect(report.streams.find((s: { stream: string }) => s.stream === 'clients').lastError).toContain('401')
+    expect(r.stderr).toContain('was never synced')
+  })
+})
