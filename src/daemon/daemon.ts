@@ -33,8 +33,11 @@ export interface Daemon {
    * under continuous sweeping, once every stream has been swept once.
    */
   firstSweep: Promise<void>
-  /** Reference data and account metadata read at start when the mirror has none yet: resolves when done. */
-  referenceAtStart: Promise<void>
+  /**
+   * Reference data and account metadata read at start when the mirror has none yet: resolves when
+   * done, true when it was read, false when there was nothing to read (or its schedule is off).
+   */
+  referenceAtStart: Promise<boolean>
   /** The continuous sweeps (`schedules.sweep` "continuous"), or undefined. */
   sweeps: SweepLoop | undefined
   stop(): Promise<void>
@@ -184,10 +187,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const missing = [...selection.reference.map((s) => s.name), ...selection.metadata].filter(
     (name) => app.state.get(name)?.lastSuccessAt == null,
   )
-  let referenceAtStart = Promise.resolve()
+  let referenceAtStart = Promise.resolve(false)
   if (missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF) {
     logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
-    referenceAtStart = scheduler.runNow('reference').then(() => undefined)
+    referenceAtStart = scheduler.runNow('reference')
   }
 
   const stuck = () => webhooks.inbox.abandoned || bg.abandoned
