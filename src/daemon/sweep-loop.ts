@@ -116,9 +116,13 @@ export class SweepLoop {
         source = new CountingSource(ctx.upstream, ctx.now)
         this.#discoveredAt = now
         const result = await this.#o.lane.run(() => this.#discover(ctx, source))
+        if (result.outcome === 'interrupted' || signal.aborted) break
         this.#o.onRun?.(result)
+        // A failed discovery is tried again after the bound, not after the full period.
+        if (result.outcome === 'error') this.#discoveredAt = now - DISCOVERY_EVERY_MS + this.#o.maxIntervalMs
         continue
       }
+      if (this.#firstPassDone()) this.#firstPass.resolve()
       for (const [stream, n] of this.#o.hints?.() ?? []) this.noteChanges(stream, n, now)
       const plan = planNext({
         now,
@@ -138,7 +142,6 @@ export class SweepLoop {
       if (result.outcome === 'interrupted' || signal.aborted) break
       this.#o.onRun?.(result)
       this.#learn(unit, result)
-      if (this.#firstPassDone()) this.#firstPass.resolve()
       if (result.outcome === 'error')
         logger.warn(
           { stream: plan.stream, retryInMs: (unit.retryAt ?? now) - clock.now() },
