@@ -123,6 +123,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     syncJobs({ app, metrics: m, gaps, lane, checkpointsInBackground: () => started.checkpoints?.running === true }),
     logger,
   )
+  // `next` lists every schedule: the continuous sweep as "continuous" (it has no next tick).
+  const nextRuns = () => (sweeps === undefined ? scheduler.nextRuns() : { sweep: SCHEDULE_CONTINUOUS, ...scheduler.nextRuns() })
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
@@ -143,14 +145,16 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
           reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s`,
         }
       if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
+      if (sweeps?.failure !== undefined)
+        return { ready: false, reason: `continuous sweeping stopped: ${sweeps.failure}; restart the daemon` }
       const stalled = scheduler.stalled()
       if (stalled.length > 0)
         return {
           ready: false,
           reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`,
-          next: scheduler.nextRuns(),
+          next: nextRuns(),
         }
-      return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: scheduler.nextRuns(), off: scheduler.off() }
+      return { ready: true, migrations: probe.migrations, running: scheduler.busy(), next: nextRuns(), off: scheduler.off() }
     },
   })
   let address

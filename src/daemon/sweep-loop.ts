@@ -63,6 +63,8 @@ export class SweepLoop {
   #running: Promise<void> | undefined
   #firstPass: { promise: Promise<void>; resolve: () => void }
   #wake: (() => void) | undefined
+  #failure: string | undefined
+  #hintsFailed = false
 
   constructor(options: SweepLoopOptions) {
     this.#o = options
@@ -84,9 +86,16 @@ export class SweepLoop {
     return [...this.#units.keys()]
   }
 
+  /** Why the loop ended on its own (an unexpected error), or undefined while it runs as it should. */
+  get failure(): string | undefined {
+    return this.#failure
+  }
+
   start(): void {
     this.#running ??= this.#loop().catch((err: unknown) => {
-      this.#o.logger.error({ err }, 'continuous sweeping stopped on an unexpected error')
+      this.#failure = err instanceof Error ? err.message : String(err)
+      this.#firstPass.resolve()
+      this.#o.logger.error({ err }, 'continuous sweeping stopped on an unexpected error; restart the daemon')
     })
   }
 
@@ -123,7 +132,7 @@ export class SweepLoop {
         continue
       }
       if (this.#firstPassDone()) this.#firstPass.resolve()
-      for (const [stream, n] of this.#o.hints?.() ?? []) this.noteChanges(stream, n, now)
+      for (const [stream, n] of this.#readHints()) this.noteChanges(stream, n, now)
       const plan = planNext({
         now,
         streams: [...this.#units].map(([name, u]): PlannedStream => ({ name, ...u, changeRate: u.rate.perSecond(now) })),
@@ -149,6 +158,19 @@ export class SweepLoop {
         )
     }
     this.#firstPass.resolve()
+  }
+
+  // Hints only steer the plan: one that cannot be read (the mirror failing) is logged once and skipped.
+  #readHints(): ReadonlyMap<string, number> {
+    try {
+      const hints = this.#o.hints?.() ?? new Map<string, number>()
+      this.#hintsFailed = false
+      return hints
+    } catch (err) {
+      if (!this.#hintsFailed) this.#o.logger.warn({ err }, 'cannot read the webhook traffic for the sweep plan; planning without it')
+      this.#hintsFailed = true
+      return new Map()
+    }
   }
 
   #context(signal: AbortSignal): SyncContext {

@@ -46,6 +46,9 @@ describe('continuous sweeping', () => {
       await daemon.firstSweep
       // The sweep is no scheduled job: nothing cron-driven sweeps in this test.
       expect(Object.keys(daemon.scheduler.nextRuns())).not.toContain('sweep')
+      const ready = await get(`${daemon.url}/readyz`)
+      expect(ready.status).toBe(200)
+      expect(JSON.parse(ready.text)).toMatchObject({ ready: true, next: { sweep: 'continuous' } })
       expect(daemon.sweeps?.streams()).toEqual(['clients', 'jobs', 'visits', 'invoices', 'objects:equipment', 'objects:inspections'])
 
       const [job] = (await emu.control('POST', '/mutate', {
