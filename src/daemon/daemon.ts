@@ -1,5 +1,5 @@
 // `fsm-sync run` assembled: the app (create-app.ts: mirror with its migrations, client), webhook
-// service, metrics, the HTTP listener and the schedules; `stop()` undoes it in order within the
+// service, metrics, the HTTP listener, the schedules and the continuous sweeps (sweep-loop.ts); `stop()` undoes it in order within the
 // shutdown budget (README.md, Commands: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
 // page being written commits and the run ends; the next start resumes from that checkpoint.
 import type { Server } from 'node:http'
@@ -110,7 +110,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     checkpoints: () => started.checkpoints?.stats() ?? { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0 },
   })
   hook.metrics = m
-  m.seedFreshness(streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()))
+  // Triggers and feeds keep their last success from sync_state; streams take their own last sweep.
+  const kept = freshnessStreams()
+  m.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
+  m.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   const gaps = new DeliveryGapCheck({
     client: app.client,
     sqlite: app.mirror.sqlite,
