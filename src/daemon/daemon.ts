@@ -71,11 +71,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const sweeps =
     config.schedules.sweep === SCHEDULE_CONTINUOUS
       ? new SweepLoop({
-          // Quiet sweeps would log a line each second: their lines go at debug, failures still show.
-          context: (signal) => ({
-            ...app.syncContext({ signal }),
-            logger: app.logger.isLevelEnabled('debug') ? app.logger : app.logger.child({}, { level: 'warn' }),
-          }),
+          // A sweep a second would log a line or two each (finished, progress): below debug they are
+          // left out, and warnings and failures still show. /metrics and status tell what the sweeps do.
+          context: (signal) =>
+            app.logger.isLevelEnabled('debug')
+              ? app.syncContext({ signal })
+              : { ...app.syncContext({ signal }), logger: app.logger.child({}, { level: 'warn' }), progress: undefined },
           client: app.client,
           governor: app.governor,
           clock: app.clock,

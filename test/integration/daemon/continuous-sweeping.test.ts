@@ -36,7 +36,14 @@ describe('continuous sweeping', () => {
     // Every schedule off or never due except the continuous sweeps; reference data has a schedule
     // (never due here), so the empty mirror gets it at start.
     const config = { ...base, rateLimit: 600, schedules: { ...base.schedules, sweep: 'continuous', reference: NEVER } }
-    const daemon = await startDaemon(config, silent())
+    const lines: { msg: string }[] = []
+    const destination = new Writable({
+      write: (c: Buffer, _e, cb) => {
+        for (const l of c.toString('utf8').trim().split('\n')) lines.push(JSON.parse(l) as { msg: string })
+        cb()
+      },
+    })
+    const daemon = await startDaemon(config, createLogger({ level: 'info', destination }))
     try {
       await daemon.referenceAtStart
       const count = (sql: string) => daemon.app.mirror.sqlite.prepare(sql).pluck().get() as number
@@ -74,6 +81,10 @@ describe('continuous sweeping', () => {
       )
       // No webhook brought it: none is registered, the inbox is empty.
       expect(count('SELECT count(*) FROM webhook_inbox')).toBe(0)
+      // A sweep a second logs nothing at info: the start says how the daemon sweeps, and that is all.
+      expect(count(`SELECT count(*) FROM sync_runs WHERE kind = 'sweep'`)).toBeGreaterThan(7)
+      expect(lines.map((l) => l.msg)).toContain('sweeping continuously within its share of the request budget')
+      expect(lines.filter((l) => /^sweep (finished|progress)$/.test(l.msg))).toEqual([])
 
       const metrics = await get(`${daemon.url}/metrics`)
       expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="jobs"\} \d+(\.\d+)?$/m)
