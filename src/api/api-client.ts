@@ -8,7 +8,7 @@ import { abortReason, systemClock, type Clock } from '../model/clock.js'
 import { apiErrorFor, networkErrorFor, type RouteInfo } from './error-mapping.js'
 import { MalformedResponseError, RequestDeadlineError } from './errors.js'
 import { readRateLimitHeaders } from './rate-limit-headers.js'
-import type { Priority, RequestGovernor } from './governor/index.js'
+import type { BudgetShare, Priority, RequestGovernor } from './governor/index.js'
 import { EnvelopeSchema, type Envelope } from './response-schemas.js'
 import { DEFAULT_RETRY_POLICY, retryDecision, type AttemptOutcome, type HttpMethod, type RetryPolicy } from './retry-policy.js'
 import { authHeader, queryString, templatePath, type Query } from './routes.js'
@@ -53,6 +53,8 @@ export interface CallOptions {
    * run's request count is taken, so a request that fails after retries still counts them all.
    */
   onAttempt?: (() => void) | undefined
+  /** A share of the budget the attempts wait in before the governor (the continuous sweeps'). */
+  share?: Pick<BudgetShare, 'acquire'> | undefined
 }
 
 export interface RequestOptions extends CallOptions {
@@ -136,7 +138,7 @@ export class ApiClient {
     const fullPath = this.#prefix + apiPath + queryString(options.query)
     const body = options.body === undefined ? undefined : JSON.stringify(options.body)
     for (let attempt = 1; ; attempt++) {
-      const slot = await this.#governor.acquire(options.priority, options.signal)
+      const slot = await (options.share ?? this.#governor).acquire(options.priority, options.signal)
       options.onAttempt?.()
       let result: Attempt
       try {

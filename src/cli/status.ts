@@ -42,7 +42,7 @@ export const statusCommand: Command = {
 }
 
 function render(report: StatusReport, budget: number): string {
-  const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'lag', 'cursor', 'last error']
+  const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'lag', 'last swept', 'staleness', 'cursor', 'last error']
   const rows = report.streams.map((s) => [
     s.stream,
     s.table ?? '',
@@ -50,6 +50,8 @@ function render(report: StatusReport, budget: number): string {
     s.deleted === null ? '' : String(s.deleted),
     s.lastSuccessAt ?? 'never',
     s.lagSeconds === null ? '' : `${s.lagSeconds} s`,
+    s.lastSweptAt ?? 'never',
+    s.stalenessSeconds === null ? '' : `${s.stalenessSeconds} s`,
     cursorText(s.cursor),
     s.lastError === null ? '' : `${s.lastErrorAt ?? ''} ${s.lastError}`.slice(0, 100),
   ])
@@ -64,6 +66,7 @@ function render(report: StatusReport, budget: number): string {
     ...rows.map(line),
     '',
     `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`,
+    'staleness: expected seconds for a change made without a webhook to reach the mirror (from the recent sweeps)',
   ]
   if (report.webhookInbox !== null)
     out.push(

@@ -2,6 +2,7 @@ export {
   ConfigSchema,
   OBJECT_STREAM,
   RETENTION_OFF,
+  SCHEDULE_CONTINUOUS,
   SCHEDULE_OFF,
   STREAM_NAMES,
   StreamName,

@@ -72,6 +72,26 @@ const Cron = z
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
 
+/** The sweep schedule that sweeps back to back within `sync.budgetShare` (README.md, Continuous sweeping). */
+export const SCHEDULE_CONTINUOUS = 'continuous'
+
+/** `schedules.sweep`: "continuous" (the default), a cron expression, or "off". */
+const SweepSchedule = z
+  .string()
+  .min(1)
+  .transform((s) => {
+    const t = s.trim()
+    const lower = t.toLowerCase()
+    return lower === SCHEDULE_OFF || lower === SCHEDULE_CONTINUOUS ? lower : t
+  })
+  .superRefine((s, ctx) => {
+    const problem = s === SCHEDULE_OFF || s === SCHEDULE_CONTINUOUS ? undefined : cronProblem(s)
+    if (problem !== undefined)
+      ctx.addIssue({ code: 'custom', message: `${problem}; or "${SCHEDULE_CONTINUOUS}" (the default) to sweep back to back` })
+  })
+
+const SHARE_MESSAGE = 'must be a fraction of FSM_RATE_LIMIT from 0.05 to 1, e.g. 0.85 (85 % of the budget for sweeps)'
+
 /** The retention value that keeps a table's rows forever. */
 export const RETENTION_OFF = 'off'
 
@@ -147,6 +167,18 @@ export const ConfigSchema = z.strictObject({
        */
       lookbackSeconds: int(0, 86_400).default(5),
       pageSize: int(1, 100).default(100),
+      /**
+       * Share of the request budget (of the effective FSM_RATE_LIMIT) that continuous sweeping may
+       * spend; the rest stays for webhook follow-ups, triggers, reconciliation and CLI commands.
+       */
+      budgetShare: z
+        .preprocess(
+          (v) => (typeof v === 'string' && /^\d*\.?\d+$/.test(v.trim()) ? Number(v) : v),
+          z.number({ error: SHARE_MESSAGE }).min(0.05, { error: SHARE_MESSAGE }).max(1, { error: SHARE_MESSAGE }),
+        )
+        .default(0.85),
+      /** Longest time a stream may go unswept under continuous sweeping, in seconds. */
+      maxSweepIntervalSeconds: int(5, 86_400).default(60),
     })
     .prefault({}),
   reconcile: z
@@ -206,7 +238,7 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   schedules: z
     .strictObject({
-      sweep: Cron.default('*/5 * * * *'),
+      sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS),
       reference: Cron.default('7 * * * *'),
       reconcile: Cron.default('17 3 * * *'),
       calendarA: Cron.default('23 * * * *'),

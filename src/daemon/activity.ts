@@ -2,6 +2,7 @@
 // (stored, applied) and the inbox, runs from sync_runs, changes from change_log. `demo` prints one
 // line of it every few seconds; nothing here runs or schedules work.
 import type { Sqlite } from '../store/mirror-database.js'
+import { streamFreshness } from '../store/stream-freshness.js'
 import type { WebhookMetrics } from '../webhooks/metrics.js'
 
 export interface ActivityMark {
@@ -35,6 +36,8 @@ export interface Activity {
   runs: RunLine[]
   /** Rows the mirror changed since the mark (change_log entries). */
   changes: number
+  /** Expected staleness of a change without a webhook, per stream asked for (store/stream-freshness.ts). */
+  staleness?: { stream: string; seconds: number | null }[]
   next: ActivityMark
 }
 
@@ -57,7 +60,12 @@ function inboxCounts(sqlite: Sqlite): { backlog: number; failed: number } {
 }
 
 /** Activity after `since`. Runs still going are left for the next call (they have no end yet). */
-export function activitySince(sqlite: Sqlite, metrics: WebhookMetrics, since: ActivityMark): Activity {
+export function activitySince(
+  sqlite: Sqlite,
+  metrics: WebhookMetrics,
+  since: ActivityMark,
+  freshness?: { streams: readonly string[]; now: number },
+): Activity {
   const runs = sqlite
     .prepare(`SELECT id, stream, kind, outcome, rows, requests, error FROM sync_runs WHERE id > ? AND ended_at IS NOT NULL ORDER BY id`)
     .all(since.runId) as (RunLine & { id: number })[]
@@ -81,11 +89,22 @@ export function activitySince(sqlite: Sqlite, metrics: WebhookMetrics, since: Ac
     failed: inbox.failed - since.failed,
     runs: done.map(({ id: _id, ...r }) => r),
     changes: seq - since.seq,
+    ...(freshness === undefined
+      ? {}
+      : {
+          staleness: streamFreshness(sqlite, freshness.streams, freshness.now).map((f) => ({
+            stream: f.stream,
+            seconds: f.stalenessSeconds === null ? null : Math.round(f.stalenessSeconds),
+          })),
+        }),
     next,
   }
 }
 
-/** One line: `webhooks +3 received, +3 applied; sweep: clients 2, jobs 1; 4 requests; mirror +6 changes`. Pure. */
+/**
+ * One line: `webhooks +3 received, +3 applied; sweep: clients 2, jobs 1; 4 requests; mirror +6
+ * changes; staleness without a webhook: clients 4 s, jobs 3 s`. Pure.
+ */
 export function formatActivity(a: Activity): string {
   const parts = [
     `webhooks +${a.received} received, +${a.applied} applied${a.backlog > 0 ? ` (${a.backlog} waiting)` : ''}${a.failed > 0 ? ` (${a.failed} could not be applied: see webhook_inbox.error)` : ''}`,
@@ -103,5 +122,9 @@ export function formatActivity(a: Activity): string {
     )
   }
   parts.push(`mirror +${a.changes} changes`)
+  if (a.staleness !== undefined && a.staleness.length > 0)
+    parts.push(
+      `staleness without a webhook: ${a.staleness.map((s) => `${s.stream} ${s.seconds === null ? '-' : `${s.seconds} s`}`).join(', ')}`,
+    )
   return parts.join('; ')
 }

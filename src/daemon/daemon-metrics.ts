@@ -7,6 +7,7 @@ import type { GovernorState } from '../api/governor/index.js'
 import type { CheckpointStats } from '../store/background-checkpoints.js'
 import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'
+import type { StreamFreshness } from '../store/stream-freshness.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../store/timestamps.js'
 import { systemClock } from '../model/clock.js'
@@ -19,6 +20,10 @@ export interface MetricSources {
   checkpoints?: () => CheckpointStats
   /** The process's clock: when a run's success is recorded. Default: the system clock. */
   now?: () => number
+  /** Each stream's freshness (store/stream-freshness.ts), read when scraped. */
+  freshness?: () => readonly StreamFreshness[]
+  /** The continuous sweeps' starts in the last window and their limit (sweep-loop.ts), when they run. */
+  sweepShare?: () => { used: number; limit: number }
 }
 
 export class DaemonMetrics {
@@ -30,6 +35,7 @@ export class DaemonMetrics {
   readonly #runs
   readonly #durations
   readonly #lastSuccess
+  readonly #lastReconcile
   readonly #notConnected
   readonly #retention
   readonly #now: () => number
@@ -71,10 +77,48 @@ export class DaemonMetrics {
     })
     this.#lastSuccess = new Gauge({
       name: 'fsm_last_success_timestamp_seconds',
-      help: 'Unix time of the last successful run per stream (alert on staleness)',
+      help: "Unix time each stream's own last successful sweep (or reference read, or trigger) ended; reconciliations are in fsm_last_reconcile_success_timestamp_seconds",
       labelNames: ['stream'],
       registers,
     })
+    this.#lastReconcile = new Gauge({
+      name: 'fsm_last_reconcile_success_timestamp_seconds',
+      help: 'Unix time the last successful reconciliation of each stream ended',
+      labelNames: ['stream'],
+      registers,
+    })
+    const freshness = sources.freshness
+    if (freshness !== undefined)
+      new Gauge({
+        name: 'fsm_stream_staleness_seconds',
+        help: 'Expected seconds between a change made upstream without a webhook and its arrival in the mirror (README.md, Continuous sweeping)',
+        labelNames: ['stream'],
+        registers,
+        collect() {
+          this.reset()
+          for (const f of freshness())
+            if (f.stalenessSeconds !== null) this.set({ stream: f.stream }, Math.round(f.stalenessSeconds * 10) / 10)
+        },
+      })
+    const sweepShare = sources.sweepShare
+    if (sweepShare !== undefined) {
+      new Gauge({
+        name: 'fsm_sweep_budget_limit',
+        help: 'Requests per sliding minute the continuous sweeps may start now (sync.budgetShare of the effective limit)',
+        registers,
+        collect() {
+          this.set(sweepShare().limit)
+        },
+      })
+      new Gauge({
+        name: 'fsm_sweep_budget_used',
+        help: 'Requests the continuous sweeps started in the last minute',
+        registers,
+        collect() {
+          this.set(sweepShare().used)
+        },
+      })
+    }
     this.#notConnected = new Counter({
       name: 'fsm_integration_not_connected_total',
       help: 'Triggers refused with INTEGRATION_NOT_CONNECTED',
@@ -174,17 +218,28 @@ export class DaemonMetrics {
     if (e.attempt > 1) this.#retries.inc({ route: e.route })
   }
 
-  /** Seeds the staleness gauge from what earlier processes recorded. */
+  /** Seeds the last-success gauge from what earlier processes recorded. */
   seedLastSuccess(states: readonly StreamState[]): void {
     for (const s of states) if (s.lastSuccessAt !== null) this.#lastSuccess.set({ stream: s.stream }, parseInstant(s.lastSuccessAt) / 1000)
   }
 
-  observeRun(r: RunResult, kind: string = r.kind, at: number = this.#now()): void {
+  /** Seeds both last-success gauges from the runs earlier processes recorded (store/stream-freshness.ts). */
+  seedFreshness(streams: readonly StreamFreshness[]): void {
+    for (const f of streams) {
+      if (f.lastSweptAt !== null) this.#lastSuccess.set({ stream: f.stream }, f.lastSweptAt / 1000)
+      if (f.lastReconciledAt !== null) this.#lastReconcile.set({ stream: f.stream }, f.lastReconciledAt / 1000)
+    }
+  }
+
+  /** A finished run; `at` defaults to the run's own end (a batch is observed after its last run). */
+  observeRun(r: RunResult, kind: string = r.kind, at: number = r.endedAt ?? this.#now()): void {
     const labels = { stream: r.stream, kind }
     this.#rows.inc(labels, r.rows)
     this.#runs.inc({ ...labels, outcome: r.outcome })
     this.#durations.observe(labels, r.durationMs / 1000)
-    if (r.outcome === 'success') this.#lastSuccess.set({ stream: r.stream }, at / 1000)
+    if (r.outcome !== 'success') return
+    if (r.kind === 'reconcile') this.#lastReconcile.set({ stream: r.stream }, at / 1000)
+    else this.#lastSuccess.set({ stream: r.stream }, at / 1000)
   }
 
   retentionRemoved(counts: RetentionCounts): void {

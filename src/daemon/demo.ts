@@ -106,7 +106,8 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     const registration = registerEndpoint(d.app.client, d.webhooks.secrets, webhookUrl, () => clock.now())
     // Awaited after the backfill; a failure meanwhile must not count as unhandled.
     registration.catch(() => undefined)
-    const backfill = Promise.all([d.firstSweep, d.scheduler.runNow('reference')])
+    // Reference data: read at start by the daemon when the mirror has none, else read here.
+    const backfill = Promise.all([d.firstSweep, d.referenceAtStart.then((read) => read || d.scheduler.runNow('reference'))])
     if (!(await untilAborted(backfill, signal))) {
       events.stopped({ db })
       return
@@ -134,7 +135,7 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     while (!signal.aborted && clock.now() < until) {
       // The signal ends the wait early; the loop condition then ends the demo.
       await clock.sleep(Math.max(0, Math.min(REPORT_SECONDS * 1000, until - clock.now())), signal).catch(() => undefined)
-      const activity = activitySince(sqlite, d.webhooks.metrics, mark)
+      const activity = activitySince(sqlite, d.webhooks.metrics, mark, { streams: liveStreams(d), now: clock.now() })
       mark = activity.next
       events.activity({ at: clock.now(), activity })
     }
@@ -149,6 +150,11 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     await daemon?.stop()
     await emulator.close()
   }
+}
+
+/** The streams whose staleness the live line shows: those the sweeps keep (records, then custom objects). */
+function liveStreams(d: Daemon): string[] {
+  return d.sweeps?.streams() ?? selectStreams(d.app.config.streams).records.map((s) => s.name)
 }
 
 /** Resolves true when `work` ends, false when the signal aborts first. */

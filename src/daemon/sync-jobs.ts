@@ -2,7 +2,7 @@
 // sweep) take one lane in turn, so a stream is never walked by two runs at once; reference data
 // and triggers touch other tables and the upstream only, and run beside them. Everything shares
 // the app's one governor.
-import type { Config } from '../config/index.js'
+import { SCHEDULE_CONTINUOUS, type Config } from '../config/index.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
@@ -31,12 +31,13 @@ export interface SyncJobDeps {
   gaps: DeliveryGapCheck
   /** True while checkpoints run on the worker thread (src/store/background-checkpoints.ts). */
   checkpointsInBackground?: () => boolean
+  /** The record lane, shared with the continuous sweeps (sweep-loop.ts) when they run. */
+  lane?: Lane
 }
 
-export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJobDeps): JobDefinition[] {
+export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = new Lane() }: SyncJobDeps): JobDefinition[] {
   const selection = selectStreams(app.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
-  const lane = new Lane()
   const observe = (results: readonly RunResult[], kind?: string) => {
     for (const r of results) metrics.observeRun(r, kind ?? r.kind)
     return results
@@ -56,12 +57,19 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJo
     },
   })
   const s: Config['schedules'] = app.config.schedules
+  // Continuous sweeping is no scheduled job: the daemon runs its loop instead (sweep-loop.ts).
+  const sweep: JobDefinition[] =
+    s.sweep === SCHEDULE_CONTINUOUS
+      ? []
+      : [
+          {
+            name: 'sweep',
+            cron: s.sweep,
+            run: (signal) => lane.run(async () => void observe(await runSweeps(app.syncContext({ signal }), records))),
+          },
+        ]
   return [
-    {
-      name: 'sweep',
-      cron: s.sweep,
-      run: (signal) => lane.run(async () => void observe(await runSweeps(app.syncContext({ signal }), records))),
-    },
+    ...sweep,
     {
       name: 'reference',
       cron: s.reference,

@@ -12,7 +12,9 @@
 // GET. The row with the highest seq is never deleted: the inbox numbers new rows from it, and the
 // processor's cursor must keep moving forward.
 //
-// sync_runs: finished runs older than `runsDays`, except the last run each stream points at.
+// sync_runs: finished runs older than `runsDays`, except the last run each stream points at. Quiet
+// sweeps (successful, no row changed) go after one day already: continuous sweeping writes about
+// one a second, and only a stream's last few feed its staleness figure (stream-freshness.ts).
 // calendar_changes: rows fetched more than `calendarChangesDays` ago (the feed's resume point lives
 // in sync_state, so nothing is read twice). change_log is never touched here.
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -51,6 +53,8 @@ export interface RetentionOptions {
 }
 
 const DAY_MS = 86_400_000
+/** Days a quiet sweep (successful, no row changed) is kept, when runsDays is longer. */
+export const QUIET_SWEEP_DAYS = 1
 
 /** Columns the compact row gets its own values for: the body, and when it was dropped. */
 const BODY_COLUMNS = new Set(['raw', 'raw_bytes', 'body_dropped_at'])
@@ -137,6 +141,15 @@ export async function runRetention(
                     ORDER BY id LIMIT ?)`,
     )
     await batches(del, runs).drain('sync_runs')
+    const quiet = cutoff(Math.min(settings.runsDays as number, QUIET_SWEEP_DAYS))!
+    const delQuiet = sqlite.prepare(
+      `DELETE FROM sync_runs
+       WHERE id IN (SELECT id FROM sync_runs
+                    WHERE ended_at IS NOT NULL AND ended_at < ? AND kind = 'sweep' AND outcome = 'success' AND rows = 0
+                      AND id NOT IN (SELECT last_run_id FROM sync_state WHERE last_run_id IS NOT NULL)
+                    ORDER BY id LIMIT ?)`,
+    )
+    await batches(delQuiet, quiet).drain('sync_runs')
   }
   const changes = cutoff(settings.calendarChangesDays)
   if (changes !== undefined) {

@@ -1,5 +1,6 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
 import type { Sqlite } from './mirror-database.js'
+import { streamFreshness } from './stream-freshness.js'
 import { parseInstant } from './timestamps.js'
 
 export interface StreamStatus {
@@ -14,6 +15,10 @@ export interface StreamStatus {
   deleted: number | null
   /** Seconds since the last success, at the time of the report. */
   lagSeconds: number | null
+  /** When its last successful sweep (or reference read) ended: the mirror holds the stream as of then. */
+  lastSweptAt: string | null
+  /** Expected seconds a change made without a webhook takes to reach the mirror (store/stream-freshness.ts). */
+  stalenessSeconds: number | null
 }
 
 export interface StatusReport {
@@ -39,8 +44,8 @@ const TABLE_OF: Record<string, string> = {
   webhooks: 'webhook_endpoints',
   api_keys: 'api_keys',
 }
-/** The four record streams are listed even before their first run. */
-const ALWAYS = ['clients', 'jobs', 'visits', 'invoices']
+/** Every stream with a table is listed, even before its first run (the snapshot streams included). */
+const ALWAYS = Object.keys(TABLE_OF)
 
 interface Counts {
   live: number
@@ -81,9 +86,11 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     if (table === undefined || !tables.has(table)) return undefined
     return { table, counts: sqlite.prepare(`SELECT ${split} FROM "${table}"`).get() as Counts }
   }
-  const names = new Set([...ALWAYS, ...states.map((s) => s.stream)])
-  const streams = [...names].sort().map((stream): StreamStatus => {
+  const names = [...new Set([...ALWAYS, ...states.map((s) => s.stream)])].sort()
+  const freshness = new Map(streamFreshness(sqlite, names, now).map((f) => [f.stream, f]))
+  const streams = names.map((stream): StreamStatus => {
     const s = states.find((x) => x.stream === stream)
+    const fresh = freshness.get(stream)
     const counted = countsOf(stream)
     const success = s?.last_success_at ?? null
     return {
@@ -96,6 +103,8 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
       rows: counted?.counts.live ?? null,
       deleted: counted?.counts.deleted ?? null,
       lagSeconds: success === null ? null : Math.max(0, Math.round((now - parseInstant(success)) / 1000)),
+      lastSweptAt: fresh?.lastSweptAt == null ? null : new Date(fresh.lastSweptAt).toISOString(),
+      stalenessSeconds: fresh?.stalenessSeconds == null ? null : Math.round(fresh.stalenessSeconds * 10) / 10,
     }
   })
   const since = new Date(now - 60_000).toISOString()

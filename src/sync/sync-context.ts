@@ -33,6 +33,8 @@ export interface RunResult {
   rows: number
   requests: number
   durationMs: number
+  /** Clock ms the run ended (tracked runs), so a batch's observer can tell each run's own end. */
+  endedAt?: number
   error?: string
   details?: Record<string, unknown>
 }

@@ -82,6 +82,7 @@ export async function trackedRun(
     rows: result.rows,
     requests,
     durationMs: end - started,
+    endedAt: end,
     ...(result.error === undefined ? {} : { error: result.error }),
     ...(result.details === undefined ? {} : { details: result.details }),
   }

@@ -4,3 +4,4 @@
 export { PRIORITIES, type GovernorOptions, type GovernorState, type Priority, type RateObservation } from './core.js'
 export type { BudgetChange } from './adaptive-limit.js'
 export { RequestGovernor, type RequestGovernorOptions, type SharedWindow, type Slot } from './request-governor.js'
+export { BudgetShare, type BudgetShareOptions } from './budget-share.js'

@@ -69,6 +69,11 @@ export class RequestGovernor {
     return this.#core.limit
   }
 
+  /** The span in which at most the effective limit of starts may fall (the window plus its margin). */
+  get guardedWindowMs(): number {
+    return this.#core.guardedWindowMs
+  }
+
   /** Waits for a start slot. Aborting while queued removes the request and rejects. */
   acquire(priority: Priority, signal?: AbortSignal): Promise<Slot> {
     if (signal?.aborted === true) return Promise.reject(abortReason(signal))

@@ -103,6 +103,16 @@ describe('fsm-sync status', () => {
     // The release reading the mirror, and whether anything was ever synced into it (README.md, Upgrading).
     expect(report.version).toBe(packageInfo().version)
     expect(report.synced).toBe(true)
+    // Freshness: when each stream was last swept to the end and the staleness expected of a change
+    // without a webhook; every stream is listed, the snapshot ones never read included.
+    expect(c.lastSweptAt).toBe(c.lastSuccessAt)
+    expect(c.stalenessSeconds).toBeGreaterThanOrEqual(0)
+    expect(j).toMatchObject({ lastSweptAt: null, stalenessSeconds: null })
+    expect(report.streams.find((s: { stream: string }) => s.stream === 'taxes')).toMatchObject({
+      table: 'taxes',
+      rows: 0,
+      lastSweptAt: null,
+    })
   })
 
   test('schedules switched off are shown', async () => {
@@ -116,7 +126,8 @@ describe('fsm-sync status', () => {
   test('a readable table', async () => {
     const r = await runCli(['status'], env())
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/^stream\s+table\s+rows/)
+    expect(r.stdout).toMatch(/^stream\s+table\s+rows\s+deleted\s+last success\s+lag\s+last swept\s+staleness/)
+    expect(r.stdout).toMatch(/^taxes\s+taxes\s+0\s+0\s+never/m)
     expect(r.stdout).toMatch(/^clients\s+clients\s+3/m)
     expect(r.stdout).toMatch(/^objects:equipment\s+custom_records\s+2\s+1/m)
     expect(r.stdout).toContain('request budget: 2 of 60')

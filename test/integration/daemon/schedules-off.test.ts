@@ -32,8 +32,9 @@ test('"off" schedules are logged, shown by /readyz and never run', async () => {
   expect(JSON.parse(line!)).toMatchObject({ off: ['sweep', 'reconcile', 'deliveries'] })
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
-  // No sweep at start: the sweep schedule is off.
-  expect(query(env.FSM_DB!, `SELECT count(*) AS n FROM sync_runs`)).toEqual([{ n: 0 }])
+  // No sweep at start: the sweep schedule is off. Reference data, which the new mirror lacks, is
+  // read at start because its schedule is on; nothing else ran.
+  expect(query(env.FSM_DB!, `SELECT count(*) AS n FROM sync_runs WHERE kind <> 'reference'`)).toEqual([{ n: 0 }])
 }, 60_000)
 
 test('the scheduled calendar-a job triggers, reads the status, then stores the change feed', async () => {

@@ -33,7 +33,9 @@ describe('configuration', () => {
     expect(c.logLevel).toBe('info')
     expect(c.webhookSecrets).toEqual([])
     expect(c.reconcile.maxDeleteShare).toBe(0.1)
-    expect(c.schedules.sweep).toBe('*/5 * * * *')
+    expect(c.schedules.sweep).toBe('continuous')
+    expect(c.sync.budgetShare).toBe(0.85)
+    expect(c.sync.maxSweepIntervalSeconds).toBe(60)
   })
 
   test('precedence: flags > environment > file > defaults', () => {

@@ -40,3 +40,20 @@ test('webhooks, finished runs and changes since the mark; a run still going wait
     'webhooks +0 received, +0 applied; sweep of 1 stream: jobs 1, jobs interrupted (stopped); 1 requests; reconcile of 1 stream: no changes; 1 requests; mirror +0 changes',
   )
 })
+
+test("the demo's line ends with each stream's expected staleness for a change without a webhook", async () => {
+  mirror = await tempMirror()
+  const { sqlite } = mirror
+  const metrics = new WebhookMetrics()
+  const state = new SyncStateStore(sqlite)
+  const mark = activityMark(sqlite, metrics)
+  const iso = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+  for (const start of [0, 10])
+    state.finishRun(state.startRun('sweep', 'jobs', iso(start)), { outcome: 'success', rows: 0, requests: 1 }, iso(start + 2))
+  const a = activitySince(sqlite, metrics, mark, { streams: ['jobs', 'visits'], now: Date.UTC(2026, 0, 1, 0, 0, 13) })
+  expect(a.staleness).toEqual([
+    { stream: 'jobs', seconds: 7 },
+    { stream: 'visits', seconds: null },
+  ])
+  expect(formatActivity(a)).toMatch(/; mirror \+0 changes; staleness without a webhook: jobs 7 s, visits -$/)
+})

@@ -47,6 +47,38 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
   expect(await m.text()).toContain('fsm_webhook_intake_stored_total 7')
 })
 
+test("last success is each stream's own sweep end, reconciliations have their own series, staleness and the sweeps' share are read when scraped", async () => {
+  const m = new DaemonMetrics({
+    governor,
+    freshness: () => [
+      { stream: 'jobs', lastSweptAt: 1_800_000_000_000, lastReconciledAt: null, stalenessSeconds: 3.14 },
+      { stream: 'taxes', lastSweptAt: null, lastReconciledAt: null, stalenessSeconds: null },
+    ],
+    sweepShare: () => ({ used: 17, limit: 51 }),
+  })
+  m.seedFreshness([{ stream: 'visits', lastSweptAt: 1_700_000_000_000, lastReconciledAt: 1_600_000_000_000, stalenessSeconds: 5 }])
+  // A batch observed after its last run: each run's own end counts, not the time of observation.
+  m.observeRun({ stream: 'clients', kind: 'sweep', outcome: 'success', rows: 0, requests: 1, durationMs: 900, endedAt: 1_750_000_000_000 })
+  m.observeRun({
+    stream: 'clients',
+    kind: 'reconcile',
+    outcome: 'success',
+    rows: 0,
+    requests: 3,
+    durationMs: 900,
+    endedAt: 1_760_000_000_000,
+  })
+  const text = await m.text()
+  expect(text).toContain('fsm_last_success_timestamp_seconds{stream="clients"} 1750000000')
+  expect(text).toContain('fsm_last_reconcile_success_timestamp_seconds{stream="clients"} 1760000000')
+  expect(text).toContain('fsm_last_success_timestamp_seconds{stream="visits"} 1700000000')
+  expect(text).toContain('fsm_last_reconcile_success_timestamp_seconds{stream="visits"} 1600000000')
+  expect(text).toContain('fsm_stream_staleness_seconds{stream="jobs"} 3.1')
+  expect(text).not.toContain('fsm_stream_staleness_seconds{stream="taxes"}')
+  expect(text).toContain('fsm_sweep_budget_limit 51')
+  expect(text).toContain('fsm_sweep_budget_used 17')
+})
+
 test.each([
   [
     { created: 1, updated: 2, deleted: 0, errors: 0, extra: 'x' },

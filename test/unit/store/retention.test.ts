@@ -155,13 +155,33 @@ describe('retention of runs and calendar changes', () => {
     run.get('clients', ago(200), ago(200), 'success')
     const last = run.get('jobs', ago(200), ago(200), 'success') as number
     run.get('clients', ago(200), null, 'running')
-    run.get('clients', ago(10), ago(10), 'success')
+    // It changed rows: a quiet sweep would go after one day.
+    m.sqlite.prepare(`UPDATE sync_runs SET rows = 2 WHERE id = ?`).run(run.get('clients', ago(10), ago(10), 'success'))
     m.sqlite.prepare(`INSERT INTO sync_state (stream, last_run_id, updated_at) VALUES ('jobs', ?, ?)`).run(last, ago(200))
     const r = await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
     expect(m.sqlite.prepare(`SELECT stream, outcome, ended_at FROM sync_runs ORDER BY id`).all()).toEqual([
       { stream: 'jobs', outcome: 'success', ended_at: ago(200) },
       { stream: 'clients', outcome: 'running', ended_at: null },
       { stream: 'clients', outcome: 'success', ended_at: ago(10) },
+    ])
+    expect(r.removed.sync_runs).toBe(1)
+  })
+
+  test('quiet sweeps (successful, no row changed) go after one day; sweeps that changed rows and other runs keep runsDays', async () => {
+    const run = m.sqlite.prepare(
+      `INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome, rows) VALUES (?, 'jobs', ?, ?, ?, ?) RETURNING id`,
+    )
+    run.get('sweep', ago(2), ago(2), 'success', 0)
+    run.get('sweep', ago(0.5), ago(0.5), 'success', 0)
+    run.get('sweep', ago(2), ago(2), 'success', 3)
+    run.get('sweep', ago(2), ago(2), 'error', 0)
+    run.get('reconcile', ago(2), ago(2), 'success', 0)
+    const r = await runRetention(m.sqlite, NOW, SETTINGS, { pause: noPause })
+    expect(m.sqlite.prepare(`SELECT kind, outcome, rows, ended_at FROM sync_runs ORDER BY id`).all()).toEqual([
+      { kind: 'sweep', outcome: 'success', rows: 0, ended_at: ago(0.5) },
+      { kind: 'sweep', outcome: 'success', rows: 3, ended_at: ago(2) },
+      { kind: 'sweep', outcome: 'error', rows: 0, ended_at: ago(2) },
+      { kind: 'reconcile', outcome: 'success', rows: 0, ended_at: ago(2) },
     ])
     expect(r.removed.sync_runs).toBe(1)
   })

@@ -1,0 +1,79 @@
+// A share of the governor's budget for one kind of work: the daemon's continuous sweeps may spend
+// `fraction` of the effective limit and no more, so that webhook follow-ups, triggers,
+// reconciliation and commands run beside the daemon always find the rest (README.md, Continuous
+// sweeping). The share follows the adaptive limit: when another client spends the key and the
+// governor lowers its budget, the share shrinks with it, so sweeping slows instead of overrunning.
+//
+// Requests of the share wait here first (their own sliding window and pacing, at the share's
+// limit), then in the governor like every other request. One request of the share waits in the
+// governor at a time, and its start is recorded when the governor grants it: so no window of the
+// governor's guarded span ever holds more starts of the share than its limit at the time of the check.
+import type { Clock } from '../../model/clock.js'
+import type { Priority } from './core.js'
+import type { RequestGovernor, Slot } from './request-governor.js'
+import { SlidingWindow } from './sliding-window.js'
+
+export interface BudgetShareOptions {
+  /** Share of the governor's effective limit, in (0, 1]. */
+  fraction: number
+  clock: Clock
+  /** Starts allowed back to back after an idle spell. Default 2, as the governor's. */
+  burst?: number
+}
+
+export class BudgetShare {
+  readonly fraction: number
+  readonly #governor: RequestGovernor
+  readonly #clock: Clock
+  readonly #window: SlidingWindow
+  readonly #burst: number
+  #tat = Number.NEGATIVE_INFINITY
+  #tail: Promise<unknown> = Promise.resolve()
+
+  constructor(governor: RequestGovernor, options: BudgetShareOptions) {
+    if (!(options.fraction > 0 && options.fraction <= 1)) throw new RangeError(`a budget share must be in (0, 1], got ${options.fraction}`)
+    this.fraction = options.fraction
+    this.#governor = governor
+    this.#clock = options.clock
+    this.#window = new SlidingWindow(governor.limit, governor.guardedWindowMs)
+    this.#burst = Math.max(1, options.burst ?? 2)
+  }
+
+  /** Starts per window the share allows now: its fraction of the governor's effective limit, at least 1. */
+  get limit(): number {
+    return Math.max(1, Math.floor(this.fraction * this.#governor.state().effectiveLimit))
+  }
+
+  /** Starts of the share in the guarded window that ends at `now`. */
+  startsInWindow(now: number = this.#clock.now()): number {
+    return this.#window.countInWindow(now)
+  }
+
+  /** Waits for the share's turn, then for a slot of the governor. Same contract as `RequestGovernor.acquire`. */
+  acquire(priority: Priority, signal?: AbortSignal): Promise<Slot> {
+    const turn = this.#tail.then(() => this.#acquireInTurn(priority, signal))
+    this.#tail = turn.catch(() => undefined)
+    return turn
+  }
+
+  async #acquireInTurn(priority: Priority, signal: AbortSignal | undefined): Promise<Slot> {
+    for (;;) {
+      const now = this.#clock.now()
+      const at = this.#nextStartAt()
+      if (at <= now) break
+      await this.#clock.sleep(at - now, signal)
+    }
+    const slot = await this.#governor.acquire(priority, signal)
+    this.#window.record(slot.startedAt)
+    this.#tat = Math.max(this.#tat, slot.startedAt) + this.#window.windowMs / this.limit
+    return slot
+  }
+
+  // GCRA pacing at the share's rate (one start per window/limit, a burst of `burst`) and the hard
+  // window: the earliest time both allow another start.
+  #nextStartAt(): number {
+    const limit = this.limit
+    const spacing = this.#window.windowMs / limit
+    return Math.ceil(Math.max(this.#tat - spacing * (this.#burst - 1), this.#window.nextFreeAt(limit)))
+  }
+}

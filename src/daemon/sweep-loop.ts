@@ -1,0 +1,270 @@
+// Continuous sweeping (README.md, Continuous sweeping): the daemon sweeps the record streams and
+// custom objects back to back, every request waiting in a share of the budget (BudgetShare,
+// `sync.budgetShare` of the effective limit) before the governor, so the sweeps use what the budget
+// leaves idle and never more than their share. Which stream goes next is the planner's choice
+// (sweep-planner.ts): streams that changed lately (the sweeps' own results and the webhook traffic)
+// more often, none later than `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in
+// turn with reconciliation and the failed-delivery sweeps (sync-jobs.ts), so a stream is never
+// walked by two runs at once. Time comes from the injected clock.
+import type { RecordStream } from '../../connectors/index.js'
+import type { ApiClient } from '../api/api-client.js'
+import type { Clock } from '../model/clock.js'
+import { BudgetShare, type RequestGovernor } from '../api/governor/index.js'
+import type { Query } from '../api/routes.js'
+import type { Logger } from '../log/logger.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { CountingSource, type Upstream } from '../sync/counting-source.js'
+import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
+import { sweepRecords } from '../sync/record-sweep.js'
+import type { Selection } from '../sync/sync-engine.js'
+import type { RunResult, SyncContext } from '../sync/sync-context.js'
+import { trackedRun } from '../sync/tracked-run.js'
+import { ChangeRate, planNext, retryDelayMs, type PlannedStream } from './sweep-planner.js'
+
+/** Custom objects are discovered again this often (new objects, changed schemas). */
+export const DISCOVERY_EVERY_MS = 10 * 60_000
+
+export interface SweepLoopOptions {
+  /** The sweeps' context (mirror, state, logger, options); its upstream is replaced by the share's. */
+  context: (signal: AbortSignal) => SyncContext
+  client: Pick<ApiClient, 'get'>
+  governor: RequestGovernor
+  clock: Clock
+  selection: Pick<Selection, 'records' | 'objects'>
+  /** `sync.budgetShare`. */
+  budgetShare: number
+  /** `sync.maxSweepIntervalSeconds`, in ms. */
+  maxIntervalMs: number
+  /** The lane the record-writing jobs take in turn. */
+  lane: { run<T>(work: () => Promise<T>): Promise<T> }
+  logger: Logger
+  /** Told of every finished run (the daemon's metrics). */
+  onRun?: (result: RunResult) => void
+  /** Changes seen elsewhere since the last call (the webhook traffic), by stream: read before each plan. */
+  hints?: () => ReadonlyMap<string, number>
+}
+
+interface UnitState {
+  lastStartedAt: number | undefined
+  rate: ChangeRate
+  /** Mean requests per sweep, smoothed. */
+  cost: number
+  failures: number
+  retryAt: number | undefined
+}
+
+export class SweepLoop {
+  readonly share: BudgetShare
+  readonly #o: SweepLoopOptions
+  readonly #controller = new AbortController()
+  readonly #units = new Map<string, UnitState>()
+  readonly #records: Map<string, RecordStream>
+  #discoveredAt: number | undefined
+  #running: Promise<void> | undefined
+  #firstPass: { promise: Promise<void>; resolve: () => void }
+  #wake: (() => void) | undefined
+  #failure: string | undefined
+  #hintsFailed = false
+
+  constructor(options: SweepLoopOptions) {
+    this.#o = options
+    this.share = new BudgetShare(options.governor, { fraction: options.budgetShare, clock: options.clock })
+    this.#records = new Map(options.selection.records.map((s) => [s.name, s]))
+    for (const name of this.#records.keys()) this.#unit(name)
+    let resolve = () => {}
+    const promise = new Promise<void>((r) => (resolve = r))
+    this.#firstPass = { promise, resolve }
+  }
+
+  /** Resolves once every stream has been swept once (or the loop stopped first). */
+  get firstPass(): Promise<void> {
+    return this.#firstPass.promise
+  }
+
+  /** The streams the loop sweeps now (record streams, then `objects:<slug>` once discovered). */
+  streams(): string[] {
+    return [...this.#units.keys()]
+  }
+
+  /** Why the loop ended on its own (an unexpected error), or undefined while it runs as it should. */
+  get failure(): string | undefined {
+    return this.#failure
+  }
+
+  start(): void {
+    this.#running ??= this.#loop().catch((err: unknown) => {
+      this.#failure = err instanceof Error ? err.message : String(err)
+      this.#firstPass.resolve()
+      this.#o.logger.error({ err }, 'continuous sweeping stopped on an unexpected error; restart the daemon')
+    })
+  }
+
+  /** Notes `n` changes of `stream` seen at `at` (the webhook path): it is swept sooner. */
+  noteChanges(stream: string, n: number, at: number = this.#o.clock.now()): void {
+    const unit = this.#units.get(stream)
+    if (unit === undefined || n <= 0) return
+    unit.rate.add(n, at)
+  }
+
+  async stop(): Promise<void> {
+    this.#controller.abort(new Error('the daemon is stopping'))
+    this.#wake?.()
+    this.#firstPass.resolve()
+    await this.#running
+  }
+
+  async #loop(): Promise<void> {
+    const signal = this.#controller.signal
+    const ctx = this.#context(signal)
+    const { clock, logger } = this.#o
+    let source = new CountingSource(ctx.upstream, ctx.now)
+    while (!signal.aborted) {
+      const now = clock.now()
+      if (this.#o.selection.objects !== undefined && (this.#discoveredAt === undefined || now - this.#discoveredAt >= DISCOVERY_EVERY_MS)) {
+        // Discovery is a run of its own (as in a batch sweep); its slugs become streams of the plan.
+        source = new CountingSource(ctx.upstream, ctx.now)
+        this.#discoveredAt = now
+        const result = await this.#o.lane.run(() => this.#discover(ctx, source))
+        if (result.outcome === 'interrupted' || signal.aborted) break
+        this.#o.onRun?.(result)
+        // A failed discovery is tried again after the bound, not after the full period.
+        if (result.outcome === 'error') this.#discoveredAt = now - DISCOVERY_EVERY_MS + this.#o.maxIntervalMs
+        continue
+      }
+      if (this.#firstPassDone()) this.#firstPass.resolve()
+      for (const [stream, n] of this.#readHints()) this.noteChanges(stream, n, now)
+      const plan = planNext({
+        now,
+        streams: [...this.#units].map(([name, u]): PlannedStream => ({ name, ...u, changeRate: u.rate.perSecond(now) })),
+        maxIntervalMs: this.#o.maxIntervalMs,
+        requestMs: this.#o.governor.guardedWindowMs / this.share.limit,
+      })
+      if (plan.kind !== 'sweep') {
+        // Nothing to sweep (every stream backing off, or none selected): wait for the back-off.
+        const until = plan.kind === 'wait' ? plan.until : now + this.#o.maxIntervalMs
+        await this.#pause(until - now)
+        continue
+      }
+      const unit = this.#units.get(plan.stream)!
+      unit.lastStartedAt = now
+      const result = await this.#o.lane.run(() => this.#sweep(ctx, plan.stream, source))
+      if (result.outcome === 'interrupted' || signal.aborted) break
+      this.#o.onRun?.(result)
+      this.#learn(unit, result)
+      if (result.outcome === 'error')
+        logger.warn(
+          { stream: plan.stream, retryInMs: (unit.retryAt ?? now) - clock.now() },
+          'continuous sweep failed; this stream is retried after a back-off',
+        )
+    }
+    this.#firstPass.resolve()
+  }
+
+  // Hints only steer the plan: one that cannot be read (the mirror failing) is logged once and skipped.
+  #readHints(): ReadonlyMap<string, number> {
+    try {
+      const hints = this.#o.hints?.() ?? new Map<string, number>()
+      this.#hintsFailed = false
+      return hints
+    } catch (err) {
+      if (!this.#hintsFailed) this.#o.logger.warn({ err }, 'cannot read the webhook traffic for the sweep plan; planning without it')
+      this.#hintsFailed = true
+      return new Map()
+    }
+  }
+
+  #context(signal: AbortSignal): SyncContext {
+    const base = this.#o.context(signal)
+    const { client } = this.#o
+    const share = this.share
+    const upstream: Upstream = { get: (path: string, query: Query | undefined, options) => client.get(path, query, { ...options, share }) }
+    return { ...base, upstream }
+  }
+
+  async #discover(ctx: SyncContext, source: CountingSource): Promise<RunResult> {
+    const which = this.#o.selection.objects
+    return trackedRun(
+      ctx,
+      'sweep',
+      'objects',
+      async () => {
+        const found = await discoverObjects(ctx, source)
+        const slugs = which === 'all' ? found.slugs : (which ?? []).filter((s) => found.slugs.includes(s))
+        for (const slug of slugs) this.#unit(`objects:${slug}`)
+        for (const name of [...this.#units.keys()])
+          if (name.startsWith('objects:') && !slugs.includes(name.slice('objects:'.length))) this.#units.delete(name)
+        return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
+      },
+      source,
+    )
+  }
+
+  #sweep(ctx: SyncContext, stream: string, source: CountingSource): Promise<RunResult> {
+    const record = this.#records.get(stream)
+    if (record !== undefined) return sweepRecords(ctx, record)
+    return sweepObjectRecords(ctx, stream.slice('objects:'.length), source)
+  }
+
+  #learn(unit: UnitState, result: RunResult): void {
+    const now = this.#o.clock.now()
+    if (result.outcome === 'error') {
+      unit.failures++
+      unit.retryAt = now + retryDelayMs(unit.failures, this.#o.maxIntervalMs)
+      return
+    }
+    unit.failures = 0
+    unit.retryAt = undefined
+    unit.cost = unit.cost * 0.8 + Math.max(1, result.requests) * 0.2
+    unit.rate.add(result.rows, now)
+  }
+
+  #firstPassDone(): boolean {
+    if (this.#o.selection.objects !== undefined && this.#discoveredAt === undefined) return false
+    return [...this.#units.values()].every((u) => u.lastStartedAt !== undefined)
+  }
+
+  #unit(name: string): UnitState {
+    let unit = this.#units.get(name)
+    if (unit === undefined) {
+      unit = { lastStartedAt: undefined, rate: new ChangeRate(), cost: 1, failures: 0, retryAt: undefined }
+      this.#units.set(name, unit)
+    }
+    return unit
+  }
+
+  async #pause(ms: number): Promise<void> {
+    const signal = this.#controller.signal
+    await new Promise<void>((resolve) => {
+      const cancel = this.#o.clock.setTimer(Math.max(1, ms), done)
+      function done() {
+        cancel()
+        resolve()
+      }
+      this.#wake = done
+      if (signal.aborted) done()
+    })
+    this.#wake = undefined
+  }
+}
+
+/**
+ * The webhook traffic as hints for the planner: deliveries stored since the last call, counted by
+ * the record stream their event names (`job.updated` is a change of `jobs`), read from the inbox
+ * by its receipt order.
+ */
+export function webhookHints(sqlite: Sqlite, records: readonly RecordStream[]): () => ReadonlyMap<string, number> {
+  const byPrefix = new Map<string, string>()
+  for (const s of records)
+    for (const event of [...s.snapshotEvents, ...s.deletions.events]) byPrefix.set(event.slice(0, event.indexOf('.')), s.name)
+  const next = sqlite.prepare(`SELECT seq, event FROM webhook_inbox WHERE seq > ? ORDER BY seq LIMIT 10000`)
+  let after = (sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM webhook_inbox`).pluck().get() as number | null) ?? 0
+  return () => {
+    const counts = new Map<string, number>()
+    for (const row of next.all(after) as { seq: number; event: string }[]) {
+      after = row.seq
+      const stream = byPrefix.get(row.event.slice(0, row.event.indexOf('.')))
+      if (stream !== undefined) counts.set(stream, (counts.get(stream) ?? 0) + 1)
+    }
+    return counts
+  }
+}

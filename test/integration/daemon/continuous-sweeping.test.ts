@@ -1,0 +1,164 @@
+// Continuous sweeping against the emulator over loopback and a real mirror: the daemon finds a
+// web-app change (no webhook) with no cron schedule firing, reads reference data at start, and
+// shows each stream's staleness in /metrics and status; the sweeps never start more than their
+// share of the budget in any window (fake time, starts counted where the client takes its slot).
+import { Writable } from 'node:stream'
+import { describe, expect, test } from 'vitest'
+import { FakeClock } from '../../support/fake-clock.js'
+import type { CallOptions } from '../../../src/api/api-client.js'
+import type { Query } from '../../../src/api/routes.js'
+import { createApp } from '../../../src/daemon/create-app.js'
+import { startDaemon } from '../../../src/daemon/daemon.js'
+import { Lane } from '../../../src/daemon/sync-jobs.js'
+import { SweepLoop } from '../../../src/daemon/sweep-loop.js'
+import { createLogger } from '../../../src/log/logger.js'
+import { statusReport } from '../../../src/store/status-report.js'
+import { selectStreams } from '../../../src/sync/sync-engine.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
+import { NEVER, get, until } from './daemon-env.js'
+
+const silent = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
+/** Waits (in real time, a few ms at a time) until `ready`: the real I/O between two steps of fake time. */
+async function settled(ready: () => boolean): Promise<void> {
+  for (let i = 0; !ready(); i++) {
+    if (i > 5_000) throw new Error('the sweeps never came to wait on the clock')
+    await new Promise((r) => setTimeout(r, 2))
+  }
+}
+
+const COUNTS = { clients: 4, jobs: 4, visitsPerJob: 1, invoices: 2, customRecords: 3 }
+
+describe('continuous sweeping', () => {
+  test('reference data right after start; a web-app change reaches the mirror with no cron firing; staleness in /metrics and status', async () => {
+    const emu = await emulatorEnv({ counts: COUNTS })
+    const base = inProcessDaemonConfig(emu)
+    // Every schedule off or never due except the continuous sweeps; reference data has a schedule
+    // (never due here), so the empty mirror gets it at start.
+    const config = { ...base, rateLimit: 600, schedules: { ...base.schedules, sweep: 'continuous', reference: NEVER } }
+    const lines: { msg: string }[] = []
+    const destination = new Writable({
+      write: (c: Buffer, _e, cb) => {
+        for (const l of c.toString('utf8').trim().split('\n')) lines.push(JSON.parse(l) as { msg: string })
+        cb()
+      },
+    })
+    const daemon = await startDaemon(config, { logger: createLogger({ level: 'info', destination }) })
+    try {
+      await daemon.referenceAtStart
+      const count = (sql: string) => daemon.app.mirror.sqlite.prepare(sql).pluck().get() as number
+      expect(count('SELECT count(*) FROM items')).toBeGreaterThan(0)
+      expect(count('SELECT count(*) FROM taxes')).toBeGreaterThan(0)
+      expect(count('SELECT count(*) FROM team_members')).toBeGreaterThan(0)
+      await daemon.firstSweep
+      // The sweep is no scheduled job: nothing cron-driven sweeps in this test.
+      expect(Object.keys(daemon.scheduler.nextRuns())).not.toContain('sweep')
+      const ready = await get(`${daemon.url}/readyz`)
+      expect(ready.status).toBe(200)
+      expect(JSON.parse(ready.text)).toMatchObject({ ready: true, next: { sweep: 'continuous' } })
+      expect(daemon.sweeps?.streams()).toEqual(['clients', 'jobs', 'visits', 'invoices', 'objects:equipment', 'objects:inspections'])
+
+      const [job] = (await emu.control('POST', '/mutate', {
+        resource: 'jobs',
+        op: 'update',
+        count: 1,
+        fields: { notes: 'changed in the web app' },
+      })) as { id: string }[]
+      const [record] = (await emu.control('POST', '/mutate', { resource: 'objects/equipment', op: 'update', count: 1, emit: false })) as {
+        id: string
+        updatedAt: string
+      }[]
+      await until('the web-app change in the mirror', () =>
+        daemon.app.mirror.sqlite.prepare(`SELECT notes FROM jobs WHERE id = ?`).pluck().get(job!.id) === 'changed in the web app'
+          ? true
+          : undefined,
+      )
+      await until('the custom-object change in the mirror', () =>
+        (daemon.app.mirror.sqlite.prepare(`SELECT updated_at FROM custom_records WHERE id = ?`).pluck().get(record!.id) as string) >=
+        record!.updatedAt
+          ? true
+          : undefined,
+      )
+      // No webhook brought it: none is registered, the inbox is empty.
+      expect(count('SELECT count(*) FROM webhook_inbox')).toBe(0)
+      // A sweep a second logs nothing at info: the start says how the daemon sweeps, and that is all.
+      expect(count(`SELECT count(*) FROM sync_runs WHERE kind = 'sweep'`)).toBeGreaterThan(7)
+      expect(lines.map((l) => l.msg)).toContain('sweeping continuously within its share of the request budget')
+      expect(lines.filter((l) => /^sweep (finished|progress)$/.test(l.msg))).toEqual([])
+
+      const metrics = await get(`${daemon.url}/metrics`)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="jobs"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="objects:equipment"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="taxes"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="jobs"\} \d+/m)
+      expect(metrics.text).toMatch(/^fsm_sweep_budget_limit 510$/m)
+      expect(metrics.text).not.toMatch(/^fsm_last_reconcile_success_timestamp_seconds\{/m)
+
+      const report = statusReport(daemon.app.mirror.sqlite, Date.now())
+      const jobs = report.streams.find((s) => s.stream === 'jobs')!
+      expect(jobs.lastSweptAt).toMatch(/^\d{4}-\d\d-\d\dT/)
+      expect(jobs.stalenessSeconds).toBeGreaterThanOrEqual(0)
+      // Every stream is listed, the snapshot ones included, with what they hold.
+      expect(report.streams.map((s) => s.stream)).toEqual(
+        expect.arrayContaining(['items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys', 'objects:equipment']),
+      )
+      expect(report.streams.find((s) => s.stream === 'taxes')).toMatchObject({ rows: expect.any(Number), lastSweptAt: expect.any(String) })
+    } finally {
+      await daemon.stop()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test('sweeps start at most their share of the budget in any window, and use it (fake time)', async () => {
+    const emu = await emulatorEnv({ counts: COUNTS })
+    const clock = new FakeClock(Date.now())
+    const config = { ...inProcessDaemonConfig(emu), rateLimit: 60 }
+    const app = await createApp(config, { logger: silent(), clock })
+    const starts: number[] = []
+    // Each attempt is counted where it takes its slot, on the fake clock.
+    const client = {
+      get: (path: string, query: Query | undefined, options: CallOptions) =>
+        app.client.get(path, query, {
+          ...options,
+          onAttempt: () => {
+            starts.push(clock.now())
+            options.onAttempt?.()
+          },
+        }),
+    }
+    const loop = new SweepLoop({
+      context: (signal) => app.syncContext({ signal }),
+      client,
+      governor: app.governor,
+      clock,
+      selection: selectStreams(['clients', 'jobs', 'visits', 'invoices', 'objects']),
+      budgetShare: 0.5,
+      maxIntervalMs: 60_000,
+      lane: new Lane(),
+      logger: app.logger,
+    })
+    try {
+      expect(loop.share.limit).toBe(30)
+      loop.start()
+      const end = clock.now() + 2 * 60_000
+      while (clock.now() < end) {
+        // Let the request in flight answer and the loop ask for its next slot, then move time on.
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+      const window = app.governor.guardedWindowMs
+      let most = 0
+      for (let lo = 0, hi = 0; hi < starts.length; hi++) {
+        while (starts[hi]! - starts[lo]! >= window) lo++
+        most = Math.max(most, hi - lo + 1)
+      }
+      expect(most).toBeLessThanOrEqual(30)
+      // Sweeping back to back fills the share: the busiest window holds nearly all of it.
+      expect(most).toBeGreaterThanOrEqual(27)
+    } finally {
+      await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+})
