@@ -8,6 +8,11 @@
 // migrated mirror, so a column added, dropped or retyped by a migration fails it until this follows.
 import type { Generated } from 'kysely'
 
+/** What a run in sync_runs did. */
+export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'
+/** How a run in sync_runs ended; `running` until it does. */
+export type RunOutcome = 'running' | 'success' | 'error' | 'guarded' | 'interrupted'
+
 export interface SyncStateTable {
   stream: string
   cursor: string | null
@@ -20,11 +25,11 @@ export interface SyncStateTable {
 
 export interface SyncRunsTable {
   id: Generated<number>
-  kind: string
+  kind: RunKind
   stream: string
   started_at: string
   ended_at: string | null
-  outcome: string
+  outcome: RunOutcome
   rows: Generated<number>
   requests: Generated<number>
   error: string | null

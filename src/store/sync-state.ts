@@ -5,8 +5,9 @@ import type { z } from 'zod'
 import type { Sqlite } from './mirror-database.js'
 import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
-export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'
-export type RunOutcome = 'running' | 'success' | 'error' | 'guarded' | 'interrupted'
+import type { RunKind, RunOutcome } from './mirror-schema.js'
+
+export type { RunKind, RunOutcome } from './mirror-schema.js'
 
 /** A stream's row; its cursor is read only through `readCursor`, with the schema of its kind. */
 export interface StreamState {

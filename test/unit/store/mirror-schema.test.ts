@@ -20,8 +20,10 @@ function declaredSchema(): Map<string, Map<string, DeclaredColumn>> {
   const file = path.join(ROOT, 'src/store/mirror-schema.ts')
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
   const interfaces = new Map<string, ts.InterfaceDeclaration>()
+  const aliases = new Map<string, ts.TypeNode>()
   sf.forEachChild((n) => {
     if (ts.isInterfaceDeclaration(n)) interfaces.set(n.name.text, n)
+    if (ts.isTypeAliasDeclaration(n)) aliases.set(n.name.text, n.type)
   })
   const nameOf = (m: ts.TypeElement) => (m.name !== undefined && ts.isIdentifier(m.name) ? m.name.text : '?')
   const root = interfaces.get('MirrorSchema')
@@ -34,21 +36,27 @@ function declaredSchema(): Map<string, Map<string, DeclaredColumn>> {
     const columns = new Map<string, DeclaredColumn>()
     for (const c of tableInterface.members) {
       if (!ts.isPropertySignature(c) || c.type === undefined) throw new Error(`${tableInterface.name.text}.${nameOf(c)} has no type`)
-      columns.set(nameOf(c), column(c.type, sf))
+      columns.set(nameOf(c), column(c.type, sf, aliases))
     }
     out.set(nameOf(member), columns)
   }
   return out
 }
 
-function column(node: ts.TypeNode, sf: ts.SourceFile): DeclaredColumn {
+function column(node: ts.TypeNode, sf: ts.SourceFile, aliases: ReadonlyMap<string, ts.TypeNode>): DeclaredColumn {
   let type = node
   let generated = false
   if (ts.isTypeReferenceNode(type) && type.typeName.getText(sf) === 'Generated' && type.typeArguments?.length === 1) {
     generated = true
     type = type.typeArguments[0]!
   }
-  const parts = ts.isUnionTypeNode(type) ? [...type.types] : [type]
+  // A type alias of the same file (a union of literals) stands for what it names.
+  const expand = (t: ts.TypeNode): ts.TypeNode[] => {
+    const alias = ts.isTypeReferenceNode(t) ? aliases.get(t.typeName.getText(sf)) : undefined
+    if (alias !== undefined) return expand(alias)
+    return ts.isUnionTypeNode(t) ? t.types.flatMap(expand) : [t]
+  }
+  const parts = expand(type)
   const isNull = (t: ts.TypeNode) => ts.isLiteralTypeNode(t) && t.literal.kind === ts.SyntaxKind.NullKeyword
   const types = new Set<string>()
   for (const t of parts.filter((p) => !isNull(p))) {
@@ -119,6 +127,7 @@ describe('the kysely schema of the mirror (src/store/mirror-schema.ts)', () => {
     expect(schema.size).toBeGreaterThan(5)
     expect(schema.get('sync_runs')?.get('id')).toEqual({ types: ['INTEGER', 'REAL'], nullable: false, generated: true })
     expect(schema.get('webhook_inbox')?.get('raw_bytes')).toEqual({ types: ['BLOB'], nullable: true, generated: false })
+    expect(schema.get('sync_runs')?.get('outcome')).toEqual({ types: ['TEXT'], nullable: false, generated: false })
   })
 
   test('every table and column it declares matches PRAGMA table_info of a migrated mirror', () => {
