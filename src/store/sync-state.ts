@@ -54,6 +54,7 @@ export class SyncStateStore {
     options: { ownerId?: number } = {},
   ) {
     this.ownerId = options.ownerId ?? null
+    // Raw statements, prepared once: a cursor is written with every page a sweep commits.
     this.getStmt = sqlite.prepare('SELECT * FROM sync_state WHERE stream = ?')
     this.allStmt = sqlite.prepare('SELECT * FROM sync_state ORDER BY stream')
     const upsert = (set: string) =>
