@@ -30,7 +30,7 @@ export class RunHistory {
     return (
       firstRow(
         this.#sqlite,
-        mirrorQuery.selectFrom('sync_runs').select((eb) => eb.fn.max('id').as('id')),
+        mirrorQuery.selectFrom('sync_runs').select((eb) => eb.fn.max<number | null>('id').as('id')),
       )?.id ?? 0
     )
   }
@@ -40,7 +40,7 @@ export class RunHistory {
     return (
       firstRow(
         this.#sqlite,
-        mirrorQuery.selectFrom('change_log').select((eb) => eb.fn.max('seq').as('seq')),
+        mirrorQuery.selectFrom('change_log').select((eb) => eb.fn.max<number | null>('seq').as('seq')),
       )?.seq ?? 0
     )
   }
@@ -61,7 +61,7 @@ export class RunHistory {
       this.#sqlite,
       mirrorQuery
         .selectFrom('sync_runs')
-        .select((eb) => eb.fn.min('id').as('id'))
+        .select((eb) => eb.fn.min<number | null>('id').as('id'))
         .where('id', '>', afterId)
         .where('ended_at', 'is', null),
     )

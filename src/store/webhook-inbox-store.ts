@@ -64,6 +64,7 @@ export class WebhookInboxStore {
         return this.#insert.run(d.deliveryId, d.event, receivedAt, text, text === null ? d.body : null, d.verifiedWith).changes > 0
       }),
     )
+    // PRAGMA synchronous with `simple` is its level as a number.
     const previous = sqlite.pragma('synchronous', { simple: true }) as number
     this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
     this.#restore = sqlite.prepare(`PRAGMA synchronous = ${previous}`)
