@@ -28,7 +28,7 @@ export function queryParams(sql: string, values: readonly string[]): QueryParams
   const positional: unknown[] = []
   const named: Record<string, unknown> = {}
   for (const v of values) {
-    const m = NAMED.exec(v)
+    const m = v.match(NAMED)
     if (m !== null && names.has(m[1]!)) named[m[1]!] = paramValue(m[2]!)
     else positional.push(paramValue(v))
   }

@@ -3,6 +3,8 @@
 // line of it every few seconds; nothing here runs or schedules work.
 import type { Sqlite } from '../store/mirror-database.js'
 import { streamFreshness } from '../store/stream-freshness.js'
+import { RunHistory } from '../store/run-history.js'
+import { inboxCounts } from '../store/webhook-inbox-store.js'
 import type { WebhookMetrics } from '../webhooks/metrics.js'
 
 export interface ActivityMark {
@@ -42,21 +44,14 @@ export interface Activity {
 }
 
 export function activityMark(sqlite: Sqlite, metrics: WebhookMetrics): ActivityMark {
+  const history = new RunHistory(sqlite)
   return {
-    runId: (sqlite.prepare(`SELECT coalesce(max(id), 0) FROM sync_runs`).pluck().get() as number) ?? 0,
-    seq: (sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get() as number) ?? 0,
+    runId: history.lastRunId(),
+    seq: history.lastChangeSeq(),
     received: metrics.intake.stored,
     applied: metrics.processor.applied,
     failed: inboxCounts(sqlite).failed,
   }
-}
-
-function inboxCounts(sqlite: Sqlite): { backlog: number; failed: number } {
-  return sqlite
-    .prepare(
-      `SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM webhook_inbox`,
-    )
-    .get() as { backlog: number; failed: number }
 }
 
 /** Activity after `since`. Runs still going are left for the next call (they have no end yet). */
@@ -66,14 +61,12 @@ export function activitySince(
   since: ActivityMark,
   freshness?: { streams: readonly string[]; now: number },
 ): Activity {
-  const runs = sqlite
-    .prepare(`SELECT id, stream, kind, outcome, rows, requests, error FROM sync_runs WHERE id > ? AND ended_at IS NOT NULL ORDER BY id`)
-    .all(since.runId) as (RunLine & { id: number })[]
+  const history = new RunHistory(sqlite)
+  const runs = history.finishedAfter(since.runId)
   // Stop before the first run still going, so that it is reported once, when it ends.
-  const running = sqlite.prepare(`SELECT min(id) FROM sync_runs WHERE id > ? AND ended_at IS NULL`).pluck().get(since.runId) as
-    number | null
-  const done = running === null ? runs : runs.filter((r) => r.id < running)
-  const seq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get() as number
+  const running = history.firstRunningAfter(since.runId)
+  const done = running === undefined ? runs : runs.filter((r) => r.id < running)
+  const seq = history.lastChangeSeq()
   const inbox = inboxCounts(sqlite)
   const next: ActivityMark = {
     runId: done.length > 0 ? done[done.length - 1]!.id : since.runId,
@@ -87,7 +80,7 @@ export function activitySince(
     applied: next.applied - since.applied,
     backlog: inbox.backlog,
     failed: inbox.failed - since.failed,
-    runs: done.map(({ id: _id, ...r }) => r),
+    runs: done.map(({ stream, kind, outcome, rows, requests, error }) => ({ stream, kind, outcome, rows, requests, error })),
     changes: seq - since.seq,
     ...(freshness === undefined
       ? {}

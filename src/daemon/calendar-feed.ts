@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import type { ApiClient } from '../api/api-client.js'
+import { CalendarChangeStore, type CalendarChange } from '../store/calendar-changes.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../store/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { resumeCursor } from '../sync/resume-cursor.js'
@@ -17,14 +18,7 @@ const ROUTE = '/api/v1/integrations/calendar-a/sync'
 /** A feed that never ends its cursor chain is cut here (1,000 pages of up to 100 records). */
 const MAX_PAGES = 1_000
 
-export interface CalendarChangeRow {
-  change_key: string
-  action: string | null
-  visit_id: string | null
-  external_event_id: string | null
-  changed_at: string | null
-  raw: string
-}
+export type CalendarChangeRow = CalendarChange
 
 /** The stored cursor of the feed; read back through this schema. */
 export const FeedCursorSchema = z.object({
@@ -87,15 +81,10 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
     const { cursor: stored, cursorReset } = resumeCursor(ctx, CALENDAR_FEED_STREAM, runId, FeedCursorSchema, "the feed's default point")
     const since = stored?.since
     const walkStarted = ctx.now()
-    const insert = ctx.mirror.sqlite.prepare(
-      `INSERT INTO calendar_changes (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
-       VALUES ('calendar-a', @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
-       ON CONFLICT (integration, change_key) DO NOTHING`,
-    )
+    const changes = new CalendarChangeStore(ctx.mirror.sqlite, 'calendar-a')
     const commit = ctx.mirror.sqlite.transaction((rows: CalendarChangeRow[], point: string | undefined) => {
       const now = isoNow(ctx.now())
-      let n = 0
-      for (const r of rows) n += insert.run({ ...r, fetched_at: now }).changes
+      const n = changes.insert(rows, now)
       if (point !== undefined) ctx.state.setCursor(CALENDAR_FEED_STREAM, { since: point } satisfies FeedCursor, now)
       return n
     })

@@ -13,6 +13,7 @@ import { loadConfig } from '../config/index.js'
 import { createLogger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { runReadOnlyQuery, type QueryResult } from '../store/read-only-query.js'
+import { RunHistory } from '../store/run-history.js'
 import { isoNow, parseInstant } from '../store/timestamps.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { selectStreams } from '../sync/sync-engine.js'
@@ -171,27 +172,13 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
 
 /** The runs the daemon recorded since `began`, in order, as the `sync` summary prints them. */
 function runsSince(sqlite: Sqlite, began: string): RunResult[] {
-  const rows = sqlite
-    .prepare(
-      `SELECT stream, kind, outcome, rows, requests, error, started_at, ended_at FROM sync_runs WHERE started_at >= ? AND ended_at IS NOT NULL ORDER BY id`,
-    )
-    .all(began) as {
-    stream: string
-    kind: string
-    outcome: RunResult['outcome']
-    rows: number
-    requests: number
-    error: string | null
-    started_at: string
-    ended_at: string
-  }[]
-  return rows.map((r) => ({
+  return new RunHistory(sqlite).finishedSince(began).map((r) => ({
     stream: r.stream,
     kind: r.kind === 'reconcile' ? 'reconcile' : 'sweep',
     outcome: r.outcome,
     rows: r.rows,
     requests: r.requests,
-    durationMs: parseInstant(r.ended_at) - parseInstant(r.started_at),
+    durationMs: parseInstant(r.endedAt) - parseInstant(r.startedAt),
     ...(r.error === null ? {} : { error: r.error }),
   }))
 }

@@ -8,6 +8,7 @@ import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { MirrorError, explainMirrorError, openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
+import { quickCheck } from '../store/mirror-health.js'
 import { selectStreams } from '../sync/sync-engine.js'
 import { SecretStore } from '../webhooks/secret-store.js'
 import { customObjects } from '../../connectors/custom-objects.js'
@@ -184,7 +185,7 @@ function integrity(sqlite: Sqlite, file: string): Check {
   const label = 'mirror intact (quick_check)'
   let problems: string[]
   try {
-    problems = (sqlite.prepare('PRAGMA quick_check(5)').pluck().all() as string[]).filter((p) => p !== 'ok')
+    problems = quickCheck(sqlite, 5)
   } catch (err) {
     return { ok: false, label, detail: explainMirrorError(file, err).message }
   }

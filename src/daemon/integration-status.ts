@@ -2,6 +2,7 @@
 // holds exactly connected, email, lastSyncAt, calendarId). Only calendar-a documents the route.
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
 import type { ApiClient } from '../api/api-client.js'
+import { IntegrationStatusStore } from '../store/integration-status.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
@@ -32,32 +33,15 @@ export async function pollCalendarStatus(
   options: { signal?: AbortSignal; now?: () => number } = {},
 ): Promise<CalendarStatus | undefined> {
   const checkedAt = isoNow(options.now?.() ?? systemClock.now())
-  const upsert = sqlite.prepare(
-    `INSERT INTO integration_status (name, connected, email, last_sync_at, calendar_id, error, raw, checked_at)
-     VALUES (@name, @connected, @email, @lastSyncAt, @calendarId, @error, @raw, @checkedAt)
-     ON CONFLICT(name) DO UPDATE SET connected = excluded.connected, email = excluded.email, last_sync_at = excluded.last_sync_at,
-       calendar_id = excluded.calendar_id, error = excluded.error, raw = excluded.raw, checked_at = excluded.checked_at`,
-  )
+  const store = new IntegrationStatusStore(sqlite)
   try {
     const res = await client.get(`/api/v1/integrations/${name}/status`, undefined, { priority: 'trigger', signal: options.signal })
     const status = parseCalendarStatus(res.data)
-    upsert.run({
-      name,
-      ...status,
-      connected: status.connected === null ? null : Number(status.connected),
-      error: null,
-      raw: JSON.stringify(res.data),
-      checkedAt,
-    })
+    store.recordRead(name, { ...status, raw: JSON.stringify(res.data) }, checkedAt)
     return status
   } catch (err) {
     // Keep the last known values; record only why this read failed.
-    sqlite
-      .prepare(
-        `INSERT INTO integration_status (name, error, checked_at) VALUES (?, ?, ?)
-         ON CONFLICT(name) DO UPDATE SET error = excluded.error, checked_at = excluded.checked_at`,
-      )
-      .run(name, describeError(err), checkedAt)
+    store.recordError(name, describeError(err), checkedAt)
     return undefined
   }
 }

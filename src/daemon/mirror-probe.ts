@@ -12,6 +12,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { MIGRATIONS } from '../store/migrations/index.js'
+import { appliedMigrationCount, pageRoom, writeProbeRow } from '../store/mirror-health.js'
 import { mirrorFault } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { mainFileOf, syncWalFile } from '../store/wal-file.js'
@@ -48,7 +49,7 @@ function write(sqlite: Sqlite): ProbeResult {
   if (sqlite.readonly) return { ok: false, reason: 'the mirror is open read-only' }
   let applied: number
   try {
-    applied = sqlite.prepare(`SELECT count(*) FROM kysely_migration`).pluck().get() as number
+    applied = appliedMigrationCount(sqlite)
   } catch (err) {
     return { ok: false, reason: describe(err, 'no migrations recorded') }
   }
@@ -57,30 +58,22 @@ function write(sqlite: Sqlite): ProbeResult {
   // A transaction of ours is open (between two synchronous statements this never happens, but the
   // probe must not commit someone else's): the connection is evidently writable.
   if (sqlite.inTransaction) return { ok: true, migrations: applied }
-  // The connection's own timeout (the mirror's setting), put back after the write that must not wait.
-  const busyTimeoutMs = sqlite.pragma('busy_timeout', { simple: true }) as number
   try {
-    sqlite.pragma('busy_timeout = 0')
-    sqlite
-      .prepare(`INSERT INTO mirror_probe (id, written_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at`)
-      // The system's time, not the Clock: the write only proves the mirror takes writes.
-      .run(new Date().toISOString())
+    // The system's time, not the Clock: the write only proves the mirror takes writes. Without waiting: a lock another writer holds answers SQLITE_BUSY at once.
+    writeProbeRow(sqlite, new Date().toISOString())
   } catch (err) {
     const code = (err as { code?: unknown }).code
     if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') return { ok: false, reason: describe(err, 'the mirror is not writable') }
-  } finally {
-    if (sqlite.open) sqlite.pragma(`busy_timeout = ${busyTimeoutMs}`)
   }
   return { ok: true, migrations: applied }
 }
 
 async function roomLeft(sqlite: Sqlite, minRoomBytes: number): Promise<string | undefined> {
   if (!sqlite.open) return 'the mirror is closed'
-  const num = (pragma: string) => sqlite.pragma(pragma, { simple: true }) as number
-  const pageSize = num('page_size')
-  const pages = num('max_page_count') - num('page_count') + num('freelist_count')
+  const { pageSize, maxPageCount, pageCount, freelistCount } = pageRoom(sqlite)
+  const pages = maxPageCount - pageCount + freelistCount
   if (pages * pageSize < minRoomBytes) {
-    return `the mirror is full: ${pages} free pages of ${pageSize} bytes left under its max_page_count (${num('max_page_count')}); deliveries are answered 503 until it has room`
+    return `the mirror is full: ${pages} free pages of ${pageSize} bytes left under its max_page_count (${maxPageCount}); deliveries are answered 503 until it has room`
   }
   const file = mainFileOf(sqlite)
   if (file === undefined) return undefined

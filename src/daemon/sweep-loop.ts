@@ -12,6 +12,7 @@ import type { Clock } from '../model/clock.js'
 import { BudgetShare, type RequestGovernor } from '../api/governor/index.js'
 import type { Query } from '../api/routes.js'
 import type { Logger } from '../log/logger.js'
+import { inboxEventsReader } from '../store/webhook-inbox-store.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { CountingSource, type Upstream } from '../sync/counting-source.js'
 import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
@@ -256,12 +257,10 @@ export function webhookHints(sqlite: Sqlite, records: readonly RecordStream[]): 
   const byPrefix = new Map<string, string>()
   for (const s of records)
     for (const event of [...s.snapshotEvents, ...s.deletions.events]) byPrefix.set(event.slice(0, event.indexOf('.')), s.name)
-  const next = sqlite.prepare(`SELECT seq, event FROM webhook_inbox WHERE seq > ? ORDER BY seq LIMIT 10000`)
-  let after = (sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM webhook_inbox`).pluck().get() as number | null) ?? 0
+  const readEvents = inboxEventsReader(sqlite)
   return () => {
     const counts = new Map<string, number>()
-    for (const row of next.all(after) as { seq: number; event: string }[]) {
-      after = row.seq
+    for (const row of readEvents()) {
       const stream = byPrefix.get(row.event.slice(0, row.event.indexOf('.')))
       if (stream !== undefined) counts.set(stream, (counts.get(stream) ?? 0) + 1)
     }

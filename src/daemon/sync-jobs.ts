@@ -3,6 +3,7 @@
 // and triggers touch other tables and the upstream only, and run beside them. Everything shares
 // the app's one governor.
 import { SCHEDULE_CONTINUOUS, type Config } from '../config/index.js'
+import { checkpointPassive } from '../store/mirror-health.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
@@ -114,7 +115,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
       name: 'checkpoint',
       cron: '*/5 * * * *',
       run: () => {
-        if (checkpointsInBackground?.() !== true) app.mirror.sqlite.pragma('wal_checkpoint(PASSIVE)')
+        if (checkpointsInBackground?.() !== true) checkpointPassive(app.mirror.sqlite)
         return Promise.resolve()
       },
     },

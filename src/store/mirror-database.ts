@@ -15,6 +15,7 @@ import { MIGRATION_HOOKS, MIGRATIONS } from './migrations/index.js'
 import { secretsLeftInMirror } from './migrations/0011-secrets-file.js'
 import type { MigrationHooks } from './migrations/types.js'
 import { MirrorError } from './mirror-error.js'
+import type { MirrorSchema } from './mirror-schema.js'
 import { explainMirrorError } from './mirror-fault.js'
 import { SECRETS_FILE_MODE } from './secrets-file.js'
 
@@ -26,7 +27,7 @@ export type Sqlite = Database.Database
 export interface Mirror {
   readonly path: string
   readonly sqlite: Sqlite
-  readonly db: Kysely<unknown>
+  readonly db: Kysely<MirrorSchema>
   close(): Promise<void>
 }
 
@@ -73,7 +74,7 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
     sqlite.close()
     throw explainMirrorError(file, err)
   }
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
+  const db = new Kysely<MirrorSchema>({ dialect: new SqliteDialect({ database: sqlite }) })
   const close = async () => {
     await db.destroy()
     // kysely closes the connection only if a query went through it; most work here does not.

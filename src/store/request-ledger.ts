@@ -26,6 +26,7 @@ export class RequestLedger {
   constructor(sqlite: Sqlite, windowMs = 60_000, now: () => number = () => systemClock.now()) {
     this.#windowMs = windowMs
     this.#now = now
+    // Raw statements, prepared once: every upstream request start claims its slot here.
     this.#insert = sqlite.prepare('INSERT INTO request_starts (at_ms) VALUES (?)')
     this.#prune = sqlite.prepare('DELETE FROM request_starts WHERE at_ms <= ?')
     // A start recorded after `now` (the wall clock stepped back since) counts as one made now: left

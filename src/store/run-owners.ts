@@ -1,60 +1,72 @@
 // The processes that own runs (run_owners): one row per live process, refreshed by one UPDATE per
-// heartbeat, never one per run or per row.
+// heartbeat, never one per run or per row. A few statements a minute: typed queries.
 import type { Sqlite } from './mirror-database.js'
 import type { ProcessIdentity, RunOwner } from './owner-liveness.js'
-
-interface OwnerRow {
-  id: number
-  pid: number
-  host: string
-  pid_namespace: string
-  started_at: string
-  heartbeat_at: string
-}
+import { firstRow, mirrorQuery, rows, run } from './typed-query.js'
 
 export class RunOwnerStore {
-  readonly #insert
-  readonly #beat
-  readonly #remove
-  readonly #all
-  readonly #prune
+  readonly #sqlite: Sqlite
 
   constructor(sqlite: Sqlite) {
-    this.#insert = sqlite.prepare(
-      `INSERT INTO run_owners (pid, host, pid_namespace, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-    )
-    // An upsert: an owner taken for gone during a long stall (and removed) comes back as it was.
-    this.#beat = sqlite.prepare(
-      `INSERT INTO run_owners (id, pid, host, pid_namespace, started_at, heartbeat_at) VALUES (@id, @pid, @host, @pidNamespace, @startedAt, @now)
-       ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-    )
-    this.#remove = sqlite.prepare(`DELETE FROM run_owners WHERE id = ?`)
-    this.#all = sqlite.prepare(`SELECT * FROM run_owners ORDER BY id`)
-    // Owners with no running run left: nothing would ever ask about them again.
-    this.#prune = sqlite.prepare(
-      `DELETE FROM run_owners WHERE id = ? AND NOT EXISTS (SELECT 1 FROM sync_runs WHERE outcome = 'running' AND owner_id = run_owners.id)`,
-    )
+    this.#sqlite = sqlite
   }
 
   register(self: ProcessIdentity, startedAt: string, now: string): number {
-    return (this.#insert.get(self.pid, self.host, self.pidNamespace, startedAt, now) as { id: number }).id
+    const row = firstRow(
+      this.#sqlite,
+      mirrorQuery
+        .insertInto('run_owners')
+        .values({ pid: self.pid, host: self.host, pid_namespace: self.pidNamespace, started_at: startedAt, heartbeat_at: now })
+        .returning('id'),
+    )
+    if (row === undefined) throw new Error('registering this process in run_owners returned no id')
+    return row.id
   }
 
   beat(owner: Omit<RunOwner, 'heartbeatAt'>, now: string): void {
-    this.#beat.run({ ...owner, now })
+    // An upsert: an owner taken for gone during a long stall (and removed) comes back as it was.
+    run(
+      this.#sqlite,
+      mirrorQuery
+        .insertInto('run_owners')
+        .values({
+          id: owner.id,
+          pid: owner.pid,
+          host: owner.host,
+          pid_namespace: owner.pidNamespace,
+          started_at: owner.startedAt,
+          heartbeat_at: now,
+        })
+        .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ heartbeat_at: eb.ref('excluded.heartbeat_at') }))),
+    )
   }
 
   remove(id: number): void {
-    this.#remove.run(id)
+    run(this.#sqlite, mirrorQuery.deleteFrom('run_owners').where('id', '=', id))
   }
 
   /** Removes the row of an owner that has no running run left; true when it did. */
   prune(id: number): boolean {
-    return this.#prune.run(id).changes > 0
+    // Owners with no running run left: nothing would ever ask about them again.
+    const query = mirrorQuery
+      .deleteFrom('run_owners')
+      .where('id', '=', id)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('sync_runs')
+              .select('sync_runs.id')
+              .where('sync_runs.outcome', '=', 'running')
+              .whereRef('sync_runs.owner_id', '=', 'run_owners.id'),
+          ),
+        ),
+      )
+    return run(this.#sqlite, query) > 0
   }
 
   all(): RunOwner[] {
-    return (this.#all.all() as OwnerRow[]).map((r) => ({
+    return rows(this.#sqlite, mirrorQuery.selectFrom('run_owners').selectAll().orderBy('id')).map((r) => ({
       id: r.id,
       pid: r.pid,
       host: r.host,

@@ -1,7 +1,9 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
 import type { Sqlite } from './mirror-database.js'
 import { streamFreshness } from './stream-freshness.js'
+import { RunHistory } from './run-history.js'
 import { parseInstant } from './timestamps.js'
+import { firstRow, mirrorQuery, rows } from './typed-query.js'
 
 export interface StreamStatus {
   stream: string
@@ -53,22 +55,23 @@ interface Counts {
 }
 
 export function statusReport(sqlite: Sqlite, now: number): StatusReport {
-  const states = sqlite
-    .prepare('SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream')
-    .all() as {
-    stream: string
-    cursor: string | null
-    last_success_at: string | null
-    last_error: string | null
-    last_error_at: string | null
-  }[]
-  const tables = new Set(sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[])
-  const split = `count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted`
+  const states = rows(
+    sqlite,
+    mirrorQuery.selectFrom('sync_state').select(['stream', 'cursor', 'last_success_at', 'last_error', 'last_error_at']).orderBy('stream'),
+  )
+  const tables = tableNames(sqlite)
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
   if (tables.has('custom_records')) {
-    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[])
-      objectCounts.set(r.slug, r)
+    const perSlug = mirrorQuery
+      .selectFrom('custom_records')
+      .select((eb) => [
+        'slug',
+        eb.fn.countAll<number>().filterWhere('deleted_at', 'is', null).as('live'),
+        eb.fn.countAll<number>().filterWhere('deleted_at', 'is not', null).as('deleted'),
+      ])
+      .groupBy('slug')
+    for (const r of rows(sqlite, perSlug)) objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
     if (stream.startsWith('objects:')) {
@@ -77,14 +80,15 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     }
     if (stream === 'calendar_changes' && tables.has('calendar_changes')) {
       // A feed: rows are never deleted.
-      return {
-        table: 'calendar_changes',
-        counts: { live: sqlite.prepare(`SELECT count(*) FROM calendar_changes`).pluck().get() as number, deleted: 0 },
-      }
+      const feed = firstRow(
+        sqlite,
+        mirrorQuery.selectFrom('calendar_changes').select((eb) => eb.fn.countAll<number>().as('live')),
+      )
+      return { table: 'calendar_changes', counts: { live: feed?.live ?? 0, deleted: 0 } }
     }
     const table = TABLE_OF[stream]
     if (table === undefined || !tables.has(table)) return undefined
-    return { table, counts: sqlite.prepare(`SELECT ${split} FROM "${table}"`).get() as Counts }
+    return { table, counts: liveAndDeleted(sqlite, table) }
   }
   const names = [...new Set([...ALWAYS, ...states.map((s) => s.stream)])].sort()
   const freshness = new Map(streamFreshness(sqlite, names, now).map((f) => [f.stream, f]))
@@ -107,23 +111,39 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
       stalenessSeconds: fresh?.stalenessSeconds == null ? null : Math.round(fresh.stalenessSeconds * 10) / 10,
     }
   })
-  const since = new Date(now - 60_000).toISOString()
-  const requestsLastMinute =
-    (sqlite
-      .prepare(`SELECT coalesce(sum(requests), 0) FROM sync_runs WHERE coalesce(ended_at, started_at) >= ?`)
-      .pluck()
-      .get(since) as number) || 0
-  const hasInbox = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'webhook_inbox'`).get() !== undefined
-  // A mirror the daemon has not migrated yet (read-only here) has no skipped column: none skipped.
-  const hasSkipped =
-    hasInbox && sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
-  const webhookInbox = hasInbox
-    ? (sqlite
-        .prepare(
-          `SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed,
-           ${hasSkipped ? 'count(*) FILTER (WHERE skipped IS NOT NULL)' : '0'} AS skipped FROM webhook_inbox`,
-        )
-        .get() as { backlog: number; failed: number; skipped: number })
-    : null
+  const requestsLastMinute = new RunHistory(sqlite).requestsSince(new Date(now - 60_000).toISOString())
+  const webhookInbox = tables.has('webhook_inbox') ? inboxTotals(sqlite) : null
   return { streams, requestsLastMinute, webhookInbox }
+}
+
+function tableNames(sqlite: Sqlite): Set<string> {
+  // sqlite_master.name is TEXT.
+  return new Set(sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[])
+}
+
+/** Live and deleted rows of a record table named at run time (TABLE_OF), in one pass. */
+function liveAndDeleted(sqlite: Sqlite, table: string): Counts {
+  // Two integer counts, named as Counts names them.
+  return sqlite
+    .prepare(
+      `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM "${table.replaceAll('"', '""')}"`,
+    )
+    .get() as Counts
+}
+
+function inboxTotals(sqlite: Sqlite): { backlog: number; failed: number; skipped: number } {
+  // A mirror the daemon has not migrated yet (read-only here) has no skipped column: none skipped.
+  const hasSkipped = sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
+  const totals = firstRow(
+    sqlite,
+    mirrorQuery.selectFrom('webhook_inbox').select((eb) => [
+      eb.fn
+        .countAll<number>()
+        .filterWhere((w) => w.and([w('processed_at', 'is', null), w('error', 'is', null)]))
+        .as('backlog'),
+      eb.fn.countAll<number>().filterWhere('error', 'is not', null).as('failed'),
+      hasSkipped ? eb.fn.countAll<number>().filterWhere('skipped', 'is not', null).as('skipped') : eb.lit(0).as('skipped'),
+    ]),
+  )
+  return { backlog: totals?.backlog ?? 0, failed: totals?.failed ?? 0, skipped: totals?.skipped ?? 0 }
 }

@@ -5,8 +5,9 @@ import type { z } from 'zod'
 import type { Sqlite } from './mirror-database.js'
 import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
-export type RunKind = 'sweep' | 'reconcile' | 'trigger' | 'reference'
-export type RunOutcome = 'running' | 'success' | 'error' | 'guarded' | 'interrupted'
+import type { RunKind, RunOutcome } from './mirror-schema.js'
+
+export type { RunKind, RunOutcome } from './mirror-schema.js'
 
 /** A stream's row; its cursor is read only through `readCursor`, with the schema of its kind. */
 export interface StreamState {
@@ -53,6 +54,7 @@ export class SyncStateStore {
     options: { ownerId?: number } = {},
   ) {
     this.ownerId = options.ownerId ?? null
+    // Raw statements, prepared once: a cursor is written with every page a sweep commits.
     this.getStmt = sqlite.prepare('SELECT * FROM sync_state WHERE stream = ?')
     this.allStmt = sqlite.prepare('SELECT * FROM sync_state ORDER BY stream')
     const upsert = (set: string) =>

@@ -1,6 +1,7 @@
 // A complete listing applied to its table: rows upsert (newer-wins, ties replaced), live rows the
 // listing no longer holds get deleted_at, all in one transaction. Shared by reference data and
 // account metadata.
+import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
 import { isoNow } from '../store/timestamps.js'
 import type { SyncContext } from './sync-context.js'
@@ -20,7 +21,7 @@ export function applySnapshot(ctx: SyncContext, table: string, rows: readonly Re
     const now = isoNow(ctx.now())
     let n = writer.upsert(rows, { now, observedAt: options.observedAt, replaceTies: true }).changed.length
     const seen = new Set(rows.map((r) => r.id))
-    const live = ctx.mirror.sqlite.prepare(`SELECT id FROM "${table}" WHERE deleted_at IS NULL`).pluck().all() as string[]
+    const live = new RecordTable(ctx.mirror.sqlite, table).liveIds()
     if (options.refuseEmpty && rows.length === 0 && live.length > 0) {
       ctx.logger.warn({ stream: options.stream, live: live.length }, 'empty snapshot over a non-empty table: nothing marked deleted')
     } else {

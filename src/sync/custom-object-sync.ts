@@ -6,7 +6,9 @@ import { z } from 'zod'
 import { customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
+import { replaceClientFields } from '../store/client-fields.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
+import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
 import { isoNow, parseInstant } from '../store/timestamps.js'
 import type { CountingSource } from './counting-source.js'
@@ -134,14 +136,9 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
       })) {
         for (const r of page.rows) if (typeof r.id === 'string') seen.add(r.id)
       }
-      const live = ctx.mirror.sqlite
-        .prepare(`SELECT id FROM custom_records WHERE slug = ? AND deleted_at IS NULL AND synced_at < ?`)
-        .pluck()
-        .all(slug, walkStartedAt) as string[]
-      const liveCount = ctx.mirror.sqlite
-        .prepare(`SELECT count(*) FROM custom_records WHERE slug = ? AND deleted_at IS NULL`)
-        .pluck()
-        .get(slug) as number
+      const table = new RecordTable(ctx.mirror.sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })
+      const live = table.liveIds({ syncedBefore: walkStartedAt })
+      const liveCount = table.liveCount()
       const gone = live.filter((id) => !seen.has(id))
       const guarded = deletionGuard(stream, gone.length, liveCount, ctx.options.maxDeleteShare)
       if (guarded !== undefined) return guarded
@@ -163,24 +160,21 @@ async function storeClientFields(ctx: SyncContext, source: CountingSource): Prom
     typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields)
       ? (data as { fields: unknown[] }).fields
       : []
-  ).filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string')
-  const now = isoNow(ctx.now())
-  const insert = ctx.mirror.sqlite.prepare(
-    'INSERT INTO client_fields (id, name, label, type, options, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ).filter(
+    (f): f is Record<string, unknown> & { id: string } =>
+      typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string',
   )
-  ctx.mirror.sqlite.transaction(() => {
-    ctx.mirror.sqlite.prepare('DELETE FROM client_fields').run()
-    for (const f of fields) {
-      const str = (v: unknown) => (typeof v === 'string' ? v : null)
-      insert.run(
-        f.id,
-        str(f.name),
-        str(f.label),
-        str(f.type),
-        f.options === undefined || f.options === null ? null : JSON.stringify(f.options),
-        JSON.stringify(f),
-        now,
-      )
-    }
-  })()
+  const str = (v: unknown) => (typeof v === 'string' ? v : null)
+  replaceClientFields(
+    ctx.mirror.sqlite,
+    fields.map((f) => ({
+      id: f.id,
+      name: str(f.name),
+      label: str(f.label),
+      type: str(f.type),
+      options: f.options === undefined || f.options === null ? null : JSON.stringify(f.options),
+      raw: JSON.stringify(f),
+    })),
+    isoNow(ctx.now()),
+  )
 }

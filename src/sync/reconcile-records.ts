@@ -6,6 +6,7 @@
 import type { RecordStream } from '../../connectors/index.js'
 import { NotFoundError } from '../api/errors.js'
 import { pageWalk } from '../api/page-walk.js'
+import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { isoNow } from '../store/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
@@ -27,11 +28,9 @@ export function reconcileRecords(ctx: SyncContext, stream: RecordStream): Promis
       for (const row of page.rows) if (typeof row.id === 'string') seen.add(row.id)
     }
     // Records first stored after the walk began may simply be newer than the walk.
-    const live = ctx.mirror.sqlite
-      .prepare(`SELECT id FROM "${stream.table}" WHERE deleted_at IS NULL AND synced_at < ?`)
-      .pluck()
-      .all(walkStartedAt) as string[]
-    const liveCount = ctx.mirror.sqlite.prepare(`SELECT count(*) FROM "${stream.table}" WHERE deleted_at IS NULL`).pluck().get() as number
+    const table = new RecordTable(ctx.mirror.sqlite, stream.table)
+    const live = table.liveIds({ syncedBefore: walkStartedAt })
+    const liveCount = table.liveCount()
     const candidates = live.filter((id) => !seen.has(id))
     const guarded = deletionGuard(stream.name, candidates.length, liveCount, ctx.options.maxDeleteShare)
     if (guarded !== undefined) return guarded

@@ -4,6 +4,7 @@
 // does), so its slug is looked up in the mirror by id.
 import { customObjects, customRecordToRow } from '../../connectors/custom-objects.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { customRecordSlugs } from '../store/record-tables.js'
 import { RecordWriter } from '../store/record-writer.js'
 import type { ObjectSink } from './delivery-applier.js'
 
@@ -14,14 +15,14 @@ export function customObjectSink(sqlite: Sqlite): ObjectSink {
     if (w === undefined) writers.set(slug, (w = new RecordWriter(sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })))
     return w
   }
-  const slugOf = sqlite.prepare('SELECT slug FROM custom_records WHERE id = ?').pluck()
+  const slugsOf = customRecordSlugs(sqlite)
   return {
     apply(event, payload, now, selected = () => true) {
       const id = payload.id
       if (typeof id !== 'string' || id === '') throw new Error(`${event} without an id`)
       const named = typeof payload.object === 'string' && payload.object !== '' ? payload.object : undefined
       if (event === 'object.deleted') {
-        const slugs = named !== undefined ? [named] : (slugOf.all(id) as string[])
+        const slugs = named !== undefined ? [named] : slugsOf(id)
         // A record never mirrored has no slug to file a tombstone under: nothing to mark; the next
         // reconciliation settles it either way.
         const mine = slugs.filter(selected)

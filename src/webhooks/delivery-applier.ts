@@ -5,6 +5,7 @@
 import type { RecordStream } from '../../connectors/index.js'
 import type { Payload } from '../../connectors/mapping.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import { JobStatusWriter } from '../store/job-status.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { ALL_DELIVERIES, notSelected, type DeliverySelection } from './delivery-selection.js'
 
@@ -43,6 +44,7 @@ export class DeliveryApplier {
   readonly #sqlite: Sqlite
   readonly #objectSink: ObjectSink | undefined
   readonly #selection: DeliverySelection
+  #jobStatus: JobStatusWriter | undefined
 
   constructor(sqlite: Sqlite, streams: readonly RecordStream[], objectSink?: ObjectSink, selection: DeliverySelection = ALL_DELIVERIES) {
     this.#sqlite = sqlite
@@ -105,7 +107,7 @@ export class DeliveryApplier {
         return { kind: 'applied', changed: this.writer(route.stream.table).markDeleted([id], now).changed.length > 0 }
       }
       case 'job-status':
-        return this.#jobStatus(payload, now)
+        return this.#jobStatusChanged(payload, now)
       case 'object': {
         if (this.#objectSink === undefined) return { kind: 'deferred', error: OBJECTS_DEFERRED }
         // The sink checks the slug: `object.deleted` carries only {id} (spec, Events, Delivery
@@ -141,7 +143,7 @@ export class DeliveryApplier {
   // updated_at and raw stay those of the version they came from: a sweep page of that same version
   // then changes nothing, and any newer version replaces the row. The coalesced follow-up GET
   // brings the full record with its real updatedAt.
-  #jobStatus(payload: Payload, now: string): ApplyOutcome {
+  #jobStatusChanged(payload: Payload, now: string): ApplyOutcome {
     const jobs = this.#jobs!
     const job = payload.job
     const id = typeof job === 'object' && job !== null ? (job as Payload).id : undefined
@@ -150,17 +152,8 @@ export class DeliveryApplier {
     const previous = payload.previousStatus
     let changed = false
     if (typeof next === 'string' && typeof previous === 'string' && next !== previous) {
-      const hit = this.#sqlite
-        .prepare(
-          `UPDATE jobs SET job_status = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND job_status IS ? RETURNING updated_at`,
-        )
-        .get(next, now, id, previous) as { updated_at: string } | undefined
-      if (hit !== undefined) {
-        changed = true
-        this.#sqlite
-          .prepare(`INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES (?, ?, 'upsert', ?, ?)`)
-          .run(jobs.table, id, hit.updated_at, now)
-      }
+      this.#jobStatus ??= new JobStatusWriter(this.#sqlite, jobs.table)
+      changed = this.#jobStatus.move(id, previous, next, now)
     }
     return { kind: 'applied', changed, followUp: { stream: jobs, id } }
   }

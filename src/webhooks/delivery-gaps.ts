@@ -13,6 +13,7 @@ import { streamOfEvent } from './events.js'
 import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
 import { parseStoredCursor } from '../store/stored-cursor.js'
+import { WebhookStateStore } from '../store/webhook-state.js'
 import { parseInstant } from '../store/timestamps.js'
 
 /** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset); read back through this schema. */
@@ -90,7 +91,7 @@ export class DeliveryGapCheck {
    * bad cursor would fail every check (or, with a `since` that is not a time, hide every failure).
    */
   cursor(): GapCursor {
-    const value = this.#o.sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(KEY) as string | undefined
+    const value = new WebhookStateStore(this.#o.sqlite).get(KEY)
     const stored = parseStoredCursor(value ?? null, GapCursorSchema)
     if (stored.ok) return stored.cursor ?? EMPTY_GAP_CURSOR
     this.#o.logger.warn(
@@ -126,11 +127,7 @@ export class DeliveryGapCheck {
       )
     }
     const commit = (): void => {
-      this.#o.sqlite
-        .prepare(
-          `INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-        )
-        .run(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
+      new WebhookStateStore(this.#o.sqlite).set(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
     }
     return { ...plan, commit }
   }

@@ -19,20 +19,15 @@
 //
 // Without a -wal file to sync (a database not in WAL mode), commits fall back to synchronous=FULL
 // around the inbox's own transaction, on the event loop.
-import { isUtf8 } from 'node:buffer'
 import fs from 'node:fs'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { walFileOf } from '../store/wal-file.js'
+import { WebhookInboxStore, type InboxDelivery, type InboxRow } from '../store/webhook-inbox-store.js'
 import type { WebhookMetrics } from './metrics.js'
 
-export interface Delivery {
-  deliveryId: string
-  event: string
-  body: Buffer
-  /** Which secret verified it (a label, never the secret). */
-  verifiedWith: string
-}
+export type Delivery = InboxDelivery
+export type { InboxRow }
 
 export type EnqueueResult = 'stored' | 'duplicate'
 
@@ -46,14 +41,6 @@ export class InboxUnavailableError extends Error {
     this.name = 'InboxUnavailableError'
     this.code = code
   }
-}
-
-export interface InboxRow {
-  delivery_id: string
-  seq: number
-  event: string
-  raw: string | null
-  raw_bytes: Buffer | null
 }
 
 /** Syncs a file descriptor's data to disk (fs.fdatasync's shape). */
@@ -85,17 +72,9 @@ interface Waiting {
 
 export class WebhookInbox {
   readonly #sqlite: Sqlite
+  readonly #store: WebhookInboxStore
   readonly #options: WebhookInboxOptions
   readonly #log: Logger
-  readonly #insert
-  readonly #commitGroup
-  readonly #full
-  readonly #restore
-  readonly #pendingStmt
-  readonly #processedStmt
-  readonly #processedRangeStmt
-  readonly #failedStmt
-  readonly #skippedStmt
   /** The -wal file to sync after a commit; undefined: commit with synchronous=FULL instead. */
   #walPath: string | undefined
   readonly #syncFile: SyncFile
@@ -120,40 +99,11 @@ export class WebhookInbox {
     this.#options = options
     this.#log = options.logger.child({ component: 'webhook-inbox' })
     this.#syncFile = options.syncFile ?? fs.fdatasync
-    this.#insert = sqlite.prepare(
-      `INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, raw_bytes, verified_with)
-       VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_inbox), ?, ?, ?, ?, ?)
-       ON CONFLICT(delivery_id) DO NOTHING`,
-    )
-    this.#commitGroup = sqlite.transaction((group: readonly Waiting[]) =>
-      group.map(({ delivery: d, receivedAt }) => {
-        const text = isUtf8(d.body) ? d.body.toString('utf8') : null
-        return this.#insert.run(d.deliveryId, d.event, receivedAt, text, text === null ? d.body : null, d.verifiedWith).changes > 0
-      }),
-    )
-    const previous = sqlite.pragma('synchronous', { simple: true }) as number
-    this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
-    this.#restore = sqlite.prepare(`PRAGMA synchronous = ${previous}`)
+    this.#store = new WebhookInboxStore(sqlite)
     // Beside SQLite's own name for the file (wal-file.ts): syncing a stale -wal beside a symlink
     // would ack deliveries that are not on disk.
     this.#walPath = walFileOf(sqlite)
-    this.#pendingStmt = sqlite.prepare(
-      `SELECT delivery_id, seq, event, raw, raw_bytes FROM webhook_inbox
-       WHERE processed_at IS NULL AND error IS NULL AND seq > ? ORDER BY seq LIMIT ?`,
-    )
-    this.#processedStmt = sqlite.prepare(`UPDATE webhook_inbox SET processed_at = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
-    this.#processedRangeStmt = sqlite.prepare(
-      `UPDATE webhook_inbox SET processed_at = ?, attempts = attempts + 1
-       WHERE seq BETWEEN ? AND ? AND processed_at IS NULL AND error IS NULL`,
-    )
-    this.#failedStmt = sqlite.prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ?`)
-    this.#skippedStmt = sqlite.prepare(
-      `UPDATE webhook_inbox SET processed_at = ?, skipped = ?, attempts = attempts + 1 WHERE delivery_id = ?`,
-    )
-    this.#backlog = sqlite
-      .prepare(`SELECT count(*) FROM webhook_inbox WHERE processed_at IS NULL AND error IS NULL`)
-      .pluck()
-      .get() as number
+    this.#backlog = this.#store.backlog()
   }
 
   /** close() gave up on a sync that never returned: its thread may outlive a normal process exit. */
@@ -208,12 +158,12 @@ export class WebhookInbox {
 
   /** Unapplied rows after `afterSeq`, in receipt order. */
   pending(afterSeq: number, limit: number): InboxRow[] {
-    return this.#pendingStmt.all(afterSeq, limit) as InboxRow[]
+    return this.#store.pending(afterSeq, limit)
   }
 
   /** Marks a row applied; run it in the transaction that applied the row. */
   markProcessed(deliveryId: string, nowIso: string): void {
-    this.#processedStmt.run(nowIso, deliveryId)
+    this.#store.markProcessed(deliveryId, nowIso)
   }
 
   /**
@@ -221,17 +171,17 @@ export class WebhookInbox {
    * rows. Run it in the transaction that applied them, after marking those it could not apply.
    */
   markProcessedThrough(first: number, last: number, nowIso: string): void {
-    this.#processedRangeStmt.run(nowIso, first, last)
+    this.#store.markProcessedThrough(first, last, nowIso)
   }
 
   /** Marks a row settled without applying it (its stream is not selected), with the reason. */
   markSkipped(deliveryId: string, reason: string, nowIso: string): void {
-    this.#skippedStmt.run(nowIso, reason, deliveryId)
+    this.#store.markSkipped(deliveryId, reason, nowIso)
   }
 
   /** Keeps a row with its error; it is never picked up again by `pending`. */
   markFailed(deliveryId: string, error: string): void {
-    this.#failedStmt.run(error, deliveryId)
+    this.#store.markFailed(deliveryId, error)
   }
 
   /**
@@ -240,23 +190,17 @@ export class WebhookInbox {
    * it back in line (clearFault) before each try. Not settled: it still counts in the backlog.
    */
   markFault(deliveryId: string, error: string): void {
-    this.#sqlite
-      .prepare(`UPDATE webhook_inbox SET error = ?, attempts = attempts + 1 WHERE delivery_id = ? AND processed_at IS NULL`)
-      .run(`${MIRROR_FAULT_PREFIX}${error}`, deliveryId)
+    this.#store.markFault(deliveryId, `${MIRROR_FAULT_PREFIX}${error}`)
   }
 
   /** Puts a delivery markFault kept back in line (the same process, so the backlog still counts it). */
   clearFault(deliveryId: string): void {
-    this.#sqlite
-      .prepare(`UPDATE webhook_inbox SET error = NULL WHERE delivery_id = ? AND processed_at IS NULL AND error LIKE ? || '%'`)
-      .run(deliveryId, MIRROR_FAULT_PREFIX)
+    this.#store.clearFault(deliveryId, MIRROR_FAULT_PREFIX)
   }
 
   /** At start: puts back in line every delivery an earlier process kept with a mirror fault. */
   requeueFaults(): number {
-    const n = this.#sqlite
-      .prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error LIKE ? || '%'`)
-      .run(MIRROR_FAULT_PREFIX).changes
+    const n = this.#store.requeueWithPrefix(MIRROR_FAULT_PREFIX)
     this.#backlog += n
     return n
   }
@@ -268,7 +212,7 @@ export class WebhookInbox {
 
   /** Puts rows kept with exactly this error back in line (once, e.g. when their applier arrives). */
   requeueErrors(error: string): number {
-    const n = this.#sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error = ?`).run(error).changes
+    const n = this.#store.requeueError(error)
     this.#backlog += n
     return n
   }
@@ -330,12 +274,7 @@ export class WebhookInbox {
     const started = performance.now()
     const fd = this.#walPath === undefined ? undefined : this.#openWal()
     try {
-      if (fd === undefined) this.#full.run()
-      try {
-        inserted = this.#commitGroup(group)
-      } finally {
-        if (fd === undefined) this.#restore.run()
-      }
+      inserted = this.#store.insertGroup(group, fd === undefined)
     } catch (err) {
       this.#log.error(
         { err, deliveries: group.length },
