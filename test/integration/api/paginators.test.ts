@@ -82,13 +82,19 @@ describe('updatedAtKeyset', () => {
     expectLatest(store, seen)
   })
 
-  test('property: under random ties, inserts and updates every row is seen with its latest version; resume completes it', async () => {
+  test('property: under random ties, inserts, updates and deletions every row is seen with its latest version; resume completes it', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.integer({ min: 1, max: 160 }), { minLength: 1, maxLength: 8 }),
-        fc.array(fc.record({ afterRequest: fc.integer({ min: 1, max: 12 }), update: fc.nat(), insert: fc.integer({ min: 0, max: 3 }) }), {
-          maxLength: 25,
-        }),
+        fc.array(
+          fc.record({
+            afterRequest: fc.integer({ min: 1, max: 12 }),
+            update: fc.nat(),
+            insert: fc.integer({ min: 0, max: 3 }),
+            remove: fc.option(fc.nat(), { freq: 3 }),
+          }),
+          { maxLength: 25 },
+        ),
         fc.integer({ min: 10, max: 100 }),
         fc.integer({ min: 1, max: 6 }),
         async (groups, changes, limit, stopAfter) => {
@@ -105,6 +111,7 @@ describe('updatedAtKeyset', () => {
             for (const c of changing ? changes.filter((x) => x.afterRequest === listed) : []) {
               const ids = [...store.rows.keys()]
               store.update(ids[c.update % ids.length]!)
+              if (c.remove !== null && ids.length > 1) store.remove(ids[c.remove % ids.length]!)
               if (c.insert > 0) store.insert(c.insert)
             }
             return reply
