@@ -118,6 +118,8 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
   // The `since` of the next request, and the ids delivered whose updatedAt is `at`.
   let at = start.at
   let seen = seenAt(at, held, [])
+  // Whether `at` is the updatedAt of a row read (not just where the walk began).
+  let positioned = held === undefined
   // The first `read` rows of the list at `at` have been read; `anchor` is the last of them.
   let read = 0
   let anchor: KeysetRow | undefined
@@ -210,6 +212,7 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       read = step.offset + rows.length
       anchor = rows.at(-1)
     }
+    if (rows.length > 0) positioned = true
     const done = complete && anchored
     const moved = at !== before.at || seen.size !== before.seen || fresh.length > 0
     idle = moved ? 0 : idle + 1
@@ -217,7 +220,10 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
     if (!done && idle >= stallLimit(seen.size, widest)) {
       throw stalled(idle, `${idle} requests at since=${sinceIso ?? '(none)'} delivered nothing new and did not move the cursor`)
     }
-    const cursor = toCursor(at, seen, held, Math.min(lateFrom, at === undefined ? Infinity : done ? at + 1 : at))
+    // Once every row at `at` has been read (a last answer holding rows at it), the next walk may
+    // start just after it, unless a late row may still come.
+    const next = at === undefined ? Infinity : done && lastAt === at ? at + 1 : at
+    const cursor = toCursor(at, positioned ? seen : undefined, held, Math.min(lateFrom, next))
     yield { rows: fresh, meta, cursor, request: { since: sinceIso, page: step.page, limit: step.limit } }
     if (done) return
   }
@@ -275,10 +281,17 @@ function key(row: KeysetRow): string {
   return `${row.id}@${instant(row)}`
 }
 
-// The cursor never goes back: while the walk re-reads below the stored cursor, that cursor stays.
-function toCursor(at: number | undefined, seen: Set<string>, held: Start['held'], rereadFrom: number): KeysetCursor | undefined {
+// The cursor never goes back: until the walk has read past the stored cursor, that cursor stays.
+// `seen`: the ids at `at` when `at` is a row's updatedAt, undefined while it is only where the
+// walk began.
+function toCursor(
+  at: number | undefined,
+  seen: Set<string> | undefined,
+  held: Start['held'],
+  rereadFrom: number,
+): KeysetCursor | undefined {
   if (at === undefined) return undefined
-  const [since, ids] = held !== undefined && at < held.at ? [held.at, held.ids] : [at, seen]
+  const [since, ids] = held !== undefined && (seen === undefined || at < held.at) ? [held.at, held.ids] : [at, seen ?? new Set<string>()]
   return {
     since: new Date(since).toISOString(),
     seenIdsAtCursor: [...ids],

@@ -136,7 +136,7 @@ describe('updatedAtKeyset', () => {
           server = undefined
         },
       ),
-      { numRuns: 30 },
+      { numRuns: 60 },
     )
   })
 
