@@ -1,16 +1,34 @@
 // The incremental sweep of clients, jobs, visits and invoices (README.md, How the sync stays
-// exact): `sort=updatedAt:asc&since=<cursor>&page=1`, the cursor moving to each page's last
-// `updatedAt`. `since` is inclusive, so rows at the cursor come again and are dropped by id. A tie
-// larger than a page is stepped through with page=2,3,... at the same `since`; because stepping
-// pages can skip a row when an earlier row of the tie is updated meanwhile (the rest shift left),
-// the tie is then read again from page 1 until a pass finds nothing new, and the walk goes on from
-// just after the tie's timestamp. Updated rows move to the end and are met again later, with their
-// latest version. A route that ignores `page` answers a stepped tie page with rows the pass already
-// received: the rest of the tie is out of reach, so the stepping ends and the walk fails (moving
-// past the tie would skip its unread rows). Any other walk that stops moving fails after a bounded
-// number of requests (stallLimit) instead of spending the budget forever.
+// exact): `sort=updatedAt:asc&since=<at>`, `at` moving to each page's last `updatedAt`. `since` is
+// inclusive, so the rows at `at` come again and are dropped by id.
+//
+// Ties. Rows sharing one `updatedAt` (a bulk import stamps hundreds with one millisecond) cannot be
+// got past with `since` alone: a tie larger than what is left of a page is stepped through with
+// `page`/`limit` at the same `since`, each step overlapping the rows already read by at least one
+// (the offset is (page - 1) * limit, so the overlap is bought by choosing `limit`). Stepping by
+// offset skips a row when a row before the offset leaves the list meanwhile (updated: it moves to
+// the end; deleted: it is hidden) and the rest shift left. The overlap proves whether that
+// happened: the last row read before the step (`anchor`, by id and updatedAt) must sit in the new
+// answer at the very position it had. If it does, no row left or joined before it on balance, so
+// the rows after it in the answer are exactly the rows that follow it now, and none was skipped
+// (rows that left were read before they left: updated ones come again at the end with their new
+// version). If it does not, the tie moved: the walk reads the tie again from page 1, delivering
+// what it has not delivered (evidence-driven verification; a tie that did not move costs nothing
+// more than its pages). A route that ignores `page` answers a step with rows the pass already
+// received: the walk fails (moving past the tie would skip its unread rows), as does any walk that
+// stops moving after a bounded number of requests (stallLimit).
+//
+// Late rows (upstream commit lag). A row stamped `t` may become visible a little after `t`; the
+// cursor's look-back margin (`lookbackMs`) bounds that lag. A request answered at upstream time `O`
+// (its `Date` header; our clock when absent) saw every row stamped at or before `O - lookbackMs`,
+// so only the part of its span above that can still receive rows: the stored cursor keeps where
+// that part begins (`rereadFrom`) and the next walk starts there. On a quiet account, where the
+// newest rows are older than the margin, the next walk starts just after them (one request when
+// nothing changed, however large the tie at the cursor); rows changed within the margin of a read
+// are read once more by the next walk, which is the only look-back paid.
 import { z } from 'zod'
 import type { ApiResponse, CallOptions } from './api-client.js'
+import { systemClock, type Clock } from './clock.js'
 import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'
 import { readKeysetRows } from './page-rows.js'
@@ -18,12 +36,20 @@ import type { Priority } from './governor/index.js'
 import type { Query } from './routes.js'
 import { parseInstant } from '../store/timestamps.js'
 
+const instantText = z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time')
+
 /** What to persist with a page's rows, in the same transaction, to resume after it; read back through this schema. */
 export const KeysetCursorSchema = z.object({
   /** UTC ISO instant (with `Z`) of the last `updatedAt` committed. */
-  since: z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time'),
+  since: instantText,
   /** Ids already delivered whose `updatedAt` equals `since`. */
   seenIdsAtCursor: z.array(z.string()),
+  /**
+   * Where the next walk starts (inclusive): before `since` while rows there may still appear late,
+   * `since` + 1 ms once every row at `since` has been read and no late row can come. Absent in
+   * cursors stored before it existed: the next walk starts at `since` minus the look-back.
+   */
+  rereadFrom: instantText.optional(),
 })
 export type KeysetCursor = z.infer<typeof KeysetCursorSchema>
 
@@ -33,7 +59,7 @@ export interface KeysetPage {
   meta: ListMeta
   cursor: KeysetCursor | undefined
   /** The request that produced the page. */
-  request: { since: string | undefined; page: number }
+  request: { since: string | undefined; page: number; limit: number }
 }
 
 export interface KeysetOptions {
@@ -43,51 +69,85 @@ export interface KeysetOptions {
   since?: string | undefined
   /** Page size, clamped to the API's 1-100. Default 100. */
   limit?: number
-  /** Subtracted from the starting cursor against upstream commit lag; re-delivers that span. */
+  /** The upstream commit lag the walk allows for (see the top of this file). Default 0. */
   lookbackMs?: number
   priority?: Priority
   extraQuery?: Query
   signal?: AbortSignal
+  /** Time of a request when the upstream sends no `Date` header. */
+  clock?: Pick<Clock, 'now'>
 }
 
 export interface PageSource {
   get(path: string, query: Query | undefined, options: CallOptions): Promise<ApiResponse>
 }
 
-interface Position {
-  since: number | undefined
-  seen: Set<string>
+/** The next request inside the rows at one `since`: `page`, `limit` and the offset they make. */
+export interface Step {
+  page: number
+  limit: number
+  offset: number
+}
+
+/**
+ * The step that reads the most rows not read yet, when the first `read` rows at a `since` have
+ * been read: page 1 (no overlap needed: nothing before it can shift), or a later page whose offset
+ * ((page - 1) * limit) falls inside the rows read, so that it overlaps them by at least one row.
+ * Pure.
+ */
+export function nextStep(read: number, maxLimit: number): Step {
+  let best: Step = { page: 1, limit: maxLimit, offset: 0 }
+  let bestFresh = maxLimit - read
+  for (let q = 1; q < read; q++) {
+    const limit = Math.min(maxLimit, Math.floor((read - 1) / q))
+    if (limit - 1 <= bestFresh) break
+    const offset = q * limit
+    const fresh = limit - (read - offset)
+    if (fresh > bestFresh) [best, bestFresh] = [{ page: q + 1, limit, offset }, fresh]
+  }
+  return best
 }
 
 export async function* updatedAtKeyset(client: PageSource, route: string, options: KeysetOptions = {}): AsyncGenerator<KeysetPage> {
-  const limit = Math.min(100, Math.max(1, Math.floor(options.limit ?? 100)))
-  let pos = startPosition(options)
-  let mode: 'scan' | 'tie' | 'verify' = 'scan'
-  let page = 1
-  let foundInPass = false
-  // Rows past a tie delivered while paging it (`id@ms`): not delivered twice in this walk.
-  const beyond = new Set<string>()
-  // Ids of the tie received in the current pass (tie or verify), delivered or not.
+  const maxLimit = Math.min(100, Math.max(1, Math.floor(options.limit ?? 100)))
+  const lagMs = Math.max(0, options.lookbackMs ?? 0)
+  const clock = options.clock ?? systemClock
+  const start = startOf(options, lagMs)
+  // Ids delivered at `held.at` before this walk (the stored cursor's).
+  const held = start.held
+  // The `since` of the next request, and the ids delivered whose updatedAt is `at`.
+  let at = start.at
+  let seen = seenAt(at, held, [])
+  // Whether `at` is the updatedAt of a row read (not just where the walk began).
+  let positioned = held === undefined
+  // The first `read` rows of the list at `at` have been read; `anchor` is the last of them.
+  let read = 0
+  let anchor: KeysetRow | undefined
+  // Ids at `at` received since the walk last read page 1 at `at` (delivered or not).
   let passIds = new Set<string>()
+  // Rows past the tie at `at` delivered while stepping it (`id@ms`): not delivered twice.
+  let beyond = new Set<string>()
+  // The lowest instant at which a row may still appear late, over the requests made so far.
+  let lateFrom = Number.POSITIVE_INFINITY
   // Requests since the cursor last moved or a row was last delivered.
   let idle = 0
   for (;;) {
-    const sinceIso = pos.since === undefined ? undefined : new Date(pos.since).toISOString()
-    const requested = page
+    const step = nextStep(read, maxLimit)
+    const sinceIso = at === undefined ? undefined : new Date(at).toISOString()
     const query: Query = {
       ...options.extraQuery,
       sort: 'updatedAt:asc',
-      limit,
-      page,
+      limit: step.limit,
+      page: step.page,
       ...(sinceIso === undefined ? {} : { since: sinceIso }),
     }
+    const askedAt = clock.now()
     const res = await client.get(route, query, { priority: options.priority ?? 'sweep', signal: options.signal })
     const rows = readKeysetRows(res, route)
     const meta = ListMetaSchema.safeParse(res.meta ?? {}).data ?? {}
-    const pageSize = meta.limit !== undefined && meta.limit > 0 ? Math.min(meta.limit, limit) : limit
-    const short = rows.length < pageSize
+    const pageSize = meta.limit !== undefined && meta.limit > 0 ? Math.min(meta.limit, step.limit) : step.limit
     const first = rows[0]
-    if (pos.since !== undefined && first !== undefined && instant(first) < pos.since) {
+    if (at !== undefined && first !== undefined && instant(first) < at) {
       throw new MalformedResponseError(
         {
           route: res.route,
@@ -101,57 +161,70 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
     const stalled = (requests: number, detail: string) =>
       new PagingStalledError(
         { route: res.route, target: `GET ${route}`, requests, detail },
-        { cause: { since: sinceIso, page: requested } },
+        { cause: { since: sinceIso, page: step.page, limit: step.limit } },
       )
-    const at = pos.since
-    const before = { since: pos.since, seen: pos.seen.size }
     const lastAt = rows.length === 0 ? undefined : instant(rows[rows.length - 1]!)
-    let fresh: KeysetRow[]
-    let done = false
-    if (mode === 'scan') {
-      fresh = rows.filter((r) => !(instant(r) === at && pos.seen.has(r.id)) && !beyond.has(key(r)))
-      pos = advance(pos, rows)
-      if (short) done = true
-      else if (lastAt === at) {
-        ;[mode, page] = ['tie', 2]
-        passIds = new Set(rows.map((r) => r.id))
-      }
-    } else {
-      const tieIds = rows.filter((r) => instant(r) === at).map((r) => r.id)
-      if (requested === 1) passIds = new Set()
-      else if (!short && lastAt === at && tieIds.every((id) => passIds.has(id))) {
-        // A full page of the tie, every row of it already received in this pass: the route
-        // answered an earlier page again instead of page=N.
-        throw stalled(
-          idle + 1,
-          `page=${requested} at since=${sinceIso ?? ''} brought only rows of an earlier page of the same ${passIds.size}+ rows sharing that updatedAt: the route ignores page, so the rest of them cannot be read`,
-        )
-      }
-      for (const id of tieIds) passIds.add(id)
-      // Stepping through (or re-reading) the tie at `at`: new rows of the tie, and rows past it
-      // not yet delivered in this episode.
-      fresh = rows.filter((r) => (instant(r) === at ? !pos.seen.has(r.id) : !beyond.has(key(r))))
-      for (const r of fresh) {
-        if (instant(r) === at) {
-          pos.seen.add(r.id)
-          foundInPass = true
-        } else beyond.add(key(r))
-      }
-      if (!short && lastAt === at) page++
-      else if (mode === 'tie' || foundInPass) [mode, page, foundInPass] = ['verify', 1, false]
-      else {
-        // A pass found nothing new: every row at `at` is delivered, so scan on from just after it
-        // (not from this page's end: rows updated meanwhile may sit on pages the pass skipped).
-        pos = { since: (at ?? 0) + 1, seen: new Set() }
-        ;[mode, page] = ['scan', 1]
-      }
+    const full = rows.length >= pageSize
+    // Everything at or after `since` has been read once this answer is in: a short page, or
+    // `meta.total` reached (spec, Conventions 6).
+    const complete = !full || (meta.total !== undefined && meta.total <= step.offset + rows.length)
+    const tieIds = rows.filter((r) => instant(r) === at).map((r) => r.id)
+    if (step.page === 1) passIds = new Set()
+    else if (full && lastAt === at && tieIds.every((id) => passIds.has(id))) {
+      // A full page of the tie, every row of it already received in this pass: the route
+      // answered an earlier page again instead of the one asked for.
+      throw stalled(
+        idle + 1,
+        `page=${step.page} at since=${sinceIso ?? ''} brought only rows of an earlier page of the same ${passIds.size}+ rows sharing that updatedAt: the route ignores page, so the rest of them cannot be read`,
+      )
     }
-    const moved = pos.since !== before.since || pos.seen.size !== before.seen || fresh.length > 0
+    for (const id of tieIds) passIds.add(id)
+    // A step past page 1 holds when the anchor is where it was (see the top of this file).
+    const anchored = step.offset === 0 || sameRow(rows[read - 1 - step.offset], anchor)
+    const delivered = (r: KeysetRow) => {
+      const t = instant(r)
+      return (t === at && seen.has(r.id)) || (held !== undefined && t === held.at && held.ids.has(r.id)) || beyond.has(key(r))
+    }
+    const fresh = rows.filter((r) => !delivered(r))
+    const before = { at, seen: seen.size }
+    for (const r of fresh) {
+      if (instant(r) === at) seen.add(r.id)
+      else beyond.add(key(r))
+    }
+    // The part of this answer's span that was younger than the lag margin when it was read.
+    const observed = observedAt(res, askedAt)
+    if (complete || (lastAt !== undefined && lastAt > observed - lagMs))
+      lateFrom = Math.min(lateFrom, Math.max(at ?? -Infinity, observed - lagMs))
+    if (!anchored) {
+      // The tie moved while it was stepped: read it again from page 1.
+      read = 0
+      anchor = undefined
+    } else if (lastAt !== undefined && lastAt !== at) {
+      // Past the rows at `at`: the rows at `lastAt` in this answer are the first at that since.
+      const atLast = rows.filter((r) => instant(r) === lastAt)
+      at = lastAt
+      seen = seenAt(at, held, atLast)
+      read = atLast.length
+      anchor = atLast.at(-1)
+      passIds = new Set(atLast.map((r) => r.id))
+      beyond = new Set()
+    } else if (rows.length > 0) {
+      read = step.offset + rows.length
+      anchor = rows.at(-1)
+    }
+    if (rows.length > 0) positioned = true
+    const done = complete && anchored
+    const moved = at !== before.at || seen.size !== before.seen || fresh.length > 0
     idle = moved ? 0 : idle + 1
-    if (idle >= stallLimit(pos.seen.size, pageSize)) {
+    const widest = meta.limit !== undefined && meta.limit > 0 ? Math.min(meta.limit, maxLimit) : maxLimit
+    if (!done && idle >= stallLimit(seen.size, widest)) {
       throw stalled(idle, `${idle} requests at since=${sinceIso ?? '(none)'} delivered nothing new and did not move the cursor`)
     }
-    yield { rows: fresh, meta, cursor: toCursor(pos), request: { since: sinceIso, page: requested } }
+    // Once every row at `at` has been read (a last answer holding rows at it), the next walk may
+    // start just after it, unless a late row may still come.
+    const next = at === undefined ? Infinity : done && lastAt === at ? at + 1 : at
+    const cursor = toCursor(at, positioned ? seen : undefined, held, Math.min(lateFrom, next))
+    yield { rows: fresh, meta, cursor, request: { since: sinceIso, page: step.page, limit: step.limit } }
     if (done) return
   }
 }
@@ -159,41 +232,71 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
 /**
  * Requests a walk may make without moving its cursor or delivering a row before it is declared
  * stalled. A healthy walk can spend two passes over the tie at its cursor delivering nothing: a
- * resumed walk first re-reads the pages of ids its cursor already holds, and the verifying re-read
- * of a tie delivers nothing when nothing changed. Ten more requests are margin. For a tie within
- * one page that is 12 requests: a stuck walk stops within seconds, not after a window's budget.
+ * resumed walk first re-reads the pages of ids its cursor already holds, and a tie read again after
+ * it moved may deliver nothing. Ten more requests are margin. For a tie within one page that is 12
+ * requests: a stuck walk stops within seconds, not after a window's budget.
  */
 export function stallLimit(idsAtCursor: number, pageSize: number): number {
   return 10 + 2 * Math.ceil(idsAtCursor / Math.max(1, pageSize))
 }
 
-function startPosition(options: KeysetOptions): Position {
-  const from = options.cursor?.since ?? options.since
-  if (from === undefined) return { since: undefined, seen: new Set() }
-  const ms = parseInstant(from)
-  if (Number.isNaN(ms)) throw new RangeError(`cursor since is not a date: ${from}`)
-  const lookback = Math.max(0, options.lookbackMs ?? 0)
-  if (lookback > 0) return { since: ms - lookback, seen: new Set() }
-  return { since: ms, seen: new Set(options.cursor?.seenIdsAtCursor ?? []) }
+interface Start {
+  at: number | undefined
+  held: { at: number; ids: Set<string> } | undefined
 }
 
-// The position after delivering `rows` (ascending by updatedAt) from `pos`.
-function advance(pos: Position, rows: readonly KeysetRow[]): Position {
-  const last = rows.at(-1)
-  if (last === undefined) return pos
-  const lastAt = instant(last)
-  const seen = lastAt === pos.since ? pos.seen : new Set<string>()
-  for (const r of rows) if (instant(r) === lastAt) seen.add(r.id)
-  return { since: lastAt, seen }
+function startOf(options: KeysetOptions, lagMs: number): Start {
+  const cursor = options.cursor
+  if (cursor === undefined) {
+    if (options.since === undefined) return { at: undefined, held: undefined }
+    const ms = parseInstant(options.since)
+    if (Number.isNaN(ms)) throw new RangeError(`since is not a date: ${options.since}`)
+    return { at: ms, held: undefined }
+  }
+  const since = parseInstant(cursor.since)
+  if (Number.isNaN(since)) throw new RangeError(`cursor since is not a date: ${cursor.since}`)
+  const held = { at: since, ids: new Set(cursor.seenIdsAtCursor) }
+  // A cursor from before `rereadFrom`: the look-back behind `since`, once.
+  const from = cursor.rereadFrom === undefined ? since - lagMs : Math.min(parseInstant(cursor.rereadFrom), since + 1)
+  return { at: Number.isNaN(from) ? since - lagMs : from, held }
+}
+
+function seenAt(at: number | undefined, held: Start['held'], rows: readonly KeysetRow[]): Set<string> {
+  const seen = new Set<string>(held !== undefined && held.at === at ? held.ids : [])
+  for (const r of rows) seen.add(r.id)
+  return seen
+}
+
+/** The upstream time of an answer: its `Date` header (whole seconds, rounded down), else when it was asked for. */
+function observedAt(res: ApiResponse, askedAt: number): number {
+  const date = res.date === undefined ? Number.NaN : Date.parse(res.date)
+  return Number.isNaN(date) ? askedAt : date
+}
+
+function sameRow(a: KeysetRow | undefined, b: KeysetRow | undefined): boolean {
+  return a !== undefined && b !== undefined && a.id === b.id && instant(a) === instant(b)
 }
 
 function key(row: KeysetRow): string {
   return `${row.id}@${instant(row)}`
 }
 
-function toCursor(pos: Position): KeysetCursor | undefined {
-  if (pos.since === undefined) return undefined
-  return { since: new Date(pos.since).toISOString(), seenIdsAtCursor: [...pos.seen] }
+// The cursor never goes back: until the walk has read past the stored cursor, that cursor stays.
+// `seen`: the ids at `at` when `at` is a row's updatedAt, undefined while it is only where the
+// walk began.
+function toCursor(
+  at: number | undefined,
+  seen: Set<string> | undefined,
+  held: Start['held'],
+  rereadFrom: number,
+): KeysetCursor | undefined {
+  if (at === undefined) return undefined
+  const [since, ids] = held !== undefined && (seen === undefined || at < held.at) ? [held.at, held.ids] : [at, seen ?? new Set<string>()]
+  return {
+    since: new Date(since).toISOString(),
+    seenIdsAtCursor: [...ids],
+    rereadFrom: new Date(Math.min(rereadFrom, since + 1)).toISOString(),
+  }
 }
 
 function instant(row: KeysetRow): number {

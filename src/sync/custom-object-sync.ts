@@ -1,9 +1,11 @@
 // Custom objects: discovery, schemas (views follow them), and the records of every known object
 // through the id-ordered cursor walk with `updated_since`. The bookmark for the next walk is the
 // time this walk began minus a margin (the list is not a snapshot: see custom-object-cursor.ts),
-// and a walk interrupted mid-way resumes from its page cursor with the same bookmark.
+// and a walk interrupted mid-way resumes from its page cursor with the same bookmark. Schemas are
+// fetched only when due (object-schemas.ts).
 import { z } from 'zod'
-import { customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
+import { customObjects, customRecordToRow, toDiscoveryItem, toSchema, type DiscoveryItem } from '../../connectors/custom-objects.js'
+import { obj } from '../../connectors/mapping.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
 import { replaceClientFields } from '../store/client-fields.js'
@@ -12,6 +14,7 @@ import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter, type RecordRow } from '../store/record-writer.js'
 import { isoNow, parseInstant } from '../store/timestamps.js'
 import type { CountingSource } from './counting-source.js'
+import { CLIENT_SCHEMA, readSchemaTimes, recordSchemaFetch, schemaDue, unknownToSchema } from './object-schemas.js'
 import { resumeCursor } from './resume-cursor.js'
 import { deletionGuard, trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
@@ -34,25 +37,43 @@ export const ObjectCursorSchema = z
   })
 export type ObjectCursor = z.infer<typeof ObjectCursorSchema>
 
-/** Discovery and schemas: one request for the list, one per object. Returns the slugs to sync. */
-export async function discoverObjects(
-  ctx: SyncContext,
-  source: CountingSource,
-): Promise<{ slugs: string[]; disabled: string[]; changed: number }> {
+export interface Discovered {
+  slugs: string[]
+  disabled: string[]
+  /** Schemas stored that differ from the copy before. */
+  changed: number
+  /** Schemas fetched by this discovery. */
+  fetched: number
+  /** The discovery items of the objects discovered, by slug. */
+  items: Map<string, DiscoveryItem>
+}
+
+/**
+ * Discovery (one request) and the schemas that are due (object-schemas.ts): one request each.
+ * `full` fetches every schema. Returns the slugs to sync.
+ */
+export async function discoverObjects(ctx: SyncContext, source: CountingSource, options: { full?: boolean } = {}): Promise<Discovered> {
   const types = new CustomObjectTypes(ctx.mirror.sqlite)
   let changed = 0
+  let fetched = 0
   const res = await source.get(customObjects.discoveryRoute, undefined, { priority: 'sweep', signal: ctx.signal })
   const items = extractRows(res, customObjects.discoveryRoute)
     .map(toDiscoveryItem)
     .filter((i) => i !== undefined)
+  const stored = new Map(types.all().map((t) => [t.slug, t]))
+  const times = readSchemaTimes(ctx)
   for (const item of items) {
-    const schemaRes = await source.get(customObjects.schemaRoute(item.slug), undefined, { priority: 'sweep', signal: ctx.signal })
-    const data = schemaRes.data
-    const schema = toSchema(typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {})
-    if (types.store(item, schema, isoNow(ctx.now())) && ++changed > 0)
-      ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
+    const known = stored.get(item.slug)
+    const seen = { item, stored: known !== undefined, disabled: known?.disabledAt != null }
+    if (options.full !== true && !schemaDue(times, item.slug, ctx.now(), seen)) continue
+    fetched++
+    if (await fetchSchema(ctx, source, types, item)) changed++
   }
-  await storeClientFields(ctx, source)
+  if (options.full === true || schemaDue(times, CLIENT_SCHEMA, ctx.now(), { stored: true, disabled: false })) {
+    fetched++
+    await storeClientFields(ctx, source)
+    recordSchemaFetch(ctx, CLIENT_SCHEMA, undefined)
+  }
   const found = new Set(items.map((i) => i.slug))
   const disabled: string[] = []
   for (const t of types.all()) {
@@ -62,14 +83,25 @@ export async function discoverObjects(
       disabled.push(t.slug)
     }
   }
-  return { slugs: [...found, ...disabled].sort(), disabled, changed }
+  return { slugs: [...found, ...disabled].sort(), disabled, changed, fetched, items: new Map(items.map((i) => [i.slug, i])) }
+}
+
+/** Fetches and stores one schema (the view is rebuilt when it changed); returns whether it changed. */
+async function fetchSchema(ctx: SyncContext, source: CountingSource, types: CustomObjectTypes, item: DiscoveryItem): Promise<boolean> {
+  const schemaRes = await source.get(customObjects.schemaRoute(item.slug), undefined, { priority: 'sweep', signal: ctx.signal })
+  const data = schemaRes.data
+  const schema = toSchema(typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {})
+  const changed = types.store(item, schema, isoNow(ctx.now()))
+  recordSchemaFetch(ctx, item.slug, item)
+  if (changed) ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
+  return changed
 }
 
 export function sweepObjectRecords(
   ctx: SyncContext,
   slug: string,
   source: CountingSource,
-  options: { full?: boolean } = {},
+  options: { full?: boolean; discovery?: DiscoveryItem } = {},
 ): Promise<RunResult> {
   const stream = `objects:${slug}`
   return trackedRun(
@@ -89,6 +121,11 @@ export function sweepObjectRecords(
         return changed.length
       })
       let bookmark = stored.next !== undefined ? stored.bookmark : undefined
+      // What the records read carry that the stored schema does not know, written after it was fetched.
+      const types = new CustomObjectTypes(ctx.mirror.sqlite)
+      const type = types.all().find((t) => t.slug === slug)
+      const fetchedAt = parseInstant(readSchemaTimes(ctx).schemas[slug]?.fetchedAt ?? '')
+      const unknown = new Set<string>()
       for await (const page of customObjectCursor(source, slug, {
         updatedSince: stored.updatedSince,
         limit: ctx.options.pageSize,
@@ -102,11 +139,22 @@ export function sweepObjectRecords(
           page.next === null
             ? { updatedSince: bookmark }
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
-        committed.rows += commit(
-          page.rows.map((r) => customRecordToRow(r)),
-          cursor,
-          isoNow(source.lastStartedAt),
+        const rows = page.rows.map((r) => customRecordToRow(r))
+        committed.rows += commit(rows, cursor, isoNow(source.lastStartedAt))
+        if (type === undefined) continue
+        for (const r of page.rows) {
+          const updated = parseInstant(typeof r.updatedAt === 'string' ? r.updatedAt : '')
+          if (Number.isNaN(fetchedAt) || !(updated <= fetchedAt))
+            for (const k of unknownToSchema(type.fields, type.pipeline, obj(r.data))) unknown.add(k)
+        }
+      }
+      // One request for the schema, once per sweep, when a record needs it (object-schemas.ts).
+      if (unknown.size > 0 && options.discovery !== undefined) {
+        ctx.logger.info(
+          { slug, unknown: [...unknown].slice(0, 10) },
+          'records carry what the stored schema does not know: fetching the schema',
         )
+        await fetchSchema(ctx, source, types, options.discovery)
       }
       return { rows: committed.rows, ...(resumed.cursorReset === undefined ? {} : { details: { cursorReset: resumed.cursorReset } }) }
     },

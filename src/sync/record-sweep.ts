@@ -33,7 +33,9 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
     for await (const page of updatedAtKeyset(source, stream.route, {
       cursor: stored,
       limit: ctx.options.pageSize,
-      lookbackMs: stored === undefined ? 0 : ctx.options.lookbackMs,
+      // The allowance for upstream commit lag: how the stored cursor's re-read point is derived.
+      lookbackMs: ctx.options.lookbackMs,
+      clock: { now: ctx.now },
       // A first walk is a backfill: it yields to incremental sweeps of other streams (README.md,
       // The request budget).
       priority: stored === undefined ? 'reconcile' : 'sweep',

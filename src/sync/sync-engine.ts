@@ -5,6 +5,7 @@ import { REFERENCE_STREAMS, type ReferenceStream } from '../../connectors/refere
 import { syncReference } from './reference-sync.js'
 import { syncMetadata } from './metadata-sync.js'
 import { CountingSource } from './counting-source.js'
+import type { DiscoveryItem } from '../../connectors/custom-objects.js'
 import { discoverObjects, reconcileObjectRecords, sweepObjectRecords } from './custom-object-sync.js'
 import { trackedRun } from './tracked-run.js'
 import { reconcileRecords } from './reconcile-records.js'
@@ -85,19 +86,21 @@ async function runObjects(
 ): Promise<RunResult[]> {
   const source = new CountingSource(ctx.upstream, ctx.now)
   let slugs: string[] = []
+  let items = new Map<string, DiscoveryItem>()
   const discovery = await trackedRun(
     ctx,
     kind,
     'objects',
     async () => {
-      const found = await discoverObjects(ctx, source)
+      const found = await discoverObjects(ctx, source, options)
+      items = found.items
       slugs = which === 'all' ? found.slugs : which
       const unknown = slugs.filter((s) => !found.slugs.includes(s))
       if (unknown.length > 0)
         throw new Error(
           `no custom object ${unknown.map((s) => `'${s}'`).join(', ')} on this account (discovered: ${found.slugs.join(', ') || 'none'})`,
         )
-      return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
+      return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled, schemasFetched: found.fetched } }
     },
     source,
   )
@@ -105,7 +108,12 @@ async function runObjects(
   if (discovery.outcome !== 'success') return results
   for (const slug of slugs) {
     if (ctx.signal?.aborted === true) break
-    results.push(kind === 'sweep' ? await sweepObjectRecords(ctx, slug, source, options) : await reconcileObjectRecords(ctx, slug, source))
+    const discovered = items.get(slug)
+    results.push(
+      kind === 'sweep'
+        ? await sweepObjectRecords(ctx, slug, source, { ...options, ...(discovered === undefined ? {} : { discovery: discovered }) })
+        : await reconcileObjectRecords(ctx, slug, source),
+    )
   }
   return results
 }

@@ -105,6 +105,11 @@ export class RowStore {
     row.version++
   }
 
+  /** A deletion: the row leaves the list (soft-deleted upstream rows are hidden from lists). */
+  remove(id: string): void {
+    this.rows.delete(id)
+  }
+
   tick(): number {
     this.#clock += 1 + (this.#nextId % 3)
     return this.#clock

@@ -82,13 +82,19 @@ describe('updatedAtKeyset', () => {
     expectLatest(store, seen)
   })
 
-  test('property: under random ties, inserts and updates every row is seen with its latest version; resume completes it', async () => {
+  test('property: under random ties, inserts, updates and deletions every row is seen with its latest version; resume completes it', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.integer({ min: 1, max: 160 }), { minLength: 1, maxLength: 8 }),
-        fc.array(fc.record({ afterRequest: fc.integer({ min: 1, max: 12 }), update: fc.nat(), insert: fc.integer({ min: 0, max: 3 }) }), {
-          maxLength: 25,
-        }),
+        fc.array(
+          fc.record({
+            afterRequest: fc.integer({ min: 1, max: 12 }),
+            update: fc.nat(),
+            insert: fc.integer({ min: 0, max: 3 }),
+            remove: fc.option(fc.nat(), { freq: 3 }),
+          }),
+          { maxLength: 25 },
+        ),
         fc.integer({ min: 10, max: 100 }),
         fc.integer({ min: 1, max: 6 }),
         async (groups, changes, limit, stopAfter) => {
@@ -105,6 +111,7 @@ describe('updatedAtKeyset', () => {
             for (const c of changing ? changes.filter((x) => x.afterRequest === listed) : []) {
               const ids = [...store.rows.keys()]
               store.update(ids[c.update % ids.length]!)
+              if (c.remove !== null && ids.length > 1) store.remove(ids[c.remove % ids.length]!)
               if (c.insert > 0) store.insert(c.insert)
             }
             return reply
@@ -129,20 +136,44 @@ describe('updatedAtKeyset', () => {
           server = undefined
         },
       ),
-      { numRuns: 30 },
+      { numRuns: 60 },
     )
   })
 
-  test('look-back re-reads a span before the cursor; seen ids at the cursor are not delivered again', async () => {
+  test('look-back: a cursor of an older shape re-reads the span before it once; seen ids at the cursor are not delivered again', async () => {
     const store = new RowStore()
-    store.insert(5)
+    for (let i = 0; i < 5; i++) store.insert(1)
     const { client } = await setup((req) => store.list(req.url))
     const first = await collect(updatedAtKeyset(client, '/api/v1/jobs'))
     expect(first.deliveries).toBe(5)
     const resumed = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: first.cursor }))
     expect(resumed.deliveries).toBe(0)
-    const lookback = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: first.cursor, lookbackMs: 60_000 }))
-    expect(lookback.deliveries).toBe(5)
+    const { rereadFrom: _, ...older } = first.cursor!
+    const lookback = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: older, lookbackMs: 60_000 }))
+    expect(lookback.deliveries).toBe(4)
+  })
+
+  test('rows read within the look-back of their time are read once more by the next walk, older ones never again', async () => {
+    // Rows stamped now: when read, a late row could still appear among them.
+    const store = new RowStore(Date.now())
+    store.insert(5)
+    const { client, server } = await setup((req) => store.list(req.url))
+    const first = await collect(updatedAtKeyset(client, '/api/v1/jobs', { lookbackMs: 60_000 }))
+    expect(Date.parse(first.cursor!.rereadFrom!)).toBeLessThan(Date.parse(first.cursor!.since))
+    const late = store.insert(1, Date.parse(first.cursor!.since) - 1)[0]!
+    const next = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: first.cursor, lookbackMs: 60_000 }))
+    expect(next.seen.has(late.id)).toBe(true)
+    // Rows a year old: settled when read. The next walk starts just after them: one empty page.
+    const old = new RowStore(Date.now() - 365 * 86_400_000)
+    old.insert(150, old.tick())
+    server.requests.length = 0
+    const settled = await setup((req) => old.list(req.url))
+    const walked = await collect(updatedAtKeyset(settled.client, '/api/v1/jobs', { lookbackMs: 5_000 }))
+    expect(walked.deliveries).toBe(150)
+    expect(walked.cursor!.rereadFrom).toBe(new Date(Date.parse(walked.cursor!.since) + 1).toISOString())
+    const idle = await collect(updatedAtKeyset(settled.client, '/api/v1/jobs', { cursor: walked.cursor, lookbackMs: 5_000 }))
+    expect(idle.deliveries).toBe(0)
+    expect(settled.server.requests.map((r) => r.url.searchParams.get('page'))).toEqual(['1', '2', '1'])
   })
 
   test('a route that ignores since is an error, not an endless walk', async () => {
