@@ -28,7 +28,7 @@
 // are read once more by the next walk, which is the only look-back paid.
 import { z } from 'zod'
 import type { ApiResponse, CallOptions } from './api-client.js'
-import { systemClock, type Clock } from './clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import { MalformedResponseError, PagingStalledError } from './errors.js'
 import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schemas.js'
 import { readKeysetRows } from './page-rows.js'

@@ -11,7 +11,9 @@ import { syncEnv } from '../../support/sync-env.js'
 
 test('with every stream selected, the sweep schedule reads record lists and custom objects, nothing else', async () => {
   const emu = await emulatorEnv({ seed: 101, counts: { clients: 30, jobs: 20, invoices: 20, customRecords: 20 } })
-  const env = await syncEnv(emu)
+  // A timed sweep (the cron form of `schedules.sweep`); the continuous loop sweeps the same record
+  // streams and custom objects, never reference data.
+  const env = await syncEnv(emu, { FSM_SCHEDULE_SWEEP: '*/5 * * * *' })
   const gaps = new DeliveryGapCheck({
     client: env.app.client,
     sqlite: env.app.mirror.sqlite,
