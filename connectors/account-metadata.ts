@@ -1,9 +1,9 @@
 // Account metadata (spec: Webhook management; API keys): what the account has registered, never a
 // secret. Any key that could hold a secret or a plaintext key is dropped from the stored payload.
-import type { RecordRow, SqlValue } from '../src/store/record-writer.js'
-import { canonicalTimeOrText } from '../src/store/timestamps.js'
+import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import { canonicalTimeOrText } from '../src/model/timestamps.js'
 import { col, compileColumns, recordTable, type MappedColumn, type MappedTable } from './columns.js'
-import { text, type Payload } from './mapping.js'
+import { text } from './mapping.js'
 
 const SECRET_KEYS = /^(secret|signingSecret|key|apiKey|plaintext|plainTextKey|token|hash|keyHash)$/i
 

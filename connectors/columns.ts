@@ -3,8 +3,8 @@
 // compiled from that list. A column's converter follows from its kind (mapping.ts); a column whose
 // value needs more than a path says how with `map`, and its kind still converts what `map` returns.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../src/model/table-spec.js'
-import type { ChildRows, SqlValue } from '../src/store/record-writer.js'
-import { flag, integer, json, real, text, time, type Payload } from './mapping.js'
+import type { ChildRows, Payload, SqlValue } from '../src/model/rows.js'
+import { flag, integer, json, real, text, time } from './mapping.js'
 
 export interface MappedColumn extends ColumnSpec {
   /** Reads the upstream value when `from` alone cannot say how; the result is converted by `kind`. */

@@ -1,10 +1,11 @@
 // Custom objects (spec: Custom object definition and record; Endpoints, Custom objects). Their
 // fields differ per account and change at run time, so records are kept whole as JSON and each
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
-import type { RecordRow } from '../src/store/record-writer.js'
+import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
 import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
-import { obj, text, type Payload } from './mapping.js'
+import { obj, text } from './mapping.js'
 
 export const customObjects = {
   name: 'objects',
@@ -71,17 +72,6 @@ export const clientFieldsTable: MappedTable = {
     { ...RAW, description: 'The field descriptor as received, as JSON text.' },
     SYNCED_AT,
   ],
-}
-
-export interface DiscoveryItem {
-  slug: string
-  raw: Payload
-}
-
-export interface ObjectSchema {
-  fields: { name: string; id?: string; label?: string; type?: string; relation?: { multi?: boolean } | null }[]
-  pipeline: unknown
-  raw: Payload
 }
 
 export function toDiscoveryItem(p: Payload): DiscoveryItem | undefined {

@@ -1,10 +1,9 @@
 // A stream is data: what to read, how to page, which table with which columns, and how deletions
 // show; the row mapping is compiled from the declared columns (columns.ts). Connectors are
 // declarations and do no I/O (docs/architecture.md, Layers).
-import type { RecordRow } from '../src/store/record-writer.js'
-import { canonicalTime, canonicalTimeOrText } from '../src/store/timestamps.js'
+import type { Payload, RecordRow } from '../src/model/rows.js'
+import { canonicalTime, canonicalTimeOrText } from '../src/model/timestamps.js'
 import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn, type MappedTable } from './columns.js'
-import type { Payload } from './mapping.js'
 
 export type Paging = 'updated-keyset'
 

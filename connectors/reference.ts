@@ -1,10 +1,10 @@
 // Reference data through the frozen legacy routes (spec: Legacy routes; Legacy-route resources).
 // Bearer authentication, no per-key scopes, and payloads that may name the id `id`, `recordId` or
 // `_id`; list bodies hold the array in `data` or in one property of it (`data.taxes`, `data.team`).
-import type { RecordRow, SqlValue } from '../src/store/record-writer.js'
-import { canonicalTimeOrText } from '../src/store/timestamps.js'
+import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import { canonicalTimeOrText } from '../src/model/timestamps.js'
 import { col, compileColumns, recordTable, type MappedColumn, type MappedTable } from './columns.js'
-import { obj, text, type Payload } from './mapping.js'
+import { obj, text } from './mapping.js'
 
 export interface ReferenceStream {
   name: string
