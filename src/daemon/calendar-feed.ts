@@ -6,14 +6,15 @@
 // shown" in the spec, so several spellings are read and `raw` keeps the record whole.
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
+import { calendarFeed } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { resumeCursor } from '../sync/resume-cursor.js'
 import { trackedRun } from '../sync/tracked-run.js'
 
-export const CALENDAR_FEED_STREAM = 'calendar_changes'
-const ROUTE = '/api/v1/integrations/calendar-a/sync'
+const CALENDAR_FEED_STREAM = calendarFeed.name
+const ROUTE = calendarFeed.route
 /** A feed that never ends its cursor chain is cut here (1,000 pages of up to 100 records). */
 const MAX_PAGES = 1_000
 
@@ -88,14 +89,14 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
     const since = stored?.since
     const walkStarted = ctx.now()
     const insert = ctx.mirror.sqlite.prepare(
-      `INSERT INTO calendar_changes (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
-       VALUES ('calendar-a', @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
+      `INSERT INTO "${calendarFeed.table}" (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
+       VALUES (@integration, @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
        ON CONFLICT (integration, change_key) DO NOTHING`,
     )
     const commit = ctx.mirror.sqlite.transaction((rows: CalendarChangeRow[], point: string | undefined) => {
       const now = isoNow(ctx.now())
       let n = 0
-      for (const r of rows) n += insert.run({ ...r, fetched_at: now }).changes
+      for (const r of rows) n += insert.run({ ...r, integration: calendarFeed.integration, fetched_at: now }).changes
       if (point !== undefined) ctx.state.setCursor(CALENDAR_FEED_STREAM, { since: point } satisfies FeedCursor, now)
       return n
     })
