@@ -6,7 +6,8 @@
 // shown" in the spec, so several spellings are read and `raw` keeps the record whole.
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
-import { calendarFeed } from '../../connectors/integrations.js'
+import { reader } from '../../connectors/columns.js'
+import { calendarChangesTable, calendarFeed } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
@@ -38,26 +39,31 @@ const pick = (d: Record<string, unknown>, keys: readonly string[]): unknown => {
   for (const k of keys) if (d[k] !== undefined && d[k] !== null) return d[k]
   return undefined
 }
+/** The spellings a change record's column is read from, as calendar_changes declares them. */
+const column = (name: string) => reader(calendarChangesTable.columns.find((c) => c.name === name)?.from ?? name)
+const read = {
+  action: column('action'),
+  visitId: column('visit_id'),
+  externalEventId: column('external_event_id'),
+  changedAt: column('changed_at'),
+}
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null)
 
 /** One change record as a row; undefined for something that is not an object. Pure. */
 export function calendarChangeRow(record: unknown): CalendarChangeRow | undefined {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return undefined
   const d = record as Record<string, unknown>
-  const visit = typeof d.visit === 'object' && d.visit !== null ? (d.visit as Record<string, unknown>) : {}
   const raw = JSON.stringify(record)
-  const externalEventId = text(pick(d, ['externalEventId', 'external_event_id', 'eventId', 'event_id', 'externalId', 'external_id']))
-  const changedAt = canonicalTimeOrText(
-    pick(d, ['changedAt', 'changed_at', 'updatedAt', 'updated_at', 'timestamp', 'syncedAt', 'createdAt']),
-  )
+  const externalEventId = text(read.externalEventId(d))
+  const changedAt = canonicalTimeOrText(read.changedAt(d))
   return {
     // A re-read of the same change (the boundary of `since`, a repeated page) keeps one row.
     change_key:
       externalEventId !== null && changedAt !== null
         ? `${externalEventId}@${changedAt}`
         : `sha256:${createHash('sha256').update(raw).digest('hex')}`,
-    action: text(pick(d, ['action', 'type', 'op', 'operation', 'change'])),
-    visit_id: text(pick(d, ['visitId', 'visit_id']) ?? visit.id),
+    action: text(read.action(d)),
+    visit_id: text(read.visitId(d)),
     external_event_id: externalEventId,
     changed_at: changedAt,
     raw,
