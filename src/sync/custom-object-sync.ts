@@ -70,7 +70,7 @@ export function sweepObjectRecords(
   source: CountingSource,
   options: { full?: boolean } = {},
 ): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'sweep',
@@ -119,7 +119,7 @@ export function sweepObjectRecords(
  * confirming GET. The same share guard as for records applies.
  */
 export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: CountingSource): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'reconcile',
