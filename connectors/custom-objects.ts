@@ -4,6 +4,7 @@
 import type { Payload, RecordRow } from '../src/model/rows.js'
 import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
 import type { CustomObjectsStream } from '../src/model/streams.js'
+import type { TableSpec } from '../src/model/table-spec.js'
 import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
 import { obj, text } from './mapping.js'
@@ -84,6 +85,25 @@ export function toSchema(p: Payload): ObjectSchema {
     pipeline: p.pipeline ?? null,
     raw: p,
   }
+}
+
+/**
+ * The view of clients.properties with the field labels of client_fields (migration 0007): one row
+ * per live client and custom field. A view, not a table: declared for the schema catalog, and its
+ * column names are checked against the mirror.
+ */
+export const clientPropertiesView: TableSpec = {
+  name: 'client_properties',
+  description: 'One row per live client and custom client field, with the field label (a view over clients and client_fields).',
+  role: 'data',
+  primaryKey: [],
+  columns: [
+    col('client_id', 'text', undefined, 'The client (clients.id).'),
+    col('field_id', 'text', 'properties[].id', 'The field id (client_fields.id).'),
+    col('field_label', 'text', undefined, "The field's label, from client_fields."),
+    col('field_name', 'text', undefined, "The field's name, from client_fields."),
+    col('value', 'text', 'properties[].value', 'The value as the client holds it.'),
+  ],
 }
 
 // The slug is the writer's scope, so the mapping leaves it out with the shared columns.
