@@ -34,7 +34,7 @@ import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schema
 import { readKeysetRows } from './page-rows.js'
 import type { Priority } from './governor/index.js'
 import type { Query } from './routes.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 const instantText = z.string().refine((text) => !Number.isNaN(parseInstant(text)), 'not a time')
 
@@ -269,7 +269,7 @@ function seenAt(at: number | undefined, held: Start['held'], rows: readonly Keys
 
 /** The upstream time of an answer: its `Date` header (whole seconds, rounded down), else when it was asked for. */
 function observedAt(res: ApiResponse, askedAt: number): number {
-  const date = res.date === undefined ? Number.NaN : Date.parse(res.date)
+  const date = res.date === undefined ? Number.NaN : parseInstant(res.date)
   return Number.isNaN(date) ? askedAt : date
 }
 

@@ -32,7 +32,11 @@ export const doctorCommand: Command = {
       for (const issue of err.issues) add({ ok: false, label: `configuration ${issue.key}`, detail: issue.message })
       return finish(() => 'Fix the configuration first; the other checks need it.\n')
     }
-    add({ ok: true, label: 'configuration valid', detail: `${config.streams.length} streams enabled` })
+    add({
+      ok: true,
+      label: 'configuration valid',
+      detail: `${config.streams === undefined ? 'all' : config.streams.length} streams enabled`,
+    })
     const { baseUrl, apiKey } = config
     if (baseUrl === undefined || apiKey === undefined) {
       const missing = [baseUrl === undefined ? 'FSM_BASE_URL' : undefined, apiKey === undefined ? 'FSM_API_KEY' : undefined].filter(

@@ -8,6 +8,7 @@ import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
 import { packageInfo } from '../config/package-info.js'
 import { CommandError, errorDocument } from './output.js'
+import { STREAM_CHOICE } from '../../connectors/selection.js'
 
 export const EXIT_USAGE = 2
 
@@ -66,7 +67,7 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
   let logger: Logger | undefined
   const ctx: CommandContext = {
     io,
-    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined })),
+    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined, streams: STREAM_CHOICE })),
     logger: () => {
       const c = ctx.config()
       return (logger ??= createLogger({

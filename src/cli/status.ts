@@ -10,6 +10,7 @@ import { packageInfo } from '../config/package-info.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
+import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
   command: 'status',
@@ -22,7 +23,7 @@ export const statusCommand: Command = {
     try {
       let read
       try {
-        read = statusReport(mirror.sqlite, systemClock.now())
+        read = statusReport(mirror.sqlite, systemClock.now(), STATUS_STREAMS)
       } catch (err) {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)

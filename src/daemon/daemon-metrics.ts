@@ -9,7 +9,7 @@ import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { StreamFreshness } from '../store/stream-freshness.js'
 import type { RunResult } from '../sync/sync-context.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 import { systemClock } from '../model/clock.js'
 import { packageInfo } from '../config/package-info.js'
 

@@ -2,6 +2,7 @@
 // service, metrics, the HTTP listener, the schedules and the continuous sweeps (sweep-loop.ts); `stop()` undoes it in order within the
 // shutdown budget (README.md, Commands: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
 // page being written commits and the run ends; the next start resumes from that checkpoint.
+import { customObjects } from '../../connectors/custom-objects.js'
 import type { Server } from 'node:http'
 import { SCHEDULE_CONTINUOUS, SCHEDULE_OFF, type Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
@@ -19,7 +20,7 @@ import { createApp, type App } from './create-app.js'
 import { Scheduler } from './scheduler.js'
 import { Lane, syncJobs } from './sync-jobs.js'
 import { streamFreshness } from '../store/stream-freshness.js'
-import { selectStreams } from '../sync/sync-engine.js'
+import { selectStreams } from '../../connectors/selection.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
 
 export interface Daemon {
@@ -112,9 +113,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       ...app.state
         .all()
         .map((s) => s.stream)
-        .filter((s) => s.startsWith('objects:')),
+        .filter((s) => s.startsWith(`${customObjects.name}:`)),
       ...selection.reference.map((s) => s.name),
-      ...selection.metadata,
+      ...selection.metadata.map((s) => s.name),
     ]),
   ]
   const m = new DaemonMetrics({
@@ -210,7 +211,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined)
   // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
   // that has none yet (a new deployment) gets them now rather than at the next tick.
-  const missing = [...selection.reference.map((s) => s.name), ...selection.metadata].filter(
+  const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(
     (name) => app.state.get(name)?.lastSuccessAt == null,
   )
   let referenceAtStart = Promise.resolve(false)

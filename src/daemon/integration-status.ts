@@ -1,11 +1,12 @@
 // Polls and stores a calendar's status (spec: Integrations: `GET .../calendar-a/status`, `data`
 // holds exactly connected, email, lastSyncAt, calendarId). Only calendar-a documents the route.
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
+import { TRIGGERS } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
 import { IntegrationStatusStore } from '../store/integration-status.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
-import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
+import { canonicalTimeOrText, isoNow } from '../model/timestamps.js'
 import { describeError } from '../sync/describe-error.js'
 
 export interface CalendarStatus {
@@ -35,7 +36,9 @@ export async function pollCalendarStatus(
   const checkedAt = isoNow(options.now?.() ?? systemClock.now())
   const store = new IntegrationStatusStore(sqlite)
   try {
-    const res = await client.get(`/api/v1/integrations/${name}/status`, undefined, { priority: 'trigger', signal: options.signal })
+    // calendar-a declares its status route (connectors/integrations.ts).
+    const route = TRIGGERS.find((t) => t.name === name)!.statusRoute!
+    const res = await client.get(route, undefined, { priority: 'trigger', signal: options.signal })
     const status = parseCalendarStatus(res.data)
     store.recordRead(name, { ...status, raw: JSON.stringify(res.data) }, checkedAt)
     return status

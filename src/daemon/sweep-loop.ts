@@ -6,7 +6,7 @@
 // more often, none later than `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in
 // turn with reconciliation and the failed-delivery sweeps (sync-jobs.ts), so a stream is never
 // walked by two runs at once. Time comes from the injected clock.
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { Clock } from '../model/clock.js'
 import { BudgetShare, type RequestGovernor } from '../api/governor/index.js'
@@ -17,7 +17,7 @@ import type { Sqlite } from '../store/mirror-database.js'
 import { CountingSource, type Upstream } from '../sync/counting-source.js'
 import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
 import { sweepRecords } from '../sync/record-sweep.js'
-import type { Selection } from '../sync/sync-engine.js'
+import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
 import { ChangeRate, planNext, retryDelayMs, type PlannedStream } from './sweep-planner.js'

@@ -1,8 +1,9 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
+import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
 import { streamFreshness } from './stream-freshness.js'
 import { RunHistory } from './run-history.js'
-import { parseInstant } from './timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 import { firstRow, mirrorQuery, rows } from './typed-query.js'
 
 export interface StreamStatus {
@@ -32,29 +33,12 @@ export interface StatusReport {
   webhookInbox: { backlog: number; failed: number; skipped: number } | null
 }
 
-/** Stream → the mirrored table its rows land in. Every table here has `deleted_at`. */
-const TABLE_OF: Record<string, string> = {
-  clients: 'clients',
-  jobs: 'jobs',
-  visits: 'visits',
-  invoices: 'invoices',
-  items: 'items',
-  taxes: 'taxes',
-  team: 'team_members',
-  job_forms: 'job_forms',
-  company: 'company',
-  webhooks: 'webhook_endpoints',
-  api_keys: 'api_keys',
-}
-/** Every stream with a table is listed, even before its first run (the snapshot streams included). */
-const ALWAYS = Object.keys(TABLE_OF)
-
 interface Counts {
   live: number
   deleted: number
 }
 
-export function statusReport(sqlite: Sqlite, now: number): StatusReport {
+export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams): StatusReport {
   const states = rows(
     sqlite,
     mirrorQuery.selectFrom('sync_state').select(['stream', 'cursor', 'last_success_at', 'last_error', 'last_error_at']).orderBy('stream'),
@@ -62,7 +46,7 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
   const tables = tableNames(sqlite)
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
-  if (tables.has('custom_records')) {
+  if (tables.has(known.perObject.table)) {
     const perSlug = mirrorQuery
       .selectFrom('custom_records')
       .select((eb) => [
@@ -74,23 +58,17 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
     for (const r of rows(sqlite, perSlug)) objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
-    if (stream.startsWith('objects:')) {
-      const slug = stream.slice('objects:'.length)
-      return { table: 'custom_records', counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
+    const { perObject } = known
+    if (stream.startsWith(`${perObject.stream}:`)) {
+      const slug = stream.slice(perObject.stream.length + 1)
+      return { table: perObject.table, counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
     }
-    if (stream === 'calendar_changes' && tables.has('calendar_changes')) {
-      // A feed: rows are never deleted.
-      const feed = firstRow(
-        sqlite,
-        mirrorQuery.selectFrom('calendar_changes').select((eb) => eb.fn.countAll<number>().as('live')),
-      )
-      return { table: 'calendar_changes', counts: { live: feed?.live ?? 0, deleted: 0 } }
-    }
-    const table = TABLE_OF[stream]
-    if (table === undefined || !tables.has(table)) return undefined
-    return { table, counts: liveAndDeleted(sqlite, table) }
+    const of = known.tables.get(stream)
+    if (of === undefined || !tables.has(of.table)) return undefined
+    // A feed's rows are never deleted: they have no deleted_at to split on.
+    return { table: of.table, counts: of.tombstones ? liveAndDeleted(sqlite, of.table) : { live: countRows(sqlite, of.table), deleted: 0 } }
   }
-  const names = [...new Set([...ALWAYS, ...states.map((s) => s.stream)])].sort()
+  const names = [...new Set([...known.always, ...states.map((s) => s.stream)])].sort()
   const freshness = new Map(streamFreshness(sqlite, names, now).map((f) => [f.stream, f]))
   const streams = names.map((stream): StreamStatus => {
     const s = states.find((x) => x.stream === stream)
@@ -121,12 +99,23 @@ function tableNames(sqlite: Sqlite): Set<string> {
   return new Set(sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[])
 }
 
-/** Live and deleted rows of a record table named at run time (TABLE_OF), in one pass. */
+const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`
+
+/** Rows of a table named at run time (a stream's declared table). */
+function countRows(sqlite: Sqlite, table: string): number {
+  // count(*) is an integer.
+  return sqlite
+    .prepare(`SELECT count(*) FROM ${quote(table)}`)
+    .pluck()
+    .get() as number
+}
+
+/** Live and deleted rows of a record table named at run time (a stream's declared table), in one pass. */
 function liveAndDeleted(sqlite: Sqlite, table: string): Counts {
   // Two integer counts, named as Counts names them.
   return sqlite
     .prepare(
-      `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM "${table.replaceAll('"', '""')}"`,
+      `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${quote(table)}`,
     )
     .get() as Counts
 }

@@ -3,7 +3,7 @@
 // only a sweep finds). `status` and the daemon's /metrics both read it here, so they agree.
 // README.md, Continuous sweeping, says what the figure means.
 import type { Sqlite } from './mirror-database.js'
-import { parseInstant } from './timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** Recent sweeps of a stream the figure is taken from. */
 export const FRESHNESS_SWEEPS = 20

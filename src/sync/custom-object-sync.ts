@@ -4,15 +4,17 @@
 // and a walk interrupted mid-way resumes from its page cursor with the same bookmark. Schemas are
 // fetched only when due (object-schemas.ts).
 import { z } from 'zod'
-import { customObjects, customRecordToRow, toDiscoveryItem, toSchema, type DiscoveryItem } from '../../connectors/custom-objects.js'
+import { clientFieldRow, customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
+import type { DiscoveryItem } from '../model/custom-objects.js'
 import { obj } from '../../connectors/mapping.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
 import { replaceClientFields } from '../store/client-fields.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
+import type { RecordRow } from '../model/rows.js'
 import { RecordTable } from '../store/record-tables.js'
-import { RecordWriter, type RecordRow } from '../store/record-writer.js'
-import { isoNow, parseInstant } from '../store/timestamps.js'
+import { RecordWriter } from '../store/record-writer.js'
+import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { CountingSource } from './counting-source.js'
 import { CLIENT_SCHEMA, readSchemaTimes, recordSchemaFetch, schemaDue, unknownToSchema } from './object-schemas.js'
 import { resumeCursor } from './resume-cursor.js'
@@ -103,7 +105,7 @@ export function sweepObjectRecords(
   source: CountingSource,
   options: { full?: boolean; discovery?: DiscoveryItem } = {},
 ): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'sweep',
@@ -168,7 +170,7 @@ export function sweepObjectRecords(
  * confirming GET. The same share guard as for records applies.
  */
 export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: CountingSource): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'reconcile',
@@ -204,25 +206,12 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
 async function storeClientFields(ctx: SyncContext, source: CountingSource): Promise<void> {
   const res = await source.get(customObjects.schemaRoute('client'), undefined, { priority: 'sweep', signal: ctx.signal })
   const data = res.data
-  const fields = (
+  const rows = (
     typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields)
       ? (data as { fields: unknown[] }).fields
       : []
-  ).filter(
-    (f): f is Record<string, unknown> & { id: string } =>
-      typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string',
   )
-  const str = (v: unknown) => (typeof v === 'string' ? v : null)
-  replaceClientFields(
-    ctx.mirror.sqlite,
-    fields.map((f) => ({
-      id: f.id,
-      name: str(f.name),
-      label: str(f.label),
-      type: str(f.type),
-      options: f.options === undefined || f.options === null ? null : JSON.stringify(f.options),
-      raw: JSON.stringify(f),
-    })),
-    isoNow(ctx.now()),
-  )
+    .map((f) => (typeof f === 'object' && f !== null && !Array.isArray(f) ? clientFieldRow(f as Record<string, unknown>) : undefined))
+    .filter((r) => r !== undefined)
+  replaceClientFields(ctx.mirror.sqlite, rows, isoNow(ctx.now()))
 }

@@ -9,9 +9,10 @@
 // kept in sync_state under the discovery run's stream (`objects`), so one-shot `sync` commands
 // share it with the daemon.
 import { z } from 'zod'
-import { customObjects, type DiscoveryItem } from '../../connectors/custom-objects.js'
-import type { Payload } from '../../connectors/mapping.js'
-import { isoNow, parseInstant } from '../store/timestamps.js'
+import { customObjects } from '../../connectors/custom-objects.js'
+import type { DiscoveryItem } from '../model/custom-objects.js'
+import type { Payload } from '../model/rows.js'
+import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { SyncContext } from './sync-context.js'
 
 /** How long a fetched schema is used: the upstream's own cache of definitions lasts five minutes. */

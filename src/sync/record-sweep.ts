@@ -2,10 +2,11 @@
 // exact), each page's rows and the cursor that covers them committed in one transaction, so a kill
 // loses at most the page in flight and the next run goes on from the last checkpoint
 // (docs/guarantees.md, Killed at any moment).
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
-import { RecordWriter, type RecordRow } from '../store/record-writer.js'
-import { isoNow } from '../store/timestamps.js'
+import type { RecordRow } from '../model/rows.js'
+import { RecordWriter } from '../store/record-writer.js'
+import { isoNow } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { resumeCursor } from './resume-cursor.js'
 import { trackedRun } from './tracked-run.js'

@@ -14,7 +14,7 @@ import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
 import { parseStoredCursor } from '../store/stored-cursor.js'
 import { WebhookStateStore } from '../store/webhook-state.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset); read back through this schema. */
 export const GapCursorSchema = z.object({
@@ -73,7 +73,7 @@ export interface DeliveryGapCheckOptions {
   /** The process's clock (the daemon passes its own). Default: the system clock. */
   now?: () => number
   /** The config's `streams`: a failed delivery of another stream is passed over, never swept. Default: all. */
-  selectedStreams?: readonly string[]
+  selectedStreams?: readonly string[] | undefined
 }
 
 const KEY = 'delivery-gaps'

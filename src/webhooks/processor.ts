@@ -8,8 +8,9 @@
 // timers are real time (they share the loop with the intake's sockets), while the back-off after
 // a mirror failure and every stored time come from the injected Clock.
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
-import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
-import type { Payload } from '../../connectors/mapping.js'
+import { RECORD_STREAMS } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
+import type { Payload } from '../model/rows.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'

@@ -2,6 +2,7 @@
 // web-app change (no webhook) with no cron schedule firing, reads reference data at start, and
 // shows each stream's staleness in /metrics and status; the sweeps never start more than their
 // share of the budget in any window (fake time, starts counted where the client takes its slot).
+import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { FakeClock } from '../../support/fake-clock.js'
@@ -13,7 +14,7 @@ import { Lane } from '../../../src/daemon/sync-jobs.js'
 import { SweepLoop } from '../../../src/daemon/sweep-loop.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
-import { selectStreams } from '../../../src/sync/sync-engine.js'
+import { selectStreams } from '../../../connectors/selection.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
 import { NEVER, get, until } from './daemon-env.js'
@@ -94,7 +95,7 @@ describe('continuous sweeping', () => {
       expect(metrics.text).toMatch(/^fsm_sweep_budget_limit 510$/m)
       expect(metrics.text).not.toMatch(/^fsm_last_reconcile_success_timestamp_seconds\{/m)
 
-      const report = statusReport(daemon.app.mirror.sqlite, Date.now())
+      const report = statusReport(daemon.app.mirror.sqlite, Date.now(), STATUS_STREAMS)
       const jobs = report.streams.find((s) => s.stream === 'jobs')!
       expect(jobs.lastSweptAt).toMatch(/^\d{4}-\d\d-\d\dT/)
       expect(jobs.stalenessSeconds).toBeGreaterThanOrEqual(0)

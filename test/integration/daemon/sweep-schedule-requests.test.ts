@@ -2,6 +2,7 @@
 // webhook endpoints and API keys are the `reference` schedule's (hourly by default), failed
 // deliveries the `deliveries` schedule's (README.md, What a sweep costs).
 import { expect, test } from 'vitest'
+import { selectStreams } from '../../../connectors/selection.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
 import { syncJobs } from '../../../src/daemon/sync-jobs.js'
 import { DeliveryGapCheck } from '../../../src/webhooks/delivery-gaps.js'
@@ -27,7 +28,11 @@ test('with every stream selected, the sweep schedule reads record lists and cust
     await jobs.find((j) => j.name === name)!.run(new AbortController().signal)
     return [...new Set(((await emu.control('GET', '/requests')) as { path: string }[]).map((r) => r.path))].sort()
   }
-  expect(env.app.config.streams).toEqual(expect.arrayContaining(['items', 'webhooks', 'api_keys', 'objects']))
+  // No `streams` setting: every stream is selected, reference data and account metadata included.
+  const selected = selectStreams(env.app.config.streams)
+  expect(selected.reference.map((s) => s.name)).toContain('items')
+  expect(selected.metadata.map((s) => s.name)).toEqual(expect.arrayContaining(['webhooks', 'api_keys']))
+  expect(selected.objects).toBe('all')
   const swept = await run('sweep')
   const allowed = (p: string) =>
     ['/api/v1/clients', '/api/v1/jobs', '/api/v1/visits', '/api/v1/invoices'].includes(p) || p.startsWith('/api/v1/objects')

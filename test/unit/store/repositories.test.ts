@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
 import { replaceClientFields } from '../../../src/store/client-fields.js'
 import { IntegrationStatusStore } from '../../../src/store/integration-status.js'
-import { JobStatusWriter } from '../../../src/store/job-status.js'
+import { StatusWriter } from '../../../src/store/status-writer.js'
 import { MIGRATIONS } from '../../../src/store/migrations/index.js'
 import { appliedMigrationCount, pageRoom, quickCheck } from '../../../src/store/mirror-health.js'
 import { customRecordSlugs, RecordTable } from '../../../src/store/record-tables.js'
@@ -130,7 +130,7 @@ describe('record tables', () => {
 
   test("a job's status moves only from the status it still shows, and the move is logged", () => {
     m.sqlite.prepare(`INSERT INTO jobs (id, job_status, updated_at, raw, synced_at) VALUES ('j1', 'scheduled', ?, '{}', ?)`).run(T(1), T(1))
-    const jobs = new JobStatusWriter(m.sqlite, 'jobs')
+    const jobs = new StatusWriter(m.sqlite, 'jobs', 'job_status')
     expect(jobs.move('j1', 'completed', 'closed', T(2))).toBe(false)
     expect(jobs.move('j1', 'scheduled', 'in_progress', T(3))).toBe(true)
     expect(jobs.move('missing', 'scheduled', 'in_progress', T(3))).toBe(false)
