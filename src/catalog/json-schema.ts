@@ -1,0 +1,91 @@
+// A table's rows as a JSON Schema (draft 2020-12), and the whole catalog as one document shaped like
+// an Airbyte catalog (the `streams` array of its `discover` message: `name`, `json_schema`,
+// `supported_sync_modes`, `source_defined_primary_key`), so tools that read such catalogs find the
+// fields where they expect them. The schemas describe rows as `fsm-sync export --format jsonl`
+// writes them (flags as booleans, JSON columns as JSON values, bytes as base64); each property also
+// carries the mirror's SQLite type, the column kind and the upstream field as `x-` annotations.
+import { sqliteType, type ColumnKind, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
+
+export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
+
+export type JsonSchema = Record<string, unknown>
+
+function valueSchema(kind: ColumnKind): JsonSchema {
+  switch (kind) {
+    case 'text':
+      return { type: 'string' }
+    case 'time':
+      return { type: 'string', format: 'date-time' }
+    case 'real':
+      return { type: 'number' }
+    case 'integer':
+      return { type: 'integer' }
+    case 'flag':
+      return { type: 'boolean' }
+    case 'json':
+      // Any JSON value (objects and arrays in practice): no `type` keyword.
+      return {}
+    case 'bytes':
+      return { type: 'string', contentEncoding: 'base64' }
+  }
+}
+
+export function columnSchema(column: ColumnSpec): JsonSchema {
+  const base = valueSchema(column.kind)
+  let schema = base
+  if (column.nullable && typeof base.type === 'string') schema = { ...base, type: [base.type, 'null'] }
+  // A JSON column allows any value, so a non-nullable one says that null is not among them.
+  else if (!column.nullable && base.type === undefined) schema = { ...base, not: { type: 'null' } }
+  return {
+    ...schema,
+    description: column.description,
+    'x-sqlite-type': sqliteType(column.kind),
+    'x-kind': column.kind,
+    ...(column.from === undefined ? {} : { 'x-from': column.from }),
+  }
+}
+
+/** The JSON Schema of one table's rows: every column present, nullability in each column's type. */
+export function rowSchema(table: TableSpec): JsonSchema {
+  return {
+    $schema: JSON_SCHEMA_DIALECT,
+    title: table.name,
+    description: table.description,
+    type: 'object',
+    properties: Object.fromEntries(table.columns.map((c) => [c.name, columnSchema(c)])),
+    required: table.columns.map((c) => c.name),
+    additionalProperties: false,
+    'x-role': table.role,
+    'x-primary-key': table.primaryKey,
+    ...(table.parent === undefined ? {} : { 'x-parent': table.parent }),
+  }
+}
+
+export interface CatalogStream {
+  name: string
+  json_schema: JsonSchema
+  supported_sync_modes: string[]
+  source_defined_primary_key: string[][]
+}
+
+export interface CatalogDocument {
+  $comment: string
+  streams: CatalogStream[]
+}
+
+/**
+ * The catalog of the given tables. Every table is read whole by `fsm-sync export`; the data tables'
+ * changes are read from change_log with `export --after-seq`, hence `incremental` for them.
+ */
+export function catalogDocument(tables: readonly TableSpec[]): CatalogDocument {
+  return {
+    $comment:
+      'Shaped like an Airbyte catalog (streams[].name, json_schema, supported_sync_modes, source_defined_primary_key); each json_schema is JSON Schema draft 2020-12 describing rows as `fsm-sync export --format jsonl` writes them.',
+    streams: tables.map((t) => ({
+      name: t.name,
+      json_schema: rowSchema(t),
+      supported_sync_modes: t.role === 'data' ? ['full_refresh', 'incremental'] : ['full_refresh'],
+      source_defined_primary_key: t.primaryKey.map((k) => [k]),
+    })),
+  }
+}
