@@ -9,7 +9,8 @@ import { OBJECT_STREAM } from '../config/index.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { viewName } from '../store/custom-object-views.js'
 
-function streamTables(): Map<string, string[]> {
+/** Stream name -> the tables holding its rows (its own, its children's). */
+export function streamTables(): Map<string, string[]> {
   const map = new Map<string, string[]>()
   const add = (stream: string, ...tables: string[]) => map.set(stream, [...(map.get(stream) ?? []), ...tables])
   for (const s of RECORD_STREAMS) add(s.name, s.table, ...s.childTables.map((c) => c.table))

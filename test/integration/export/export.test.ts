@@ -4,12 +4,14 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clients, jobs } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
-import { rowSchema, type JsonSchema } from '../../../src/catalog/json-schema.js'
+import { rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
+import { main } from '../../../src/cli/main.js'
 import {
   exportMirror,
   ExportUsageError,
@@ -31,7 +33,7 @@ let duck: DuckDBConnection
 let closeDuck: () => void
 
 beforeAll(async () => {
-  emu = await emulatorEnv({ counts: { clients: 8, jobs: 8, visitsPerJob: 1, invoices: 5, customRecords: 3 } })
+  emu = await emulatorEnv({ counts: { clients: 10, jobs: 8, visitsPerJob: 1, invoices: 5, customRecords: 3 } })
   env = await syncEnv(emu)
   await env.sync({ reference: REFERENCE_STREAMS, objects: 'all' })
   // A reader beside the open writer, as beside a running daemon.
@@ -140,6 +142,19 @@ function schemaProblems(schema: JsonSchema, row: Record<string, unknown>): strin
   return problems
 }
 
+/** The CLI in this process (no child to start) against the test's mirror. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const sink = (f: (s: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (f(c.toString('utf8')), cb()) })
+  const code = await main(args, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    env: { FSM_DB: env.db, FSM_LOG_LEVEL: 'silent' },
+  })
+  return { code, stdout, stderr }
+}
+
 function manifestOf(dir: string): ExportManifest {
   return JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as ExportManifest
 }
@@ -183,7 +198,8 @@ describe('fsm-sync export', () => {
     await emu.control('POST', '/mutate', { resource: 'jobs', op: 'update', id: job!.id, fields: {} })
     await emu.control('POST', '/mutate', { resource: 'clients', op: 'delete', id: victim!.id })
     await env.sync({ streams: [clients, jobs] })
-    await env.reconcile([clients])
+    // 1 of 10 live clients: within the reconciliation's guard (10 %).
+    expect((await env.reconcile([clients]))[0]!.outcome).toBe('success')
 
     const dir = tempDir()
     const manifest = await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
@@ -201,8 +217,9 @@ describe('fsm-sync export', () => {
         .map((l) => JSON.parse(l) as Record<string, unknown>)
     const latest = (table: string) =>
       env.rows(
-        `SELECT record_id AS id, max(seq) AS seq, (SELECT op FROM change_log l WHERE l.seq = max(c.seq)) AS op
-         FROM change_log c WHERE table_name = ? AND seq > ? GROUP BY record_id ORDER BY 2`,
+        `SELECT l.record_id AS id, l.seq, l.op FROM change_log l
+         WHERE l.table_name = ? AND l.seq > ? AND l.seq = (SELECT max(seq) FROM change_log c WHERE c.table_name = l.table_name AND c.record_id = l.record_id)
+         ORDER BY l.seq`,
         table,
         before!.s,
       )
@@ -230,6 +247,27 @@ describe('fsm-sync export', () => {
     ).rejects.toThrow(ExportUsageError)
   })
 
+  test('schema: the declared tables and the custom-object views of the mirror, as text and as JSON Schemas', async () => {
+    const json = await cli(['schema', '--json', '--stream', 'objects'])
+    expect(json.code).toBe(0)
+    const doc = JSON.parse(json.stdout) as CatalogDocument
+    const views = env.rows(`SELECT name FROM sqlite_master WHERE type = 'view' AND name LIKE 'obj\\_%' ESCAPE '\\' ORDER BY name`)
+    expect(views.length).toBeGreaterThan(0)
+    expect(doc.streams.map((s) => s.name)).toEqual(['custom_object_types', 'custom_records', ...views.map((v) => v.name)])
+    // A view's schema has exactly the columns SQLite reports for it.
+    for (const v of views) {
+      const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
+      expect(Object.keys(doc.streams.find((s) => s.name === v.name)!.json_schema.properties as object)).toEqual(columns)
+    }
+    const text = await cli(['schema', '--stream', 'jobs'])
+    expect(text.code).toBe(0)
+    expect(text.stdout).toMatch(/^jobs \(data; key id\)\n/)
+    expect(text.stdout).toMatch(/^ {2}job_status +TEXT +text +yes /m)
+    const bad = await cli(['schema', '--stream', 'nope'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--stream nope: no such stream or table; streams: clients, jobs/)
+  })
+
   test('the CLI exports with the writer open, changes nothing in the mirror, and refuses an unknown table', async () => {
     const digest = () =>
       ['', '-wal'].map((s) =>
@@ -255,7 +293,7 @@ describe('fsm-sync export', () => {
     expect(manifestOf(dir)).toEqual(manifest)
     expect(digest()).toEqual(before)
 
-    const bad = await runCli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients,nope'], cleanEnv({ FSM_DB: env.db }))
+    const bad = await cli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients,nope'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--tables: no such table: nope; valid: clients, /)
   })
