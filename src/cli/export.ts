@@ -39,7 +39,7 @@ export const exportCommand: Command = {
         return true
       }),
   run: async (args, ctx) => {
-    const db = ctx.config().db
+    const { db, dbMode } = ctx.config()
     const after = args['after-seq'] as string | undefined
     const out = args.out as string
     const tables = (args.tables as string | undefined)?.split(',').map((t) => t.trim())
@@ -51,6 +51,7 @@ export const exportCommand: Command = {
         tables,
         afterSeq: after === undefined ? undefined : Number(after),
         now: Date.now(),
+        fileMode: dbMode,
       })
       const nulled = manifest.tables.filter((t) => t.nulledValues > 0)
       for (const t of nulled)

@@ -6,7 +6,7 @@
 // row as it is at the snapshot; a deleted record's row carries its deleted_at. A child table's file
 // holds the current child rows of every changed parent: a loader replaces the children of each
 // parent id in the parent's file with them.
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -28,6 +28,11 @@ export interface ExportOptions {
   afterSeq?: number | undefined
   /** Time of the export, for the manifest. */
   now: number
+  /**
+   * Mode of every file written: the files hold the mirror's data, so the CLI gives them the
+   * mirror's own mode (FSM_DB_MODE, 0640 by default: no access for others). 0640 when not given.
+   */
+  fileMode?: number | undefined
 }
 
 export interface ExportedTable {
@@ -71,6 +76,7 @@ interface Plan {
 
 /** Writes the files and the manifest (last, so a reader that finds it finds every file). */
 export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOptions): Promise<ExportManifest> {
+  const mode = options.fileMode ?? 0o640
   mkdirSync(options.outDir, { recursive: true })
   const parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
   const written: string[] = []
@@ -92,8 +98,8 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
         parquet !== undefined
           ? await parquet.writer(partial, p.columns)
           : options.format === 'csv'
-            ? csvWriter(partial, p.columns)
-            : jsonlWriter(partial, p.columns)
+            ? csvWriter(partial, p.columns, mode)
+            : jsonlWriter(partial, p.columns, mode)
       const coerced: Coercions = { count: 0 }
       const kinds = p.columns.map((c) => c.kind)
       let rows = 0
@@ -108,6 +114,7 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
         rows++
       }
       await writer.close()
+      chmodSync(partial, mode)
       renameSync(partial, target)
       tables.push({
         name: p.table.name,
@@ -119,7 +126,9 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
       })
     }
     const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
-    writeFileSync(path.join(options.outDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o644 })
+    const manifestFile = path.join(options.outDir, MANIFEST_FILE)
+    writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
+    chmodSync(manifestFile, mode)
     return manifest
   } catch (err) {
     for (const f of written) rmSync(f, { force: true })

@@ -18,8 +18,8 @@ class FileSink {
   private chunks: string[] = []
   private size = 0
 
-  constructor(path: string) {
-    this.fd = openSync(path, 'w', 0o644)
+  constructor(path: string, mode: number) {
+    this.fd = openSync(path, 'w', mode)
   }
 
   write(text: string): void {
@@ -82,8 +82,8 @@ function jsonValue(v: Typed): string {
   }
 }
 
-export function csvWriter(path: string, columns: readonly ColumnSpec[]): RowWriter {
-  const sink = new FileSink(path)
+export function csvWriter(path: string, columns: readonly ColumnSpec[], mode: number): RowWriter {
+  const sink = new FileSink(path, mode)
   sink.write(columns.map((c) => csvField(c.name)).join(',') + '\r\n')
   return {
     row: (values) => sink.write(values.map(csvValue).join(',') + '\r\n'),
@@ -91,8 +91,8 @@ export function csvWriter(path: string, columns: readonly ColumnSpec[]): RowWrit
   }
 }
 
-export function jsonlWriter(path: string, columns: readonly ColumnSpec[]): RowWriter {
-  const sink = new FileSink(path)
+export function jsonlWriter(path: string, columns: readonly ColumnSpec[], mode: number): RowWriter {
+  const sink = new FileSink(path, mode)
   const keys = columns.map((c) => JSON.stringify(c.name) + ':')
   return {
     row: (values) => {

@@ -2,7 +2,7 @@
 // connection) still open: every format read back (DuckDB for Parquet and CSV, JSON.parse for JSONL)
 // and compared with the mirror row by row; the changes after a seq; the CLI leaving the mirror as it was.
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
@@ -292,6 +292,8 @@ describe('fsm-sync export', () => {
     ])
     expect(manifestOf(dir)).toEqual(manifest)
     expect(digest()).toEqual(before)
+    // The files hold the mirror's data and get its mode (FSM_DB_MODE, 0640): nothing for others.
+    for (const f of ['clients.parquet', 'manifest.json']) expect(statSync(path.join(dir, f)).mode & 0o777).toBe(0o640)
 
     const bad = await cli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients,nope'])
     expect(bad.code).toBe(2)
