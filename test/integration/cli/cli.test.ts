@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 
-const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
+const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'schema', 'export', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 
 describe('the command line', () => {
   test('--help lists every command of the README', async () => {
