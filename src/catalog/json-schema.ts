@@ -2,9 +2,12 @@
 // an Airbyte catalog (the `streams` array of its `discover` message: `name`, `json_schema`,
 // `supported_sync_modes`, `source_defined_primary_key`), so tools that read such catalogs find the
 // fields where they expect them. The schemas describe rows as `fsm-sync export --format jsonl`
-// writes them (flags as booleans, JSON columns as JSON values, bytes as base64); each property also
+// writes them (flags as booleans, JSON columns as JSON values, bytes as base64, a time or JSON value
+// that does not fit its kind as null: src/export/values.ts); each property also
 // carries the mirror's SQLite type, the column kind and the upstream field as `x-` annotations.
-import { sqliteType, type ColumnKind, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
+import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { nullableWhenExported } from '../export/values.js'
+import { mirrorType } from './column-type.js'
 
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
 
@@ -32,14 +35,12 @@ function valueSchema(kind: ColumnKind): JsonSchema {
 
 export function columnSchema(column: ColumnSpec): JsonSchema {
   const base = valueSchema(column.kind)
-  let schema = base
-  if (column.nullable && typeof base.type === 'string') schema = { ...base, type: [base.type, 'null'] }
-  // A JSON column allows any value, so a non-nullable one says that null is not among them.
-  else if (!column.nullable && base.type === undefined) schema = { ...base, not: { type: 'null' } }
+  // A JSON column has no `type`: any JSON value, null included.
+  const schema = nullableWhenExported(column) && typeof base.type === 'string' ? { ...base, type: [base.type, 'null'] } : base
   return {
     ...schema,
     description: column.description,
-    'x-sqlite-type': sqliteType(column.kind),
+    'x-sqlite-type': mirrorType(column),
     'x-kind': column.kind,
     ...(column.from === undefined ? {} : { 'x-from': column.from }),
   }

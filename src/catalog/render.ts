@@ -1,5 +1,6 @@
 // The catalog as text: the terminal listing of `fsm-sync schema` and the Markdown of docs/tables.md.
-import { sqliteType, type TableSpec } from '../model/table-spec.js'
+import type { TableSpec } from '../model/table-spec.js'
+import { mirrorType } from './column-type.js'
 import { customObjectViewSpec } from './custom-object-tables.js'
 
 function keyText(table: TableSpec): string {
@@ -11,7 +12,7 @@ function keyText(table: TableSpec): string {
 export function schemaText(tables: readonly TableSpec[]): string {
   const blocks = tables.map((t) => {
     const head = ['column', 'type', 'kind', 'null', 'from', 'meaning']
-    const rows = t.columns.map((c) => [c.name, sqliteType(c.kind), c.kind, c.nullable ? 'yes' : 'no', c.from ?? '-', c.description])
+    const rows = t.columns.map((c) => [c.name, mirrorType(c), c.kind, c.nullable ? 'yes' : 'no', c.from ?? '-', c.description])
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
     const line = (r: string[]) =>
       '  ' +
@@ -41,7 +42,7 @@ function tableMarkdown(t: TableSpec): string {
     '|---|---|---|---|---|---|',
     ...t.columns.map(
       (c) =>
-        `| ${code(c.name)} | ${sqliteType(c.kind)} | ${c.kind} | ${c.nullable ? 'yes' : 'no'} | ${c.from === undefined ? '' : code(cell(c.from))} | ${cell(c.description)} |`,
+        `| ${code(c.name)} | ${mirrorType(c)} | ${c.kind} | ${c.nullable ? 'yes' : 'no'} | ${c.from === undefined ? '' : code(cell(c.from))} | ${cell(c.description)} |`,
     ),
   ].join('\n')
 }

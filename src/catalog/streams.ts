@@ -4,19 +4,18 @@
 import { RECORD_STREAMS } from '../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../connectors/reference.js'
 import { apiKeys, webhookDeliveries, webhookEndpoints } from '../../connectors/account-metadata.js'
-import { customObjects } from '../../connectors/custom-objects.js'
+import { customObjects, customObjectTypesTable, customRecordsTable } from '../../connectors/custom-objects.js'
 import { OBJECT_STREAM } from '../config/index.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { viewName } from '../store/custom-object-views.js'
 
-/** Stream name -> the tables holding its rows (its own, its children's). */
-export function streamTables(): Map<string, string[]> {
+/** Stream name -> the tables holding its rows, as each stream declares them (its own, its children's). */
+function streamTables(): Map<string, string[]> {
   const map = new Map<string, string[]>()
-  const add = (stream: string, ...tables: string[]) => map.set(stream, [...(map.get(stream) ?? []), ...tables])
-  for (const s of RECORD_STREAMS) add(s.name, s.table, ...s.childTables.map((c) => c.table))
-  for (const s of REFERENCE_STREAMS) add(s.name, s.table)
-  for (const s of [webhookEndpoints, webhookDeliveries, apiKeys]) add(s.name, s.table)
-  add(customObjects.name, customObjects.typesTable, customObjects.table)
+  const add = (stream: string, tables: readonly { name: string }[]) =>
+    map.set(stream, [...(map.get(stream) ?? []), ...tables.map((t) => t.name)])
+  for (const s of [...RECORD_STREAMS, ...REFERENCE_STREAMS, webhookEndpoints, webhookDeliveries, apiKeys]) add(s.name, s.tables)
+  add(customObjects.name, [customObjectTypesTable, customRecordsTable])
   return map
 }
 

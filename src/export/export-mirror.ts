@@ -12,7 +12,7 @@ import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { duckdbType, ParquetWriters } from './parquet-writer.js'
 import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
-import { typed, type Coercions, type SqliteCell, type Typed } from './values.js'
+import { nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'jsonl'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
@@ -122,7 +122,7 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
         rows,
         nulledValues: coerced.count,
         primaryKey: p.table.primaryKey,
-        columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: c.nullable })),
+        columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
       })
     }
     const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }

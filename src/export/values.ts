@@ -3,8 +3,17 @@
 // not fit its kind (a `time` column holding text upstream sent that is no instant, a JSON column
 // holding text that is not JSON) becomes NULL and is counted: a warehouse load job would otherwise
 // reject the whole file. The row's `raw` keeps such a value as upstream sent it.
-import type { ColumnKind } from '../model/table-spec.js'
-import { canonicalTime } from '../store/timestamps.js'
+import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
+import { canonicalTime } from '../model/timestamps.js'
+
+/**
+ * Whether a column's exported values may be NULL: when the column is nullable, and for the kinds a
+ * value may not fit (a `time` column holds '' for a legacy record without a time; a JSON column
+ * could hold text that is not JSON), whose misfits are written as NULL.
+ */
+export function nullableWhenExported(column: ColumnSpec): boolean {
+  return column.nullable || column.kind === 'time' || column.kind === 'json'
+}
 
 /** What better-sqlite3 hands back with safe integers on. */
 export type SqliteCell = string | number | bigint | Buffer | null

@@ -21,6 +21,7 @@ import {
 } from '../../../src/export/export-mirror.js'
 import type { ColumnKind, TableSpec } from '../../../src/model/table-spec.js'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
+import { VIEWS } from '../../../src/store/views.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
@@ -230,7 +231,7 @@ describe('fsm-sync export', () => {
     expect(typeof deleted.deleted_at).toBe('string')
     // Each row is the record as the mirror holds it, with the change columns in front.
     const full = env.rows('SELECT * FROM clients WHERE id = ?', victim!.id)[0]!
-    expect(deleted.raw).toBe(full.raw)
+    expect(deleted.raw).toEqual(JSON.parse(full.raw as string))
     expect(read('jobs').map((r) => r.id)).toEqual(latest('jobs').map((r) => r.id))
     expect(read('job_assignees').map((r) => r.user_id)).toEqual(
       env.rows('SELECT user_id FROM job_assignees WHERE job_id = ? ORDER BY user_id', job!.id).map((r) => r.user_id),
@@ -247,7 +248,7 @@ describe('fsm-sync export', () => {
     ).rejects.toThrow(ExportUsageError)
   })
 
-  test('schema: the declared tables and the custom-object views of the mirror, as text and as JSON Schemas', async () => {
+  test('schema: the declared tables and views and the custom-object views of the mirror, as text and as JSON Schemas', async () => {
     const json = await cli(['schema', '--json', '--stream', 'objects'])
     expect(json.code).toBe(0)
     const doc = JSON.parse(json.stdout) as CatalogDocument
@@ -259,6 +260,9 @@ describe('fsm-sync export', () => {
       const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
       expect(Object.keys(doc.streams.find((s) => s.name === v.name)!.json_schema.properties as object)).toEqual(columns)
     }
+    // So has each fixed view's declaration.
+    for (const v of VIEWS)
+      expect(env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)).toEqual(v.columns.map((c) => c.name))
     const text = await cli(['schema', '--stream', 'jobs'])
     expect(text.code).toBe(0)
     expect(text.stdout).toMatch(/^jobs \(data; key id\)\n/)

@@ -17,6 +17,8 @@ const fixture: TableSpec = {
     { name: 'id', kind: 'text', nullable: false, from: 'id', description: 'The id.' },
     { name: 'seen_at', kind: 'time', nullable: true, from: 'seenAt', description: 'When.' },
     { name: 'on', kind: 'flag', nullable: true, from: 'isOn', description: 'Switched on.' },
+    // Exported as null when its value is no instant (a legacy record without a time has '').
+    { name: 'changed_at', kind: 'time', nullable: false, description: 'Changed.' },
     { name: 'shape', kind: 'json', nullable: false, from: 'shape', description: 'Its shape.' },
     { name: 'raw', kind: 'bytes', nullable: true, description: 'Bytes.' },
   ],
@@ -31,7 +33,7 @@ test('a table becomes a draft 2020-12 schema of its rows inside an Airbyte-shape
   expect(schema).toMatchObject({
     $schema: JSON_SCHEMA_DIALECT,
     type: 'object',
-    required: ['id', 'seen_at', 'on', 'shape', 'raw'],
+    required: ['id', 'seen_at', 'on', 'changed_at', 'shape', 'raw'],
     additionalProperties: false,
     'x-primary-key': ['id'],
   })
@@ -46,7 +48,8 @@ test('a table becomes a draft 2020-12 schema of its rows inside an Airbyte-shape
       'x-from': 'seenAt',
     },
     on: { type: ['boolean', 'null'], description: 'Switched on.', 'x-sqlite-type': 'INTEGER', 'x-kind': 'flag', 'x-from': 'isOn' },
-    shape: { not: { type: 'null' }, description: 'Its shape.', 'x-sqlite-type': 'TEXT', 'x-kind': 'json', 'x-from': 'shape' },
+    changed_at: { type: ['string', 'null'], format: 'date-time', description: 'Changed.', 'x-sqlite-type': 'TEXT', 'x-kind': 'time' },
+    shape: { description: 'Its shape.', 'x-sqlite-type': 'TEXT', 'x-kind': 'json', 'x-from': 'shape' },
     raw: { type: ['string', 'null'], contentEncoding: 'base64', description: 'Bytes.', 'x-sqlite-type': 'BLOB', 'x-kind': 'bytes' },
   })
 })

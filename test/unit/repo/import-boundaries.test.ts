@@ -39,7 +39,8 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   'src/sync': MIDDLE,
   'src/webhooks': MIDDLE,
   // The schema catalog and file exports read declarations and the mirror; only the CLI uses them.
-  'src/catalog': [...BASE, 'src/store', 'connectors'],
+  // The catalog describes rows as exports write them (which values become NULL).
+  'src/catalog': [...BASE, 'src/store', 'connectors', 'src/export'],
   'src/export': [...BASE, 'src/store', 'connectors'],
   'src/daemon': ENGINE,
   'src/cli': [...ENGINE, 'src/daemon', 'src/catalog', 'src/export'],
