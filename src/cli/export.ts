@@ -34,6 +34,8 @@ export const exportCommand: Command = {
         const after = argv['after-seq']
         if (after !== undefined && !/^\d+$/.test(after))
           throw new Error(`--after-seq ${after}: must be a change_log seq, a whole number ≥ 0`)
+        if (Array.isArray(argv.tables))
+          throw new Error('--tables: give it once, the tables separated by commas, e.g. --tables clients,jobs')
         if (argv.tables !== undefined && argv.tables.split(',').some((t) => t.trim() === ''))
           throw new Error(`--tables ${argv.tables}: name tables separated by commas, e.g. --tables clients,jobs`)
         return true
