@@ -179,6 +179,13 @@ describe('fsm-sync export', () => {
       rows += t.rows
     }
     expect(manifest.tables.find((t) => t.name === 'jobs')!.rows).toBe(8)
+    // Parquet columns carry the declared types (TIMESTAMPTZ, BOOLEAN, JSON, ...), not text.
+    if (format === 'parquet')
+      for (const t of manifest.tables) {
+        const described = await duck.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${path.join(dir, t.file)}')`)
+        const types = described.getRowObjectsJS().map((r) => (r.column_type as string).replace('TIMESTAMP WITH TIME ZONE', 'TIMESTAMPTZ'))
+        expect(types, t.name).toEqual(t.columns.map((c) => c.type))
+      }
     // JSON Lines rows are what `fsm-sync schema --json` says they are.
     if (format === 'jsonl')
       for (const t of manifest.tables) {
