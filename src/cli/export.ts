@@ -54,6 +54,7 @@ export const exportCommand: Command = {
         afterSeq: after === undefined ? undefined : Number(after),
         now: Date.now(),
         fileMode: dbMode,
+        onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
       })
       const nulled = manifest.tables.filter((t) => t.nulledValues > 0)
       for (const t of nulled)

@@ -33,6 +33,8 @@ export interface ExportOptions {
    * mirror's own mode (FSM_DB_MODE, 0640 by default: no access for others). 0640 when not given.
    */
   fileMode?: number | undefined
+  /** Told after each file is complete, before the next table is read (progress; the snapshot holds). */
+  onTable?: ((table: ExportedTable) => void | Promise<void>) | undefined
 }
 
 export interface ExportedTable {
@@ -116,14 +118,16 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
       await writer.close()
       chmodSync(partial, mode)
       renameSync(partial, target)
-      tables.push({
+      const exported: ExportedTable = {
         name: p.table.name,
         file,
         rows,
         nulledValues: coerced.count,
         primaryKey: p.table.primaryKey,
         columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
-      })
+      }
+      tables.push(exported)
+      await options.onTable?.(exported)
     }
     const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
     const manifestFile = path.join(options.outDir, MANIFEST_FILE)

@@ -198,6 +198,33 @@ describe('fsm-sync export', () => {
     expect(rows).toBeGreaterThan(50)
   })
 
+  test('one snapshot: what the writer commits while the export runs is in none of its files', async () => {
+    const [{ s: seq }] = env.rows('SELECT max(seq) AS s FROM change_log') as [{ s: number }]
+    const [item] = env.rows('SELECT id, name FROM items ORDER BY id LIMIT 1') as [{ id: string; name: string }]
+    const dir = tempDir()
+    const manifest = await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+      format: 'parquet',
+      outDir: dir,
+      tables: ['taxes', 'items'],
+      now: 0,
+      // Between the two files, the daemon's connection changes an item and logs the change.
+      onTable: (t) => {
+        if (t.name !== 'taxes') return
+        const w = env.app.mirror.sqlite
+        w.transaction(() => {
+          w.prepare(`UPDATE items SET name = 'renamed during the export' WHERE id = ?`).run(item.id)
+          w.prepare(
+            `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ('items', ?, 'upsert', NULL, ?)`,
+          ).run(item.id, new Date().toISOString())
+        })()
+      },
+    })
+    expect(manifest.seq).toBe(seq)
+    const read = await duck.runAndReadAll(`SELECT name FROM read_parquet('${path.join(dir, 'items.parquet')}') WHERE id = '${item.id}'`)
+    expect(read.getRowsJS()).toEqual([[item.name]])
+    expect(env.rows('SELECT name FROM items WHERE id = ?', item.id)).toEqual([{ name: 'renamed during the export' }])
+  })
+
   test('--after-seq: the latest change of each record changed since, with its row; children of changed parents', async () => {
     const [before] = env.rows('SELECT max(seq) AS s FROM change_log') as { s: number }[]
     const [victim] = env.rows('SELECT id FROM clients WHERE deleted_at IS NULL ORDER BY id LIMIT 1') as { id: string }[]
