@@ -80,11 +80,16 @@ interface Plan {
 export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOptions): Promise<ExportManifest> {
   const mode = options.fileMode ?? 0o640
   mkdirSync(options.outDir, { recursive: true })
+  // A manifest left by an earlier export into this folder would vouch for files being replaced.
+  const manifestFile = path.join(options.outDir, MANIFEST_FILE)
+  rmSync(manifestFile, { force: true })
   const parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
   const written: string[] = []
-  // One read transaction: the first read fixes the snapshot every later read sees.
-  sqlite.exec('BEGIN')
+  let reading = false
   try {
+    // One read transaction: the first read fixes the snapshot every later read sees.
+    sqlite.exec('BEGIN')
+    reading = true
     const seq = Number(sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get())
     const afterSeq = options.afterSeq ?? null
     if (afterSeq !== null && afterSeq > seq)
@@ -130,7 +135,6 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
       await options.onTable?.(exported)
     }
     const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
-    const manifestFile = path.join(options.outDir, MANIFEST_FILE)
     writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
     chmodSync(manifestFile, mode)
     return manifest
@@ -138,7 +142,7 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
     for (const f of written) rmSync(f, { force: true })
     throw err
   } finally {
-    sqlite.exec('COMMIT')
+    if (reading) sqlite.exec('COMMIT')
     parquet?.close()
   }
 }
