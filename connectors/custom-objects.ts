@@ -3,20 +3,10 @@
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
 import type { Payload, RecordRow } from '../src/model/rows.js'
 import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
+import type { CustomObjectsStream } from '../src/model/streams.js'
 import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
 import { obj, text } from './mapping.js'
-
-export const customObjects = {
-  name: 'objects',
-  discoveryRoute: '/api/v1/objects',
-  schemaRoute: (slug: string) => `/api/v1/objects/${encodeURIComponent(slug)}/schema`,
-  scope: 'objects:read',
-  table: 'custom_records',
-  typesTable: 'custom_object_types',
-  deletions: { events: ['object.deleted'], reconcile: true },
-  snapshotEvents: ['object.created', 'object.updated', 'object.stage_changed'],
-} as const
 
 const SLUG = col('slug', 'text', 'slug', "The custom object's slug.", { nullable: false })
 
@@ -105,4 +95,21 @@ export function customRecordToRow(p: Payload): RecordRow {
   const columns = recordColumns(p)
   columns.created_at = created_at
   return { id, updated_at, raw, columns }
+}
+
+export const customObjects: CustomObjectsStream = {
+  kind: 'objects',
+  name: 'objects',
+  discoveryRoute: '/api/v1/objects',
+  schemaRoute: (slug: string) => `/api/v1/objects/${encodeURIComponent(slug)}/schema`,
+  scope: 'objects:read',
+  table: customRecordsTable.name,
+  typesTable: customObjectTypesTable.name,
+  deletions: { events: ['object.deleted'], reconcile: true },
+  snapshotEvents: ['object.created', 'object.updated', 'object.stage_changed'],
+  // The client schema's fields are read with the discovery (the schema route of the built-in client).
+  tables: [customObjectTypesTable, customRecordsTable, clientFieldsTable],
+  toRow: customRecordToRow,
+  toDiscoveryItem,
+  toSchema,
 }

@@ -3,6 +3,7 @@ import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
+import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
   command: 'status',
@@ -14,7 +15,7 @@ export const statusCommand: Command = {
     try {
       let read
       try {
-        read = statusReport(mirror.sqlite, Date.now())
+        read = statusReport(mirror.sqlite, Date.now(), STATUS_STREAMS)
       } catch (err) {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)

@@ -3,10 +3,12 @@
 // rather than a run that skips it or silently does nothing.
 import type { Argv } from 'yargs'
 import { OBJECT_STREAM, STREAM_NAMES, StreamName } from '../config/index.js'
-import { RECORD_STREAMS } from '../../connectors/index.js'
+import { STREAMS } from '../../connectors/index.js'
 
 /** Streams whose deletions `reconcile` finds: records whose lists hide deleted ones, and custom objects. */
-export const RECONCILABLE: readonly string[] = [...RECORD_STREAMS.filter((s) => s.deletions.reconcile).map((s) => s.name), 'objects']
+export const RECONCILABLE: readonly string[] = STREAMS.filter(
+  (s) => (s.kind === 'records' || s.kind === 'objects') && s.deletions.reconcile,
+).map((s) => s.name)
 
 const isObject = (name: string) => OBJECT_STREAM.test(name)
 

@@ -1,7 +1,7 @@
 // The webhook path assembled once, its dependencies passed in: secret store, inbox,
 // intake handler, processor and counters. The daemon (src/daemon) mounts `handler` at
 // `config.webhooks.path`, calls `start()` once it listens, and `stop()` on shutdown.
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
