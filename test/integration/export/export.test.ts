@@ -7,7 +7,7 @@ import path from 'node:path'
 import { Writable } from 'node:stream'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { clients, jobs } from '../../../connectors/index.js'
+import { clients, jobs, STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
 import { rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
@@ -288,7 +288,8 @@ describe('fsm-sync export', () => {
     const doc = JSON.parse(json.stdout) as CatalogDocument
     const views = env.rows(`SELECT name FROM sqlite_master WHERE type = 'view' AND name LIKE 'obj\\_%' ESCAPE '\\' ORDER BY name`)
     expect(views.length).toBeGreaterThan(0)
-    expect(doc.streams.map((s) => s.name)).toEqual(['custom_object_types', 'custom_records', ...views.map((v) => v.name)])
+    const objects = STREAMS.find((s) => s.kind === 'objects')!
+    expect(doc.streams.map((s) => s.name)).toEqual([...objects.tables.map((t) => t.name), ...views.map((v) => v.name)])
     // A view's schema has exactly the columns SQLite reports for it.
     for (const v of views) {
       const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
