@@ -26,7 +26,21 @@ export function selects(selection: Selection, name: string): boolean {
   return [...selection.records, ...selection.reference, ...selection.metadata].some((s) => s.name === name)
 }
 
-export function selectStreams(names: readonly string[]): Selection {
+/** The stream names the config accepts, for loadConfig (src/config/load-config.ts) and `--stream`. */
+export const STREAM_CHOICE = {
+  all: SELECTABLE_STREAMS,
+  problem: (name: string): string | undefined =>
+    selectStreams([name]).notBuilt.length === 0
+      ? undefined
+      : `${name}: no such stream; valid: ${SELECTABLE_STREAMS.join(', ')}, or ${objectsName()}:<slug> for one custom object`,
+}
+
+function objectsName(): string {
+  return STREAMS.find((s) => s.kind === 'objects')?.name ?? 'objects'
+}
+
+/** The streams `names` selects; undefined (no `streams` setting) selects every selectable stream. */
+export function selectStreams(names: readonly string[] | undefined = SELECTABLE_STREAMS): Selection {
   const picked = new Set<string>()
   const slugs: string[] = []
   let allObjects = false

@@ -29,7 +29,7 @@ export interface WebhookServiceOptions {
   objectSink?: ObjectSink
   streams?: readonly RecordStream[]
   /** The config's `streams`: deliveries of other streams are acknowledged and skipped. Default: all. */
-  selectedStreams?: readonly string[]
+  selectedStreams?: readonly string[] | undefined
   /** false: store deliveries but apply none (tests of a crash between ack and apply). */
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
