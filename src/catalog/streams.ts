@@ -2,7 +2,7 @@
 // for `fsm-sync schema --stream S`: the tables a stream declares, and for custom objects also the
 // views of the objects the mirror holds.
 import { STREAMS } from '../../connectors/index.js'
-import { OBJECT_STREAM } from '../config/index.js'
+import { OBJECT_STREAM } from '../../connectors/selection.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { viewName } from '../store/custom-object-views.js'
 import { catalogTables } from './catalog.js'
@@ -13,8 +13,8 @@ import { catalogTables } from './catalog.js'
  */
 export function tablesOfStream(catalog: readonly TableSpec[], name: string): TableSpec[] | undefined {
   const object = OBJECT_STREAM.exec(name)
-  if (object !== null) {
-    const view = viewName(object[1]!)
+  if (object !== null && STREAMS.some((s) => s.kind === 'objects' && s.name === object[1])) {
+    const view = viewName(object[2]!)
     return catalog.filter((t) => t.name === view)
   }
   const stream = STREAMS.find((s) => s.name === name)
