@@ -64,6 +64,8 @@ export function rowSchema(table: TableSpec): JsonSchema {
 
 export interface CatalogStream {
   name: string
+  /** The fsm-sync stream (`--stream` name) whose sync fills the table, when one does. */
+  'x-fsm-stream'?: string
   json_schema: JsonSchema
   supported_sync_modes: string[]
   source_defined_primary_key: string[][]
@@ -78,15 +80,22 @@ export interface CatalogDocument {
  * The catalog of the given tables. Every table is read whole by `fsm-sync export`; the data tables'
  * changes are read from change_log with `export --after-seq`, hence `incremental` for them.
  */
-export function catalogDocument(tables: readonly TableSpec[]): CatalogDocument {
+export function catalogDocument(
+  tables: readonly TableSpec[],
+  streamOf: (table: string) => string | undefined = () => undefined,
+): CatalogDocument {
   return {
     $comment:
       'Shaped like an Airbyte catalog (streams[].name, json_schema, supported_sync_modes, source_defined_primary_key); each json_schema is JSON Schema draft 2020-12 describing rows as `fsm-sync export --format jsonl` writes them.',
-    streams: tables.map((t) => ({
-      name: t.name,
-      json_schema: rowSchema(t),
-      supported_sync_modes: t.role === 'data' ? ['full_refresh', 'incremental'] : ['full_refresh'],
-      source_defined_primary_key: t.primaryKey.map((k) => [k]),
-    })),
+    streams: tables.map((t) => {
+      const stream = streamOf(t.name)
+      return {
+        name: t.name,
+        ...(stream === undefined ? {} : { 'x-fsm-stream': stream }),
+        json_schema: rowSchema(t),
+        supported_sync_modes: t.role === 'data' ? ['full_refresh', 'incremental'] : ['full_refresh'],
+        source_defined_primary_key: t.primaryKey.map((k) => [k]),
+      }
+    }),
   }
 }

@@ -33,3 +33,11 @@ export function tablesOfStream(catalog: readonly TableSpec[], name: string): Tab
 export function streamNames(): string[] {
   return STREAMS.map((s) => s.name)
 }
+
+/** The stream whose sync fills a table (`objects` for the custom objects' views), if any. */
+export function streamOfTable(table: string): string | undefined {
+  const declared = STREAMS.find((s) => s.tables.some((t) => t.name === table))
+  if (declared !== undefined) return declared.name
+  const objects = STREAMS.find((s) => s.kind === 'objects')
+  return objects !== undefined && table.startsWith('obj_') && !catalogTables().some((t) => t.name === table) ? objects.name : undefined
+}

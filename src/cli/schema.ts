@@ -6,7 +6,7 @@ import type { Command } from './command.js'
 import { readCatalog } from '../catalog/catalog.js'
 import { catalogDocument } from '../catalog/json-schema.js'
 import { schemaText } from '../catalog/render.js'
-import { streamNames, tablesOfStream } from '../catalog/streams.js'
+import { streamNames, streamOfTable, tablesOfStream } from '../catalog/streams.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { explainMirrorError } from '../store/mirror-database.js'
 
@@ -47,7 +47,7 @@ export const schemaCommand: Command = {
       }
       tables = catalog.filter((t) => picked.has(t.name))
     }
-    if (args.json === true) ctx.io.stdout.write(JSON.stringify(catalogDocument(tables), null, 2) + '\n')
+    if (args.json === true) ctx.io.stdout.write(JSON.stringify(catalogDocument(tables, streamOfTable), null, 2) + '\n')
     else ctx.io.stdout.write(schemaText(tables))
     return 0
   },

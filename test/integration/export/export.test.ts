@@ -290,6 +290,7 @@ describe('fsm-sync export', () => {
     expect(views.length).toBeGreaterThan(0)
     const objects = STREAMS.find((s) => s.kind === 'objects')!
     expect(doc.streams.map((s) => s.name)).toEqual([...objects.tables.map((t) => t.name), ...views.map((v) => v.name)])
+    expect(new Set(doc.streams.map((s) => s['x-fsm-stream']))).toEqual(new Set(['objects']))
     // A view's schema has exactly the columns SQLite reports for it.
     for (const v of views) {
       const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
