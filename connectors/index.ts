@@ -11,7 +11,7 @@ import { visits } from './visits.js'
 import { invoices } from './invoices.js'
 import { REFERENCE_STREAMS } from './reference.js'
 import { apiKeyMetadata, webhooks } from './account-metadata.js'
-import { customObjects } from './custom-objects.js'
+import { clientPropertiesView, customObjects } from './custom-objects.js'
 import { calendarFeed, TRIGGERS } from './integrations.js'
 
 export { clients, jobs, visits, invoices }
@@ -30,6 +30,12 @@ export const STREAMS: readonly StreamDeclaration[] = [
 ]
 
 export const RECORD_STREAMS: readonly RecordStream[] = STREAMS.filter((s): s is RecordStream => s.kind === 'records')
+
+/**
+ * The fixed views over the account's data (each custom object's `obj_<slug>` view is generated from
+ * its schema at run time: src/store/custom-object-views.ts).
+ */
+export const DATA_VIEWS: readonly TableSpec[] = [clientPropertiesView]
 
 /** Every table of the account's data (role `data`), parents before children, each once. */
 export const DATA_TABLES: readonly TableSpec[] = [...new Map(STREAMS.flatMap((s) => s.tables).map((t) => [t.name, t])).values()]

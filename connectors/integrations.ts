@@ -61,7 +61,7 @@ export const calendarFeed: FeedStream = {
   tables: [calendarChangesTable],
 }
 
-const trigger = (name: string, statusTable = false): TriggerStream => ({
+const trigger = <Name extends string>(name: Name, statusTable = false): TriggerStream & { readonly name: Name } => ({
   kind: 'trigger',
   name,
   route: `/api/v1/integrations/${name}/sync`,
@@ -70,4 +70,4 @@ const trigger = (name: string, statusTable = false): TriggerStream => ({
 })
 
 /** The integration triggers; only calendar-a documents a status route. */
-export const TRIGGERS: readonly TriggerStream[] = [trigger('calendar-a', true), trigger('calendar-b'), trigger('accounting')]
+export const TRIGGERS = [trigger('calendar-a', true), trigger('calendar-b'), trigger('accounting')] as const

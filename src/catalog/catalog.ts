@@ -4,18 +4,17 @@
 import { existsSync } from 'node:fs'
 import type { TableSpec } from '../model/table-spec.js'
 import { openMirror, type Sqlite } from '../store/mirror-database.js'
-import { DATA_TABLES } from '../../connectors/index.js'
+import { DATA_TABLES, DATA_VIEWS } from '../../connectors/index.js'
 import { STATE_TABLES } from '../store/state-tables.js'
-import { VIEWS } from '../store/views.js'
 import { customObjectViewSpecs } from './custom-object-tables.js'
 
 /**
- * Every declared table and view in declaration order: the account's data (connectors/), the fixed
+ * Every declared table and view in declaration order: the account's data (connectors/), its fixed
  * views, then the daemon's state (src/store/state-tables.ts). The one place the catalog reads
  * declarations from.
  */
 export function catalogTables(): readonly TableSpec[] {
-  return [...DATA_TABLES, ...VIEWS, ...STATE_TABLES]
+  return [...DATA_TABLES, ...DATA_VIEWS, ...STATE_TABLES]
 }
 
 /** The declared tables plus the views of the custom objects the mirror holds. */

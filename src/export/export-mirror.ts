@@ -176,7 +176,8 @@ function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOpti
     return selected.map((table) => ({
       table,
       columns: table.columns,
-      sql: `SELECT ${table.columns.map((c) => q(c.name)).join(', ')} FROM ${q(table.name)}${orderBy('', table.primaryKey)}`,
+      // By key, or by every column for a table or view without one: the same mirror gives the same files.
+      sql: `SELECT ${table.columns.map((c) => q(c.name)).join(', ')} FROM ${q(table.name)}${orderBy('', table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name))}`,
       params: [],
     }))
   }

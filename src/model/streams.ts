@@ -123,6 +123,8 @@ export interface StatusStreams {
   readonly tables: ReadonlyMap<string, { readonly table: string; readonly tombstones: boolean }>
   /** Streams listed even before their first run. */
   readonly always: readonly string[]
+  /** `<stream>:<slug>` streams (one custom object each), counted by slug in `table`. */
+  readonly perObject: { readonly stream: string; readonly table: string; readonly scope: string }
 }
 
 /** The kinds the config's `streams` (and `--stream`) select; feeds and triggers run on their schedules. */

@@ -45,14 +45,18 @@ export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams):
   const split = `count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted`
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
-  if (tables.has('custom_records')) {
-    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[])
+  const { table: objectTable, scope } = known.perObject
+  if (tables.has(objectTable)) {
+    for (const r of sqlite.prepare(`SELECT "${scope}" AS slug, ${split} FROM "${objectTable}" GROUP BY "${scope}"`).all() as (Counts & {
+      slug: string
+    })[])
       objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
-    if (stream.startsWith('objects:')) {
-      const slug = stream.slice('objects:'.length)
-      return { table: 'custom_records', counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
+    const { perObject } = known
+    if (stream.startsWith(`${perObject.stream}:`)) {
+      const slug = stream.slice(perObject.stream.length + 1)
+      return { table: perObject.table, counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
     }
     const of = known.tables.get(stream)
     if (of === undefined || !tables.has(of.table)) return undefined

@@ -35,7 +35,8 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   'src/log': [],
   'src/api': BASE,
   'src/store': BASE,
-  connectors: BASE,
+  // Declarations over the model alone: what a stream, a table and a row are.
+  connectors: ['src/model'],
   'src/sync': MIDDLE,
   'src/webhooks': MIDDLE,
   // The schema catalog and file exports read declarations and the mirror; only the CLI uses them.
