@@ -3,9 +3,11 @@ import type { Command } from './command.js'
 import { demoCommand } from './demo.js'
 import { doctorCommand } from './doctor.js'
 import { emulatorCommand } from './emulator.js'
+import { exportCommand } from './export.js'
 import { queryCommand } from './query.js'
 import { reconcileCommand } from './reconcile.js'
 import { runCommand } from './run.js'
+import { schemaCommand } from './schema.js'
 import { statusCommand } from './status.js'
 import { syncCommand } from './sync.js'
 import { triggerCommand } from './trigger.js'
@@ -17,6 +19,8 @@ export const commands: readonly Command[] = [
   reconcileCommand,
   statusCommand,
   queryCommand,
+  schemaCommand,
+  exportCommand,
   triggerCommand,
   webhooksCommand,
   doctorCommand,

@@ -3,7 +3,7 @@ import { streamNamesText } from '../../../src/cli/stream-option.js'
 import { packageInfo } from '../../../src/config/package-info.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 
-const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
+const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'schema', 'export', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 
 describe('the command line', () => {
   test('--help lists every command of the README', async () => {

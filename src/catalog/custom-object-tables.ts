@@ -1,0 +1,86 @@
+// The `obj_<slug>` views as TableSpecs, read from the schemas stored in custom_object_types: the same
+// field list and the same column names (columnNames) that custom-object-views.ts built the views
+// from, so the catalog describes exactly the columns each view has.
+import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { columnNames, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import type { Sqlite } from '../store/mirror-database.js'
+
+/** One stored custom object type as custom_object_types holds it. */
+export interface StoredObjectType {
+  slug: string
+  nameSingular: string | null
+  /** The schema's fields as stored (JSON text of an array), or null before a schema was read. */
+  fields: string | null
+  disabledAt: string | null
+}
+
+/** The column kind of a schema field: a multi relation is a JSON array, every other value text. */
+function fieldKind(field: FieldDescriptor): ColumnKind {
+  return field.relation?.multi === true ? 'json' : 'text'
+}
+
+function parseFields(slug: string, text: string | null): FieldDescriptor[] {
+  if (text === null) return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new Error(`custom_object_types.fields of ${slug} is not JSON: ${(err as Error).message}`, { cause: err })
+  }
+  if (!Array.isArray(parsed)) return []
+  return parsed
+    .filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { name?: unknown }).name === 'string')
+    .map((f) => ({
+      name: f.name as string,
+      type: typeof f.type === 'string' ? f.type : undefined,
+      relation:
+        typeof f.relation === 'object' && f.relation !== null ? { multi: (f.relation as { multi?: unknown }).multi === true } : null,
+    }))
+}
+
+const time = (name: string, description: string, nullable = true): ColumnSpec => ({ name, kind: 'time', nullable, description })
+
+/** The TableSpec of one object's view: id, stage, one column per schema field, the record's times. */
+export function customObjectViewSpec(type: StoredObjectType): TableSpec {
+  const fields = parseFields(type.slug, type.fields)
+  const names = columnNames(fields)
+  const label = type.nameSingular ?? type.slug
+  return {
+    name: viewName(type.slug),
+    description: `One row per ${label} record (custom object \`${type.slug}\`), one column per schema field; a view over custom_records.${type.disabledAt === null ? '' : ` The object left discovery at ${type.disabledAt}.`}`,
+    role: 'data',
+    primaryKey: ['id'],
+    columns: [
+      { name: 'id', kind: 'text', nullable: false, from: 'id', description: 'The record id.' },
+      { name: 'stage', kind: 'text', nullable: true, from: 'stage', description: 'The pipeline stage of the record.' },
+      ...fields.map((f, i): ColumnSpec => ({
+        name: names[i]!,
+        kind: fieldKind(f),
+        nullable: true,
+        from: `data.${f.name}`,
+        description: `Schema field \`${f.name}\`${f.type === undefined ? '' : ` (${f.type}${f.relation?.multi === true ? ', multi' : ''})`}.`,
+      })),
+      time('created_at', 'When the record was created upstream.'),
+      time('updated_at', 'When the record last changed upstream.', false),
+      time('deleted_at', 'When the mirror found the record deleted upstream; NULL while it exists.'),
+      time('synced_at', 'When the mirror last changed the row.', false),
+    ],
+  }
+}
+
+/**
+ * The views of every custom object type the mirror holds, in slug order; none when the mirror has
+ * no custom_object_types table (a file from before custom objects) or no type yet.
+ */
+export function customObjectViewSpecs(sqlite: Sqlite): TableSpec[] {
+  const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'custom_object_types'`).get()
+  if (table === undefined) return []
+  const rows = sqlite
+    .prepare(`SELECT slug, name_singular AS nameSingular, fields, disabled_at AS disabledAt FROM custom_object_types ORDER BY slug`)
+    .all() as StoredObjectType[]
+  const views = new Set(
+    (sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'view'`).pluck().all() as string[]).map((n) => n.toLowerCase()),
+  )
+  // A type whose view was never built (no schema read yet) has nothing to describe.
+  return rows.filter((r) => views.has(viewName(r.slug).toLowerCase())).map(customObjectViewSpec)
+}

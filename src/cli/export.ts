@@ -1,0 +1,90 @@
+// `fsm-sync export --format parquet|csv|jsonl --out DIR [--tables a,b] [--after-seq N]`: a consistent
+// snapshot of the mirror as files a warehouse load job reads (src/export/export-mirror.ts), plus
+// manifest.json. The mirror is opened read-only, so a running daemon keeps writing meanwhile.
+import type { Command } from './command.js'
+import { mirrorCatalog } from '../catalog/catalog.js'
+import {
+  EXPORT_FORMATS,
+  exportMirror,
+  ExportUsageError,
+  MANIFEST_FILE,
+  type ExportFormat,
+  type ExportManifest,
+} from '../export/export-mirror.js'
+import { explainMirrorError, openMirror } from '../store/mirror-database.js'
+
+export const exportCommand: Command = {
+  command: 'export',
+  describe: 'Write a consistent snapshot of the mirror (or the changes after a change_log seq) as Parquet, CSV or JSONL files',
+  builder: (y) =>
+    y
+      .option('format', { choices: EXPORT_FORMATS, demandOption: true, describe: 'the file format, one file per table' })
+      .option('out', {
+        type: 'string',
+        demandOption: true,
+        describe: `the directory to write into (created if missing), with ${MANIFEST_FILE}`,
+      })
+      .option('tables', { type: 'string', describe: 'comma-separated tables (default: every data table; `fsm-sync schema` lists them)' })
+      .option('json', { type: 'boolean', default: false, describe: `print the manifest (${MANIFEST_FILE}) as JSON` })
+      .option('after-seq', {
+        type: 'string',
+        describe: 'only the records changed after this change_log seq (the manifest of the last export holds its seq)',
+      })
+      .check((argv) => {
+        const after = argv['after-seq']
+        if (after !== undefined && !/^\d+$/.test(after))
+          throw new Error(`--after-seq ${after}: must be a change_log seq, a whole number ≥ 0`)
+        if (Array.isArray(argv.tables))
+          throw new Error('--tables: give it once, the tables separated by commas, e.g. --tables clients,jobs')
+        if (argv.tables !== undefined && argv.tables.split(',').some((t) => t.trim() === ''))
+          throw new Error(`--tables ${argv.tables}: name tables separated by commas, e.g. --tables clients,jobs`)
+        return true
+      }),
+  run: async (args, ctx) => {
+    const { db, dbMode } = ctx.config()
+    const after = args['after-seq'] as string | undefined
+    const out = args.out as string
+    const tables = (args.tables as string | undefined)?.split(',').map((t) => t.trim())
+    const mirror = await openMirror(db, { readonly: true })
+    try {
+      const manifest = await exportMirror(mirror.sqlite, mirrorCatalog(mirror.sqlite), {
+        format: args.format as ExportFormat,
+        outDir: out,
+        tables,
+        afterSeq: after === undefined ? undefined : Number(after),
+        now: Date.now(),
+        fileMode: dbMode,
+        onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
+      })
+      const nulled = manifest.tables.filter((t) => t.nulledValues > 0)
+      for (const t of nulled)
+        ctx.io.stderr.write(
+          `fsm-sync: ${t.name}: ${t.nulledValues} values did not fit their column's type and were written as NULL (its raw column keeps them)\n`,
+        )
+      if (args.json === true) ctx.io.stdout.write(JSON.stringify(manifest, null, 2) + '\n')
+      else ctx.io.stdout.write(summary(manifest, out))
+      return 0
+    } catch (err) {
+      if (err instanceof ExportUsageError) {
+        ctx.io.stderr.write(`fsm-sync: ${err.message}\n`)
+        return 2
+      }
+      throw explainMirrorError(db, err)
+    } finally {
+      await mirror.close()
+    }
+  },
+}
+
+function summary(manifest: ExportManifest, out: string): string {
+  const rows = manifest.tables.reduce((n, t) => n + t.rows, 0)
+  const window = manifest.afterSeq === null ? '' : `, the changes after seq ${manifest.afterSeq}`
+  const width = Math.max(0, ...manifest.tables.map((t) => t.file.length))
+  return (
+    [
+      `${manifest.tables.length} files, ${rows} rows, ${manifest.format}, at change_log seq ${manifest.seq}${window}, in ${out}:`,
+      ...manifest.tables.map((t) => `  ${t.file.padEnd(width)}  ${t.rows} ${t.rows === 1 ? 'row' : 'rows'}`),
+      `  ${MANIFEST_FILE}`,
+    ].join('\n') + '\n'
+  )
+}

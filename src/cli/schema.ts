@@ -1,0 +1,54 @@
+// `fsm-sync schema [--stream S]... [--json]`: every table and view the mirror holds, from the table
+// declarations (and the mirror's custom objects, when the mirror file exists; it is never created).
+// `--json` prints one document shaped like an Airbyte catalog, a JSON Schema (draft 2020-12) per table
+// (src/catalog/json-schema.ts).
+import type { Command } from './command.js'
+import { readCatalog } from '../catalog/catalog.js'
+import { catalogDocument } from '../catalog/json-schema.js'
+import { schemaText } from '../catalog/render.js'
+import { streamNames, streamOfTable, tablesOfStream } from '../catalog/streams.js'
+import type { TableSpec } from '../model/table-spec.js'
+import { explainMirrorError } from '../store/mirror-database.js'
+
+export const schemaCommand: Command = {
+  command: 'schema',
+  describe: 'Every table of the mirror: columns, SQLite types and kinds, keys, meaning and upstream field; --json for JSON Schemas',
+  builder: (y) =>
+    y
+      .option('stream', {
+        type: 'string',
+        array: true,
+        describe: 'only the tables of these streams (clients, jobs, objects, objects:<slug>, ...) or tables',
+      })
+      .option('json', { type: 'boolean', default: false, describe: 'one JSON document: a JSON Schema per table (Airbyte catalog shape)' }),
+  run: async (args, ctx) => {
+    const db = ctx.config().db
+    let catalog: TableSpec[]
+    try {
+      catalog = await readCatalog(db)
+    } catch (err) {
+      throw explainMirrorError(db, err)
+    }
+    const named = (args.stream as string[] | undefined) ?? []
+    let tables = catalog
+    if (named.length > 0) {
+      const picked = new Set<string>()
+      for (const name of named) {
+        const found = tablesOfStream(catalog, name)
+        if (found === undefined || found.length === 0) {
+          const why =
+            found === undefined
+              ? `no such stream or table; streams: ${streamNames().join(', ')}, objects:<slug>; or a table name (\`fsm-sync schema\` lists them)`
+              : `the mirror ${db} holds no view for it (custom objects appear after their first sync)`
+          ctx.io.stderr.write(`fsm-sync: --stream ${name}: ${why}\n`)
+          return 2
+        }
+        for (const t of found) picked.add(t.name)
+      }
+      tables = catalog.filter((t) => picked.has(t.name))
+    }
+    if (args.json === true) ctx.io.stdout.write(JSON.stringify(catalogDocument(tables, streamOfTable), null, 2) + '\n')
+    else ctx.io.stdout.write(schemaText(tables))
+    return 0
+  },
+}

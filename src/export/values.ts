@@ -1,0 +1,88 @@
+// A mirror value as the declared kind of its column: the one conversion every export format starts
+// from, so a Parquet, CSV and JSONL file of the same snapshot hold the same values. A value that does
+// not fit its kind (a `time` column holding text upstream sent that is no instant, a JSON column
+// holding text that is not JSON) becomes NULL and is counted: a warehouse load job would otherwise
+// reject the whole file. The row's `raw` keeps such a value as upstream sent it.
+import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
+import { canonicalTime } from '../model/timestamps.js'
+
+/**
+ * Whether a column's exported values may be NULL: when the column is nullable, and for the kinds a
+ * value may not fit (a `time` column holds '' for a legacy record without a time; a JSON column
+ * could hold text that is not JSON), whose misfits are written as NULL.
+ */
+export function nullableWhenExported(column: ColumnSpec): boolean {
+  return column.nullable || column.kind === 'time' || column.kind === 'json'
+}
+
+/** What better-sqlite3 hands back with safe integers on. */
+export type SqliteCell = string | number | bigint | Buffer | null
+
+/** A value typed by its kind; `json` keeps the text it was read from beside the parsed value. */
+export type Typed =
+  | { kind: 'text'; value: string }
+  | { kind: 'time'; value: string; micros: bigint }
+  | { kind: 'real'; value: number }
+  | { kind: 'integer'; value: bigint }
+  | { kind: 'flag'; value: boolean }
+  | { kind: 'json'; value: string }
+  | { kind: 'bytes'; value: Buffer }
+  | null
+
+/** Counts values that did not fit their column's kind (and were written as NULL). */
+export interface Coercions {
+  count: number
+}
+
+export function typed(kind: ColumnKind, cell: SqliteCell, coerced: Coercions): Typed {
+  if (cell === null) return null
+  const miss = (): null => {
+    coerced.count++
+    return null
+  }
+  switch (kind) {
+    case 'text':
+      if (typeof cell === 'string') return { kind, value: cell }
+      if (typeof cell === 'number' || typeof cell === 'bigint') return { kind, value: String(cell) }
+      return { kind, value: cell.toString('utf8') }
+    case 'time': {
+      if (typeof cell !== 'string') return miss()
+      let value: string | null
+      try {
+        value = canonicalTime(cell)
+      } catch {
+        return miss()
+      }
+      // '' (a legacy record without a time) is no instant.
+      if (value === null) return miss()
+      return { kind, value, micros: BigInt(Date.parse(value)) * 1000n }
+    }
+    case 'real':
+      if (typeof cell === 'number') return { kind, value: cell }
+      if (typeof cell === 'bigint') return { kind, value: Number(cell) }
+      return miss()
+    case 'integer':
+      if (typeof cell === 'bigint') return { kind, value: cell }
+      if (typeof cell === 'number' && Number.isInteger(cell)) return { kind, value: BigInt(cell) }
+      return miss()
+    case 'flag':
+      if (cell === 0n || cell === 0) return { kind, value: false }
+      if (cell === 1n || cell === 1) return { kind, value: true }
+      return miss()
+    case 'json': {
+      // A number a view reads with json_extract is JSON text as it is.
+      const text = typeof cell === 'string' ? cell : typeof cell === 'number' || typeof cell === 'bigint' ? String(cell) : undefined
+      if (text === undefined) return miss()
+      try {
+        JSON.parse(text)
+      } catch {
+        return miss()
+      }
+      // One line per value: a JSON text spread over lines is written compact.
+      return { kind, value: /[\r\n]/.test(text) ? JSON.stringify(JSON.parse(text)) : text }
+    }
+    case 'bytes':
+      if (Buffer.isBuffer(cell)) return { kind, value: cell }
+      return { kind, value: Buffer.from(String(cell), 'utf8') }
+  }
+}

@@ -1,0 +1,338 @@
+// `fsm-sync export` against a mirror synced from the emulator, with the writer (the daemon's
+// connection) still open: every format read back (DuckDB for Parquet and CSV, JSON.parse for JSONL)
+// and compared with the mirror row by row; the changes after a seq; the CLI leaving the mirror as it was.
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { Writable } from 'node:stream'
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { clients, jobs, STREAMS } from '../../../connectors/index.js'
+import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
+import { mirrorCatalog } from '../../../src/catalog/catalog.js'
+import { rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
+import { main } from '../../../src/cli/main.js'
+import {
+  exportMirror,
+  ExportUsageError,
+  type ExportedTable,
+  type ExportFormat,
+  type ExportManifest,
+} from '../../../src/export/export-mirror.js'
+import type { ColumnKind, TableSpec } from '../../../src/model/table-spec.js'
+import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
+import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
+import { tempDir } from '../../support/temp-mirror.js'
+
+let emu: EmulatorEnv
+let env: SyncEnv
+let reader: Mirror
+let duck: DuckDBConnection
+let closeDuck: () => void
+
+beforeAll(async () => {
+  emu = await emulatorEnv({ counts: { clients: 10, jobs: 8, visitsPerJob: 1, invoices: 5, customRecords: 3 } })
+  env = await syncEnv(emu)
+  await env.sync({ reference: REFERENCE_STREAMS, objects: 'all' })
+  // A reader beside the open writer, as beside a running daemon.
+  reader = await openMirror(env.db, { readonly: true })
+  const instance = await DuckDBInstance.create(':memory:')
+  duck = await instance.connect()
+  closeDuck = () => {
+    duck.closeSync()
+    instance.closeSync()
+  }
+})
+afterAll(async () => {
+  closeDuck()
+  await reader.close()
+  await env.close()
+  await emu.close()
+})
+
+/** A value in one comparable form whatever file it came from: times as epoch ms, JSON parsed. */
+function expected(kind: ColumnKind, v: unknown): unknown {
+  if (v === null || v === undefined) return null
+  switch (kind) {
+    case 'time': {
+      const ms = typeof v === 'string' && v.endsWith('Z') ? Date.parse(v) : Number.NaN
+      return Number.isFinite(ms) ? ms : null
+    }
+    case 'flag':
+      return v === 1
+    case 'json':
+      return JSON.parse(v as string)
+    case 'bytes':
+      return (v as Buffer).toString('base64')
+    default:
+      return v
+  }
+}
+
+function fromDuck(kind: ColumnKind, v: unknown): unknown {
+  if (v === null) return null
+  if (typeof v === 'bigint') return Number(v)
+  return kind === 'json' ? JSON.parse(v as string) : v
+}
+
+function fromJsonl(kind: ColumnKind, v: unknown): unknown {
+  if (v === null) return null
+  return kind === 'time' ? Date.parse(v as string) : v
+}
+
+function mirrorRows(table: TableSpec): unknown[][] {
+  const cols = table.columns.map((c) => `"${c.name}"`).join(', ')
+  const order = (table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name)).map((k) => `"${k}"`).join(', ')
+  return env.app.mirror.sqlite
+    .prepare(`SELECT ${cols} FROM "${table.name}"${order === '' ? '' : ` ORDER BY ${order}`}`)
+    .raw(true)
+    .all()
+    .map((r) => (r as unknown[]).map((v, i) => expected(table.columns[i]!.kind, v)))
+}
+
+async function fileRows(format: ExportFormat, dir: string, t: ExportedTable): Promise<unknown[][]> {
+  const file = path.join(dir, t.file)
+  if (format === 'jsonl') {
+    const lines = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+    return lines.map((l) => {
+      const o = JSON.parse(l) as Record<string, unknown>
+      expect(Object.keys(o)).toEqual(t.columns.map((c) => c.name))
+      return t.columns.map((c) => fromJsonl(c.kind, o[c.name]))
+    })
+  }
+  const select = t.columns
+    .map((c) => {
+      const id = `"${c.name}"`
+      return c.kind === 'time' ? `epoch_ms(${id})` : c.kind === 'json' ? `CAST(${id} AS VARCHAR)` : id
+    })
+    .join(', ')
+  const lit = `'${file}'`
+  // CSV: the declared types; a quoted empty field is an empty string, an unquoted one NULL.
+  const source =
+    format === 'parquet'
+      ? `read_parquet(${lit})`
+      : `read_csv(${lit}, header = true, auto_detect = false, allow_quoted_nulls = false, columns = {${t.columns.map((c) => `'${c.name}': '${c.type}'`).join(', ')}})`
+  const result = await duck.runAndReadAll(`SELECT ${select} FROM ${source}`)
+  return result.getRowsJS().map((r) => r.map((v, i) => fromDuck(t.columns[i]!.kind, v)))
+}
+
+/** The keywords rowSchema uses, checked: type (with integer), not, required, additionalProperties. */
+function schemaProblems(schema: JsonSchema, row: Record<string, unknown>): string[] {
+  const properties = schema.properties as Record<string, JsonSchema>
+  const problems: string[] = []
+  const typeOf = (v: unknown) =>
+    v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v
+  for (const name of schema.required as string[]) if (!(name in row)) problems.push(`${name} missing`)
+  for (const [name, value] of Object.entries(row)) {
+    const p = properties[name]
+    if (p === undefined) {
+      problems.push(`${name} not in the schema`)
+      continue
+    }
+    const allowed = p.type === undefined ? undefined : ([] as string[]).concat(p.type as string | string[])
+    const actual = typeOf(value)
+    if (allowed !== undefined && !allowed.includes(actual) && !(actual === 'integer' && allowed.includes('number')))
+      problems.push(`${name}: ${actual} is not ${allowed.join('|')}`)
+    if (p.not !== undefined && value === null) problems.push(`${name}: null`)
+  }
+  return problems
+}
+
+/** The CLI in this process (no child to start) against the test's mirror. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const sink = (f: (s: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (f(c.toString('utf8')), cb()) })
+  const code = await main(args, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    env: { FSM_DB: env.db, FSM_LOG_LEVEL: 'silent' },
+  })
+  return { code, stdout, stderr }
+}
+
+function manifestOf(dir: string): ExportManifest {
+  return JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as ExportManifest
+}
+
+describe('fsm-sync export', () => {
+  test.each(['parquet', 'csv', 'jsonl'] as const)('%s: every data table, read back, equals the mirror row by row', async (format) => {
+    const catalog = mirrorCatalog(reader.sqlite)
+    const dir = tempDir()
+    const manifest = await exportMirror(reader.sqlite, catalog, { format, outDir: dir, now: Date.now() })
+    expect(manifestOf(dir)).toEqual(manifest)
+    expect(manifest.seq).toBe(env.rows('SELECT max(seq) AS s FROM change_log')[0]!.s)
+    expect(manifest.tables.map((t) => t.name)).toEqual(catalog.filter((t) => t.role === 'data').map((t) => t.name))
+    // The custom objects' views are exported with their typed columns.
+    expect(manifest.tables.some((t) => t.name.startsWith('obj_') && t.rows > 0)).toBe(true)
+    let rows = 0
+    for (const t of manifest.tables) {
+      const spec = catalog.find((c) => c.name === t.name)!
+      const want = mirrorRows(spec)
+      expect(await fileRows(format, dir, t), `${format} ${t.name}`).toEqual(want)
+      expect(t.rows).toBe(want.length)
+      rows += t.rows
+    }
+    expect(manifest.tables.find((t) => t.name === 'jobs')!.rows).toBe(8)
+    // Parquet columns carry the declared types (TIMESTAMPTZ, BOOLEAN, JSON, ...), not text.
+    if (format === 'parquet')
+      for (const t of manifest.tables) {
+        const described = await duck.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${path.join(dir, t.file)}')`)
+        const types = described.getRowObjectsJS().map((r) => (r.column_type as string).replace('TIMESTAMP WITH TIME ZONE', 'TIMESTAMPTZ'))
+        expect(types, t.name).toEqual(t.columns.map((c) => c.type))
+      }
+    // JSON Lines rows are what `fsm-sync schema --json` says they are.
+    if (format === 'jsonl')
+      for (const t of manifest.tables) {
+        const schema = rowSchema(catalog.find((c) => c.name === t.name)!)
+        for (const line of readFileSync(path.join(dir, t.file), 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''))
+          expect(schemaProblems(schema, JSON.parse(line)), t.name).toEqual([])
+      }
+    expect(rows).toBeGreaterThan(50)
+  })
+
+  test('one snapshot: what the writer commits while the export runs is in none of its files', async () => {
+    const [{ s: seq }] = env.rows('SELECT max(seq) AS s FROM change_log') as [{ s: number }]
+    const [item] = env.rows('SELECT id, name FROM items ORDER BY id LIMIT 1') as [{ id: string; name: string }]
+    const dir = tempDir()
+    const manifest = await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+      format: 'parquet',
+      outDir: dir,
+      tables: ['taxes', 'items'],
+      now: 0,
+      // Between the two files, the daemon's connection changes an item and logs the change.
+      onTable: (t) => {
+        if (t.name !== 'taxes') return
+        const w = env.app.mirror.sqlite
+        w.transaction(() => {
+          w.prepare(`UPDATE items SET name = 'renamed during the export' WHERE id = ?`).run(item.id)
+          w.prepare(
+            `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ('items', ?, 'upsert', NULL, ?)`,
+          ).run(item.id, new Date().toISOString())
+        })()
+      },
+    })
+    expect(manifest.seq).toBe(seq)
+    const read = await duck.runAndReadAll(`SELECT name FROM read_parquet('${path.join(dir, 'items.parquet')}') WHERE id = '${item.id}'`)
+    expect(read.getRowsJS()).toEqual([[item.name]])
+    expect(env.rows('SELECT name FROM items WHERE id = ?', item.id)).toEqual([{ name: 'renamed during the export' }])
+  })
+
+  test('--after-seq: the latest change of each record changed since, with its row; children of changed parents', async () => {
+    const [before] = env.rows('SELECT max(seq) AS s FROM change_log') as { s: number }[]
+    const [victim] = env.rows('SELECT id FROM clients WHERE deleted_at IS NULL ORDER BY id LIMIT 1') as { id: string }[]
+    const [job] = env.rows('SELECT job_id AS id FROM job_assignees LIMIT 1') as { id: string }[]
+    await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 2 })
+    await emu.control('POST', '/mutate', { resource: 'jobs', op: 'update', id: job!.id, fields: {} })
+    await emu.control('POST', '/mutate', { resource: 'clients', op: 'delete', id: victim!.id })
+    await env.sync({ streams: [clients, jobs] })
+    // 1 of 10 live clients: within the reconciliation's guard (10 %).
+    expect((await env.reconcile([clients]))[0]!.outcome).toBe('success')
+
+    const dir = tempDir()
+    const manifest = await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+      format: 'jsonl',
+      outDir: dir,
+      afterSeq: before!.s,
+      now: Date.now(),
+    })
+    expect(manifest.afterSeq).toBe(before!.s)
+    expect(manifest.tables.map((t) => t.name)).toEqual(['clients', 'jobs', 'job_assignees'])
+    const read = (name: string) =>
+      readFileSync(path.join(dir, `${name}.jsonl`), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const latest = (table: string) =>
+      env.rows(
+        `SELECT l.record_id AS id, l.seq, l.op FROM change_log l
+         WHERE l.table_name = ? AND l.seq > ? AND l.seq = (SELECT max(seq) FROM change_log c WHERE c.table_name = l.table_name AND c.record_id = l.record_id)
+         ORDER BY l.seq`,
+        table,
+        before!.s,
+      )
+    const changedClients = read('clients')
+    expect(changedClients.map((r) => ({ id: r.id, seq: r.change_seq, op: r.change_op }))).toEqual(latest('clients'))
+    const deleted = changedClients.find((r) => r.id === victim!.id)!
+    expect(deleted.change_op).toBe('delete')
+    expect(typeof deleted.deleted_at).toBe('string')
+    // Each row is the record as the mirror holds it, with the change columns in front.
+    const full = env.rows('SELECT * FROM clients WHERE id = ?', victim!.id)[0]!
+    expect(deleted.raw).toEqual(JSON.parse(full.raw as string))
+    expect(read('jobs').map((r) => r.id)).toEqual(latest('jobs').map((r) => r.id))
+    expect(read('job_assignees').map((r) => r.user_id)).toEqual(
+      env.rows('SELECT user_id FROM job_assignees WHERE job_id = ? ORDER BY user_id', job!.id).map((r) => r.user_id),
+    )
+    // A state table has no change records to read.
+    await expect(
+      exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+        format: 'jsonl',
+        outDir: tempDir(),
+        afterSeq: 0,
+        tables: ['sync_runs'],
+        now: 0,
+      }),
+    ).rejects.toThrow(ExportUsageError)
+  })
+
+  test('schema: the declared tables and views and the custom-object views of the mirror, as text and as JSON Schemas', async () => {
+    const json = await cli(['schema', '--json', '--stream', 'objects'])
+    expect(json.code).toBe(0)
+    const doc = JSON.parse(json.stdout) as CatalogDocument
+    const views = env.rows(`SELECT name FROM sqlite_master WHERE type = 'view' AND name LIKE 'obj\\_%' ESCAPE '\\' ORDER BY name`)
+    expect(views.length).toBeGreaterThan(0)
+    const objects = STREAMS.find((s) => s.kind === 'objects')!
+    expect(doc.streams.map((s) => s.name)).toEqual([...objects.tables.map((t) => t.name), ...views.map((v) => v.name)])
+    expect(new Set(doc.streams.map((s) => s['x-fsm-stream']))).toEqual(new Set(['objects']))
+    // A view's schema has exactly the columns SQLite reports for it.
+    for (const v of views) {
+      const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
+      expect(Object.keys(doc.streams.find((s) => s.name === v.name)!.json_schema.properties as object)).toEqual(columns)
+    }
+    const text = await cli(['schema', '--stream', 'jobs'])
+    expect(text.code).toBe(0)
+    expect(text.stdout).toMatch(/^jobs \(data; key id\)\n/)
+    expect(text.stdout).toMatch(/^ {2}job_status +TEXT +text +yes /m)
+    const bad = await cli(['schema', '--stream', 'nope'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--stream nope: no such stream or table; streams: clients, jobs/)
+  })
+
+  test('the CLI exports with the writer open, changes nothing in the mirror, and refuses an unknown table', async () => {
+    const digest = () =>
+      ['', '-wal'].map((s) =>
+        existsSync(env.db + s)
+          ? createHash('sha256')
+              .update(readFileSync(env.db + s))
+              .digest('hex')
+          : '',
+      )
+    const before = digest()
+    const dir = tempDir()
+    const ok = await runCli(
+      ['export', '--format', 'parquet', '--out', dir, '--tables', 'clients,invoice_items', '--json'],
+      cleanEnv({ FSM_DB: env.db }),
+    )
+    expect(ok.stderr).toBe('')
+    expect(ok.code).toBe(0)
+    const manifest = JSON.parse(ok.stdout) as ExportManifest
+    expect(manifest.tables.map((t) => [t.name, t.file])).toEqual([
+      ['clients', 'clients.parquet'],
+      ['invoice_items', 'invoice_items.parquet'],
+    ])
+    expect(manifestOf(dir)).toEqual(manifest)
+    expect(digest()).toEqual(before)
+    // The files hold the mirror's data and get its mode (FSM_DB_MODE, 0640): nothing for others.
+    for (const f of ['clients.parquet', 'manifest.json']) expect(statSync(path.join(dir, f)).mode & 0o777).toBe(0o640)
+
+    const bad = await cli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients,nope'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--tables: no such table: nope; valid: clients, /)
+  })
+})
