@@ -1,7 +1,7 @@
 // The CLI entry: global options, one command per file, strict parsing. Exit codes: 0 success,
 // 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors).
 import yargs from 'yargs'
-import { loadConfig, ConfigError, type Config } from '../config/index.js'
+import { loadConfig, ConfigError, postgresSecrets, type Config } from '../config/index.js'
 import { createLogger, type Logger } from '../log/logger.js'
 import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
@@ -68,7 +68,7 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
       const c = ctx.config()
       return (logger ??= createLogger({
         level: c.logLevel,
-        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets],
+        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)],
       }))
     },
   }

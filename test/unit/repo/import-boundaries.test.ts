@@ -17,6 +17,7 @@ type Layer =
   | 'connectors'
   | 'src/sync'
   | 'src/webhooks'
+  | 'src/destination'
   | 'src/daemon'
   | 'src/cli'
   | 'emulator'
@@ -36,8 +37,10 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   connectors: BASE,
   'src/sync': MIDDLE,
   'src/webhooks': MIDDLE,
-  'src/daemon': ENGINE,
-  'src/cli': [...ENGINE, 'src/daemon'],
+  // The Postgres destination reads the mirror and the declarations; the daemon and the CLI run it.
+  'src/destination': MIDDLE,
+  'src/daemon': [...ENGINE, 'src/destination'],
+  'src/cli': [...ENGINE, 'src/destination', 'src/daemon'],
   // Written from the API's specification alone, so it shares no misreading with the product.
   emulator: [],
 }

@@ -1,0 +1,133 @@
+// How a mirror column becomes a Postgres column (README.md, Postgres destination: the type mapping):
+// the type each column kind is declared with, and a mirror value in the two forms the replicator
+// sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
+// (initial loads). Pure.
+import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
+
+/** A value as better-sqlite3 reads it from the mirror. */
+export type MirrorValue = string | number | bigint | Buffer | null | undefined
+
+export type PgType = 'text' | 'timestamptz' | 'double precision' | 'bigint' | 'boolean' | 'jsonb' | 'bytea'
+
+export function pgType(kind: ColumnKind): PgType {
+  switch (kind) {
+    case 'text':
+      return 'text'
+    case 'time':
+      return 'timestamptz'
+    case 'real':
+      return 'double precision'
+    case 'integer':
+      return 'bigint'
+    case 'flag':
+      return 'boolean'
+    case 'json':
+      return 'jsonb'
+    case 'bytes':
+      return 'bytea'
+  }
+}
+
+/** The names information_schema.columns.data_type gives for each type, to check an existing table. */
+export const INFORMATION_SCHEMA_TYPE: Readonly<Record<PgType, string>> = {
+  text: 'text',
+  timestamptz: 'timestamp with time zone',
+  'double precision': 'double precision',
+  bigint: 'bigint',
+  boolean: 'boolean',
+  jsonb: 'jsonb',
+  bytea: 'bytea',
+}
+
+const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/**
+ * The mirror's canonical instant text, or null for anything else: a `time` column may hold a value
+ * upstream sent that is not an instant (the row's raw keeps it), which timestamptz cannot hold.
+ */
+export function instantOrNull(value: unknown): string | null {
+  if (typeof value !== 'string' || !CANONICAL.test(value)) return null
+  // Days 29 to 31 exist only in some months: a round trip tells.
+  if (value.slice(8, 10) <= '28') return value
+  const ms = Date.parse(value)
+  return Number.isFinite(ms) && new Date(ms).toISOString() === value ? value : null
+}
+
+/** A mirror value as a JSON value for jsonb_populate_recordset: Postgres casts it to the column's type. */
+export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
+  if (value === null || value === undefined) return null
+  switch (kind) {
+    case 'text':
+      return typeof value === 'string' ? stripNul(value) : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
+    case 'time':
+      return instantOrNull(value)
+    case 'real':
+    case 'integer':
+      return typeof value === 'bigint' ? value.toString() : value
+    case 'flag':
+      return value !== 0 && value !== 0n && value !== '0'
+    case 'json':
+      return parseJson(value)
+    case 'bytes':
+      return `\\x${Buffer.isBuffer(value) ? value.toString('hex') : Buffer.from(typeof value === 'string' ? value : String(value)).toString('hex')}`
+  }
+}
+
+/**
+ * JSON text as a value. Text that is not JSON (the mirror writes only JSON to these columns, so
+ * this is a safeguard) is kept as a JSON string rather than failing the batch.
+ */
+function parseJson(value: MirrorValue): unknown {
+  if (typeof value !== 'string') return typeof value === 'bigint' ? value.toString() : value
+  try {
+    return JSON.parse(value) as unknown
+  } catch {
+    return stripNul(value)
+  }
+}
+
+/** Postgres text cannot hold NUL; SQLite text can. It is dropped (raw keeps the value in the mirror). */
+function stripNul(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '') : text
+}
+
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '' }
+const NEEDS_ESCAPE = /[\\\n\r\t\0]/
+const ESCAPE_ALL = /[\\\n\r\t\0]/g
+
+function copyText(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPE_ALL, (c) => COPY_ESCAPES[c]!) : text
+}
+
+/** A mirror value as one field of COPY's text format (`\N` for NULL). */
+export function copyField(kind: ColumnKind, value: MirrorValue): string {
+  if (value === null || value === undefined) return '\\N'
+  switch (kind) {
+    case 'text':
+    case 'json':
+      // JSON text goes as it is: jsonb parses it.
+      return copyText(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+    case 'time':
+      return instantOrNull(value) ?? '\\N'
+    case 'real':
+    case 'integer':
+      return typeof value === 'number' || typeof value === 'bigint' ? String(value) : '\\N'
+    case 'flag':
+      return value !== 0 && value !== 0n && value !== '0' ? 't' : 'f'
+    case 'bytes':
+      return `\\\\x${Buffer.isBuffer(value) ? value.toString('hex') : Buffer.from(typeof value === 'string' ? value : String(value)).toString('hex')}`
+  }
+}
+
+/** A function turning one mirror row (its values in column order) into one line of COPY text. */
+export function copyLineEncoder(columns: readonly ColumnSpec[]): (values: readonly MirrorValue[]) => string {
+  const kinds = columns.map((c) => c.kind)
+  return (values) => {
+    let line = ''
+    for (let i = 0; i < kinds.length; i++) {
+      if (i > 0) line += '\t'
+      line += copyField(kinds[i]!, values[i])
+    }
+    return `${line}\n`
+  }
+}
