@@ -5,6 +5,8 @@ import { doctorCommand } from './doctor.js'
 import { emulatorCommand } from './emulator.js'
 import { queryCommand } from './query.js'
 import { reconcileCommand } from './reconcile.js'
+import { replicateCommand } from './replicate.js'
+import { consumersCommand } from './consumers.js'
 import { runCommand } from './run.js'
 import { statusCommand } from './status.js'
 import { syncCommand } from './sync.js'
@@ -15,6 +17,8 @@ export const commands: readonly Command[] = [
   runCommand,
   syncCommand,
   reconcileCommand,
+  replicateCommand,
+  consumersCommand,
   statusCommand,
   queryCommand,
   triggerCommand,

@@ -177,6 +177,18 @@ function keyOf(recordId: string, keyLength: number): string[] {
   return parts
 }
 
+/** Ends a connection; one the server does not answer on is cut after a second. */
+async function endClient(client: pg.Client): Promise<void> {
+  const ended = await Promise.race([
+    client.end().then(
+      () => true,
+      () => true,
+    ),
+    sleep(1_000).then(() => false),
+  ])
+  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+}
+
 export class PostgresDestination {
   readonly #o: Required<Omit<PostgresDestinationOptions, 'retry'>> & { retry: { minMs: number; maxMs: number } }
   readonly #log: Logger
@@ -224,9 +236,15 @@ export class PostgresDestination {
     this.#loop ??= this.#follow(this.#stop.signal)
   }
 
+  /** Stops following: the batch in flight commits or rolls back, within about two seconds. */
   async stop(): Promise<void> {
     this.#stop.abort()
-    await this.#loop
+    if (this.#loop !== undefined) {
+      const settled = await Promise.race([this.#loop.then(() => true), sleep(2_000).then(() => false)])
+      // A server that does not answer: ending the connection fails the query in flight (its transaction rolls back).
+      if (!settled) await this.#dropConnection()
+      await this.#loop
+    }
     await this.close()
     this.#state = 'stopped'
   }
@@ -234,7 +252,7 @@ export class PostgresDestination {
   async close(): Promise<void> {
     const client = this.#client
     this.#client = undefined
-    await client?.end().catch(() => undefined)
+    if (client !== undefined) await endClient(client)
     if (this.#reader !== undefined) {
       const reader = this.#reader
       this.#reader = undefined
@@ -358,7 +376,7 @@ export class PostgresDestination {
     const client = this.#client
     this.#client = undefined
     this.#broken = false
-    if (client !== undefined) await client.end().catch(() => undefined)
+    if (client !== undefined) await endClient(client)
   }
 
   async #connect(): Promise<void> {
