@@ -3,6 +3,8 @@ import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
+import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
+import { POSTGRES_CONSUMER } from '../destination/index.js'
 
 export const statusCommand: Command = {
   command: 'status',
@@ -20,8 +22,10 @@ export const statusCommand: Command = {
         throw explainMirrorError(config.db, err)
       }
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
-      if (args.json === true) ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit }, null, 2) + '\n')
-      else ctx.io.stdout.write(render(report, config.rateLimit))
+      const destination = destinationStatus(mirror.sqlite, config.destination.postgres)
+      if (args.json === true)
+        ctx.io.stdout.write(JSON.stringify({ ...report, budgetPerMinute: config.rateLimit, destination }, null, 2) + '\n')
+      else ctx.io.stdout.write(render(report, config.rateLimit) + renderDestination(destination))
       return 0
     } finally {
       await mirror.close()
@@ -60,6 +64,33 @@ function render(report: StatusReport, budget: number): string {
   if (report.schedulesOff !== undefined && report.schedulesOff.length > 0)
     out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
   return out.join('\n') + '\n'
+}
+
+type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: string; configured: boolean }) | null
+
+/** The Postgres destination's position as its daemon last recorded it in the mirror; null when there is none. */
+function destinationStatus(
+  sqlite: Parameters<typeof consumerLag>[0],
+  settings: { url?: string | undefined; schema: string },
+): DestinationReport {
+  // A mirror from before change_log_consumers, opened read-only, has no such table yet.
+  let lag: ConsumerLag | undefined
+  try {
+    lag = consumerLag(sqlite, POSTGRES_CONSUMER, Date.now())
+  } catch {
+    lag = undefined
+  }
+  const configured = settings.url !== undefined
+  if (!configured && lag === undefined) return null
+  return { kind: 'postgres', schema: settings.schema, configured, ...(lag ?? {}) }
+}
+
+function renderDestination(d: DestinationReport): string {
+  if (d === null) return ''
+  if (d.seq === undefined) return `destination postgres (schema ${d.schema}): not replicated yet (fsm-sync run or fsm-sync replicate)\n`
+  const error = d.lastError === null || d.lastError === undefined ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
+  const off = d.configured ? '' : ' (no longer configured: FSM_POSTGRES_URL is unset)'
+  return `destination postgres (schema ${d.schema})${off}: ${d.lagChanges ?? 0} changes behind (${d.lagSeconds ?? 0} s), at change ${d.seq}${error}\n`
 }
 
 function cursorText(cursor: string | null): string {

@@ -305,6 +305,7 @@ export class PostgresDestination {
       this.#forceSnapshotCheck = true
       await this.#applyBatch()
       this.#state = 'following'
+      this.#lastError = undefined
       return {
         loaded: loadReason,
         loadedRows,
@@ -337,6 +338,7 @@ export class PostgresDestination {
         if (this.#lastError !== undefined) {
           this.#log.info('the destination is replicating again')
           this.#lastError = undefined
+          this.#syncConsumer(this.#cursor ?? 0)
         }
         delay = this.#o.retry.minMs
         if (n === 0) await sleep(this.#o.pollMs, undefined, { signal }).catch(() => undefined)

@@ -105,9 +105,11 @@ export class ChangeLogConsumers {
     )
   }
 
-  /** Sets the consumer's position, also backwards (a destination loaded again from a snapshot). */
+  /** Sets the consumer's position, also backwards (a destination loaded again from a snapshot), clearing its last error. */
   reset(name: string, seq: number, now: string): void {
-    this.sqlite.prepare(`UPDATE change_log_consumers SET seq = ?, updated_at = ? WHERE name = ?`).run(seq, now, name)
+    this.sqlite
+      .prepare(`UPDATE change_log_consumers SET seq = ?, updated_at = ?, last_error = NULL, last_error_at = NULL WHERE name = ?`)
+      .run(seq, now, name)
   }
 
   recordError(name: string, message: string, now: string): void {
@@ -148,4 +150,35 @@ export function pruneHorizon(sqlite: Sqlite, now: number, settings: ChangeLogPru
   }
   const first = firstKeptSeq(sqlite)
   return first === undefined || horizon < first ? undefined : horizon
+}
+
+export interface ConsumerLag {
+  name: string
+  /** The last change the consumer has read. */
+  seq: number
+  /** Changes it has not read yet. */
+  lagChanges: number
+  /** Age of the oldest change it has not read, in seconds (0 when it has read everything). */
+  lagSeconds: number
+  lastError: string | null
+  lastErrorAt: string | null
+  updatedAt: string
+}
+
+/** How far behind the mirror a consumer is, from the mirror alone; undefined when it is not registered. */
+export function consumerLag(sqlite: Sqlite, name: string, now: number): ConsumerLag | undefined {
+  const c = new ChangeLogConsumers(sqlite).get(name)
+  if (c === undefined) return undefined
+  const last = lastChangeSeq(sqlite)
+  const next = sqlite.prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`).pluck().get(c.seq) as
+    string | undefined
+  return {
+    name,
+    seq: c.seq,
+    lagChanges: Math.max(0, last - c.seq),
+    lagSeconds: next === undefined ? 0 : Math.max(0, Math.round((now - Date.parse(next)) / 1000)),
+    lastError: c.lastError,
+    lastErrorAt: c.lastErrorAt,
+    updatedAt: c.updatedAt,
+  }
 }
