@@ -39,7 +39,7 @@ import {
   type ObjectType,
 } from './postgres-ddl.js'
 import { DestinationError, explainDestinationError } from './postgres-errors.js'
-import { copyLineEncoder, jsonValue, pgType, type MirrorValue } from './postgres-types.js'
+import { copyLinesSql, jsonValue, pgType, type MirrorValue } from './postgres-types.js'
 
 /** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -526,15 +526,15 @@ export class PostgresDestination {
   }
 
   async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table): Promise<number> {
-    const encode = copyLineEncoder(t.columns)
-    const stmt = sqlite.prepare(t.select).raw()
+    // SQLite writes each row's COPY line itself (copyLinesSql): JavaScript only joins them into chunks.
+    const stmt = sqlite.prepare(copyLinesSql(t.spec.name, t.columns)).pluck()
     let count = 0
     function* chunks(): Generator<string> {
       let chunk = ''
-      for (const values of stmt.iterate() as IterableIterator<MirrorValue[]>) {
-        chunk += encode(values)
+      for (const line of stmt.iterate() as IterableIterator<string>) {
+        chunk += line
         count++
-        if (chunk.length >= 65_536) {
+        if (chunk.length >= 262_144) {
           yield chunk
           chunk = ''
         }

@@ -28,7 +28,7 @@ function job(id: string, updated: number, extra: Record<string, unknown> = {}, a
       start_date_time: at(updated + 3600),
       schedule_later: 0,
       any_time: 1,
-      total: 12.5,
+      total: 0.30000000000000004,
       job_address: JSON.stringify({ city: 'Paris', street: 'Rue "x"\ttab\nnewline\\' }),
       notes: null,
       created_at: at(0),
