@@ -1,9 +1,11 @@
 // Custom objects (spec: Custom object definition and record; Endpoints, Custom objects). Their
 // fields differ per account and change at run time, so records are kept whole as JSON and each
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
-import type { RecordRow } from '../src/store/record-writer.js'
+import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
+import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
-import { json, obj, text, type Payload } from './mapping.js'
+import { obj, text } from './mapping.js'
 
 export const customObjects = {
   name: 'objects',
@@ -16,15 +18,60 @@ export const customObjects = {
   snapshotEvents: ['object.created', 'object.updated', 'object.stage_changed'],
 } as const
 
-export interface DiscoveryItem {
-  slug: string
-  raw: Payload
+const SLUG = col('slug', 'text', 'slug', "The custom object's slug.", { nullable: false })
+
+/** One row per custom object of the account: its discovery item, schema and view. */
+export const customObjectTypesTable: MappedTable = {
+  name: 'custom_object_types',
+  description: "A custom object of the account: its discovery item, its schema's fields and pipeline, and the view built from them.",
+  role: 'data',
+  primaryKey: ['slug'],
+  columns: [
+    SLUG,
+    col('name_singular', 'text', 'nameSingular', 'Singular display name.'),
+    col('name_plural', 'text', 'namePlural', 'Plural display name.'),
+    col('is_child_object', 'flag', 'isChildObject', 'A child object of another one.'),
+    col('parent_object_slug', 'text', 'parentObjectSlug', 'The parent object, for a child object.'),
+    col('schema_url', 'text', 'schemaUrl', 'The schema route upstream.'),
+    col('fields', 'json', 'fields', "The schema's field descriptors, in display order, as JSON."),
+    col('pipeline', 'json', 'pipeline', "The schema's pipeline as JSON."),
+    col('disabled_at', 'time', undefined, 'When the object was last missing from discovery; NULL while it is listed.'),
+    col('view_name', 'text', undefined, 'The view with one column per field (obj_<slug>).'),
+    col('raw', 'json', undefined, 'The discovery item and the schema as received, as JSON text.', { nullable: false }),
+    SYNCED_AT,
+  ],
 }
 
-export interface ObjectSchema {
-  fields: { name: string; id?: string; label?: string; type?: string; relation?: { multi?: boolean } | null }[]
-  pipeline: unknown
-  raw: Payload
+/** Every custom-object record, whatever its object, with its fields as JSON. */
+export const customRecordsTable: MappedTable = {
+  name: 'custom_records',
+  description: 'A record of a custom object; its fields are in data, and the view obj_<slug> shows them as columns.',
+  role: 'data',
+  primaryKey: ['slug', 'id'],
+  columns: [
+    { ...SLUG, from: 'object', description: 'The custom object the record belongs to (custom_object_types.slug).' },
+    ID,
+    col('stage', 'text', 'stage', "The record's stage in the object's pipeline."),
+    col('data', 'json', 'data', "The record's fields, keyed by field name, as JSON.", { map: (p) => p.data ?? {} }),
+    ...RECORD_TAIL,
+  ],
+}
+
+/** The client schema's custom fields, the labels behind clients.properties. */
+export const clientFieldsTable: MappedTable = {
+  name: 'client_fields',
+  description: 'A custom client field from the client schema; clients.properties name them by id (see the client_properties view).',
+  role: 'data',
+  primaryKey: ['id'],
+  columns: [
+    col('id', 'text', 'fields[].id', 'The field id.', { nullable: false }),
+    col('name', 'text', 'fields[].name', 'The field name.'),
+    col('label', 'text', 'fields[].label', 'The display label.'),
+    col('type', 'text', 'fields[].type', 'The field type.'),
+    col('options', 'json', 'fields[].options', 'Select options as JSON.'),
+    { ...RAW, description: 'The field descriptor as received, as JSON text.' },
+    SYNCED_AT,
+  ],
 }
 
 export function toDiscoveryItem(p: Payload): DiscoveryItem | undefined {
@@ -49,8 +96,13 @@ export function toSchema(p: Payload): ObjectSchema {
   }
 }
 
+// The slug is the writer's scope, so the mapping leaves it out with the shared columns.
+const recordColumns = compileColumns({ ...customRecordsTable, columns: customRecordsTable.columns.filter((c) => c.name !== 'slug') })
+
 /** A record's row in custom_records (the slug is the writer's scope, not a column here). */
 export function customRecordToRow(p: Payload): RecordRow {
   const { id, updated_at, raw, created_at } = recordBase(p)
-  return { id, updated_at, raw, columns: { stage: text(p.stage), data: json(p.data ?? {}), created_at } }
+  const columns = recordColumns(p)
+  columns.created_at = created_at
+  return { id, updated_at, raw, columns }
 }

@@ -1,8 +1,9 @@
-// A stream is data: what to read, how to page, which table, how a payload becomes rows, and how
-// deletions show: connectors are declarations and do no I/O (docs/architecture.md, Layers).
-import type { ChildRows, RecordRow, SqlValue } from '../src/store/record-writer.js'
-import type { Payload } from './mapping.js'
-import { canonicalTime, canonicalTimeOrText } from '../src/store/timestamps.js'
+// A stream is data: what to read, how to page, which table with which columns, and how deletions
+// show; the row mapping is compiled from the declared columns (columns.ts). Connectors are
+// declarations and do no I/O (docs/architecture.md, Layers).
+import type { Payload, RecordRow } from '../src/model/rows.js'
+import { canonicalTime, canonicalTimeOrText } from '../src/model/timestamps.js'
+import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn, type MappedTable } from './columns.js'
 
 export type Paging = 'updated-keyset'
 
@@ -13,6 +14,8 @@ export interface RecordStream {
   scope: string
   paging: Paging
   table: string
+  /** The stream's tables as declared: its own first, then its child tables. */
+  tables: readonly MappedTable[]
   /** Child tables written with the parent, for the contract tests and for `--full` resets. */
   childTables: readonly { table: string; parentColumn: string }[]
   toRow: (payload: Payload) => RecordRow
@@ -21,31 +24,36 @@ export interface RecordStream {
   snapshotEvents: readonly string[]
 }
 
-/** What a connector declares: the stream's data plus how a payload maps to columns and children. */
-export type StreamDefinition = Omit<RecordStream, 'toRow'> & {
-  /**
-   * The typed columns (snake_case) of the documented fields; id, timestamps and raw are added.
-   * Returns a fresh object on every call: toRow adds created_at to it.
-   */
-  columns: (payload: Payload) => Record<string, SqlValue>
-  /** Child rows replaced with the parent, one entry per child table (listed even when empty). */
-  children?: (payload: Payload, id: string) => ChildRows[]
+/** What a connector declares: the stream's data, its table's own columns and its child tables. */
+export type StreamDefinition = Omit<RecordStream, 'toRow' | 'tables' | 'childTables'> & {
+  /** One sentence on what a row of the stream's table is. */
+  description: string
+  /** The typed columns (snake_case) of the documented fields; id, timestamps and raw are added. */
+  columns: readonly MappedColumn[]
+  /** Child tables whose rows are replaced with the parent's. */
+  children?: readonly ChildDeclaration[]
 }
 
 export function defineStream(definition: StreamDefinition): RecordStream {
-  const { columns, children, ...stream } = definition
+  const { columns, children = [], description, ...stream } = definition
+  const own = recordTable(stream.table, description, columns)
+  const compiled = children.map((c) => compileChild(stream.table, c))
+  const mapColumns = compileColumns(own)
+  const toRow = (payload: Payload): RecordRow => {
+    const { id, updated_at, raw, created_at } = recordBase(payload)
+    // A fresh object per row, created_at added in place rather than copied.
+    const cols = mapColumns(payload)
+    cols.created_at = created_at
+    const row: RecordRow = { id, updated_at, raw, columns: cols }
+    // Every child table is listed, even when empty: its old rows are replaced by none.
+    if (compiled.length > 0) row.children = compiled.map((c) => c.rows(payload, id))
+    return row
+  }
   return {
     ...stream,
-    // The hot path of every sweep page: the connector's fresh columns object gets created_at added
-    // in place rather than copied, and the row is built without spreads.
-    toRow: (payload) => {
-      const { id, updated_at, raw, created_at } = recordBase(payload)
-      const cols = columns(payload)
-      cols.created_at = created_at
-      const row: RecordRow = { id, updated_at, raw, columns: cols }
-      if (children !== undefined) row.children = children(payload, id)
-      return row
-    },
+    tables: [own, ...compiled.map((c) => c.spec)],
+    childTables: children.map((c) => ({ table: c.table, parentColumn: c.parentColumn })),
+    toRow,
   }
 }
 
@@ -60,5 +68,5 @@ export function recordBase(payload: Payload): Pick<RecordRow, 'id' | 'updated_at
     updated_at = null
   }
   if (updated_at === null) throw new TypeError(`record ${id} without a valid updatedAt`)
-  return { id, updated_at, created_at: canonicalTimeOrText(payload.createdAt), raw: JSON.stringify(payload) }
+  return { id, updated_at, raw: JSON.stringify(payload), created_at: canonicalTimeOrText(payload.createdAt) }
 }

@@ -1,9 +1,7 @@
 // Pure helpers that turn loosely-typed upstream values into values a STRICT SQLite column accepts.
 // A value of the wrong type becomes NULL in its column; `raw` still holds it as received.
-import type { SqlValue } from '../src/store/record-writer.js'
-import { canonicalTimeOrText } from '../src/store/timestamps.js'
-
-export type Payload = Readonly<Record<string, unknown>>
+import type { Payload, SqlValue } from '../src/model/rows.js'
+import { canonicalTimeOrText } from '../src/model/timestamps.js'
 
 export const text = (v: unknown): string | null =>
   typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : null

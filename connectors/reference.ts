@@ -1,9 +1,10 @@
 // Reference data through the frozen legacy routes (spec: Legacy routes; Legacy-route resources).
 // Bearer authentication, no per-key scopes, and payloads that may name the id `id`, `recordId` or
 // `_id`; list bodies hold the array in `data` or in one property of it (`data.taxes`, `data.team`).
-import type { RecordRow, SqlValue } from '../src/store/record-writer.js'
-import { canonicalTimeOrText } from '../src/store/timestamps.js'
-import { flag, obj, real, text, type Payload } from './mapping.js'
+import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import { canonicalTimeOrText } from '../src/model/timestamps.js'
+import { col, compileColumns, recordTable, type MappedColumn, type MappedTable } from './columns.js'
+import { obj, text } from './mapping.js'
 
 export interface ReferenceStream {
   name: string
@@ -13,7 +14,17 @@ export interface ReferenceStream {
   listKey?: string
   /** A single object rather than a list (company). */
   single?: boolean
-  columns: (p: Payload) => Record<string, SqlValue>
+  /** The stream's one table as declared. */
+  tables: readonly [MappedTable]
+  /** The table's own columns of a payload (compiled from the declaration). */
+  mapColumns: (p: Payload) => Record<string, SqlValue>
+}
+
+type ReferenceDefinition = Omit<ReferenceStream, 'tables' | 'mapColumns'> & { description: string; columns: readonly MappedColumn[] }
+
+function defineReference({ description, columns, ...stream }: ReferenceDefinition): ReferenceStream {
+  const table = recordTable(stream.table, description, columns)
+  return { ...stream, tables: [table], mapColumns: compileColumns(table) }
 }
 
 /** The record's id under any of the legacy names, normalised to `id`. */
@@ -33,58 +44,75 @@ export function referenceRow(stream: ReferenceStream, p: Payload, fallbackId?: s
     id,
     updated_at: canonicalTimeOrText(p.updatedAt) ?? '',
     raw: JSON.stringify(p),
-    columns: { created_at: canonicalTimeOrText(p.createdAt), ...stream.columns(p) },
+    columns: { created_at: canonicalTimeOrText(p.createdAt), ...stream.mapColumns(p) },
   }
 }
 
+const IS_ACTIVE = col('is_active', 'flag', 'isActive', 'Active (inactive ones are not selectable).')
+
 export const REFERENCE_STREAMS: readonly ReferenceStream[] = [
-  {
+  defineReference({
     name: 'items',
     route: '/api/product-service',
     table: 'items',
-    columns: (p) => ({
-      name: text(p.name),
-      type: text(p.type),
-      price: real(p.price),
-      description: text(p.description),
-      is_active: flag(p.isActive),
-    }),
-  },
-  { name: 'taxes', route: '/api/taxes', table: 'taxes', listKey: 'taxes', columns: (p) => ({ name: text(p.name), rate: real(p.rate) }) },
-  {
+    description: 'A price-book product or service.',
+    columns: [
+      col('name', 'text', 'name', 'Name.'),
+      col('type', 'text', 'type', 'Service or Product.'),
+      col('price', 'real', 'price', 'Default unit price.'),
+      col('description', 'text', 'description', 'Description.'),
+      IS_ACTIVE,
+    ],
+  }),
+  defineReference({
+    name: 'taxes',
+    route: '/api/taxes',
+    table: 'taxes',
+    listKey: 'taxes',
+    description: 'A tax code.',
+    columns: [col('name', 'text', 'name', 'Name.'), col('rate', 'real', 'rate', 'Decimal rate.')],
+  }),
+  defineReference({
     name: 'team',
     route: '/api/teams',
     table: 'team_members',
     listKey: 'team',
-    columns: (p) => ({
-      name: text(p.name) ?? ([text(p.firstName), text(p.lastName)].filter((x) => x !== null).join(' ') || null),
-      email: text(p.email),
-      role: text(obj(p.role).name ?? p.role),
-      is_active: flag(p.isActive),
-      status: text(p.status),
-    }),
-  },
-  {
+    description: 'A team member: a user that jobs and visits are assigned to.',
+    columns: [
+      col('name', 'text', 'name', 'Name, or first and last name joined when the record has no name.', {
+        map: (p) => text(p.name) ?? ([text(p.firstName), text(p.lastName)].filter((x) => x !== null).join(' ') || null),
+      }),
+      col('email', 'text', 'email', 'Email address.'),
+      col('role', 'text', 'role.name|role', "The member's role name."),
+      IS_ACTIVE,
+      col('status', 'text', 'status', 'Active, Inactive or Deleted.'),
+    ],
+  }),
+  defineReference({
     name: 'job_forms',
     route: '/api/job-forms',
     table: 'job_forms',
     listKey: 'jobForms',
-    columns: (p) => ({ name: text(p.name ?? p.title) }),
-  },
-  {
+    description: 'A job-form template, named in jobFormIds of jobs and clients.',
+    columns: [col('name', 'text', 'name|title', 'Name.')],
+  }),
+  defineReference({
     name: 'company',
     route: '/api/companyInfo',
     table: 'company',
     listKey: 'company',
     single: true,
-    columns: (p) => ({
-      company_name: text(p.companyName ?? p.name),
-      email: text(p.email),
-      phone: text(typeof p.phone === 'object' ? obj(p.phone).number : (p.phone ?? p.phoneNumber)),
-      timezone: text(p.timezone ?? p.defaultTimezone),
-      currency: text(p.currency),
-    }),
-  },
+    description: "The account's company: one row.",
+    columns: [
+      col('company_name', 'text', 'companyName|name', 'Company name.'),
+      col('email', 'text', 'email', 'Contact email.'),
+      col('phone', 'text', 'phone.number|phone|phoneNumber', 'Contact phone number.', {
+        map: (p) => (typeof p.phone === 'object' ? obj(p.phone).number : (p.phone ?? p.phoneNumber)),
+      }),
+      col('timezone', 'text', 'timezone|defaultTimezone', 'Default time zone.'),
+      col('currency', 'text', 'currency', 'Currency.'),
+    ],
+  }),
 ]
 
 /** The rows of a legacy body, wherever the array sits: `data`, `data.<listKey>`, or the one array property. */

@@ -9,7 +9,7 @@ import type { Priority } from './governor/index.js'
 import { CursorMetaSchema, type CursorMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
 import type { PageSource } from './updated-at-keyset.js'
-import { isoNow, parseInstant } from '../store/timestamps.js'
+import { isoNow, parseInstant } from '../model/timestamps.js'
 
 export interface CustomObjectOptions {
   /** Inclusive lower bound on updatedAt (sent as `updated_since`, UTC ISO). */

@@ -1,7 +1,7 @@
 // Reading Retry-After and X-RateLimit-* tolerantly. The API's specification names the headers but
 // does not show their forms: X-RateLimit-Reset may be epoch seconds, epoch milliseconds, seconds
 // until the reset, or an HTTP date; Retry-After seconds or an HTTP date. One parser takes them all.
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 export type ResetForm = 'seconds-until' | 'epoch-seconds' | 'epoch-ms' | 'date'
 

@@ -1,7 +1,7 @@
 // zod schemas of the upstream envelope (spec, Conventions 5-6 and Errors). Tolerant: every object is
 // loose, so fields the spec does not list pass through untouched.
 import { z } from 'zod'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 const count = z.coerce.number().int().nonnegative()
 

@@ -16,7 +16,7 @@ import { ListMetaSchema, type KeysetRow, type ListMeta } from './response-schema
 import { readKeysetRows } from './page-rows.js'
 import type { Priority } from './governor/index.js'
 import type { Query } from './routes.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** What to persist with a page's rows, in the same transaction, to resume after it; read back through this schema. */
 export const KeysetCursorSchema = z.object({

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import type { ApiClient } from '../api/api-client.js'
-import { canonicalTimeOrText, isoNow, parseInstant } from '../store/timestamps.js'
+import { canonicalTimeOrText, isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { resumeCursor } from '../sync/resume-cursor.js'
 import { trackedRun } from '../sync/tracked-run.js'

@@ -8,7 +8,7 @@ import type { CheckpointStats } from '../store/background-checkpoints.js'
 import type { RetentionCounts } from '../store/retention.js'
 import type { StreamState } from '../store/sync-state.js'
 import type { RunResult } from '../sync/sync-context.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 export interface MetricSources {
   governor: () => GovernorState

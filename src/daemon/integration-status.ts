@@ -3,7 +3,7 @@
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
 import type { ApiClient } from '../api/api-client.js'
 import type { Sqlite } from '../store/mirror-database.js'
-import { canonicalTimeOrText, isoNow } from '../store/timestamps.js'
+import { canonicalTimeOrText, isoNow } from '../model/timestamps.js'
 import { describeError } from '../sync/describe-error.js'
 
 export interface CalendarStatus {

@@ -9,7 +9,7 @@ import type { Sqlite } from '../store/mirror-database.js'
 import { ownerLiveness, type ProcessIdentity, type RunOwner } from '../store/owner-liveness.js'
 import { RunOwnerStore } from '../store/run-owners.js'
 import type { SyncStateStore } from '../store/sync-state.js'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow } from '../model/timestamps.js'
 
 /** How often a live process says so. */
 export const HEARTBEAT_MS = 10_000

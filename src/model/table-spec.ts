@@ -27,6 +27,11 @@ export interface ColumnSpec {
   readonly from?: string
   /** One sentence on what the column holds, for the schema catalog and docs/tables.md. */
   readonly description: string
+  /**
+   * The type the column is declared with in SQLite when it is not `sqliteType(kind)`: only a table
+   * a library creates (kysely_migration's `varchar(255)`).
+   */
+  readonly declaredType?: string
 }
 
 export interface TableSpec {

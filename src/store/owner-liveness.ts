@@ -9,7 +9,7 @@
 // - Another host (two containers on one volume): pids mean nothing here; a heartbeat older than
 //   the bound is gone.
 
-import { parseInstant } from './timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 export interface ProcessIdentity {
   pid: number

@@ -6,28 +6,8 @@
 // together or not at all. Inside the caller's transaction it adds no savepoint, which the sweeps
 // and the webhook processor's fast path avoid on purpose; a caller that goes on after a failed
 // write takes its own savepoint, as the processor's careful path does.
+import type { RecordRow, SqlValue } from '../model/rows.js'
 import type { Sqlite } from './mirror-database.js'
-
-export type SqlValue = string | number | bigint | null
-
-export interface ChildRows {
-  table: string
-  /** The child table's column holding the parent id. */
-  parentColumn: string
-  rows: Record<string, SqlValue>[]
-}
-
-export interface RecordRow {
-  id: string
-  /** Canonical UTC text; newer-wins compares it. */
-  updated_at: string
-  /** The latest full payload as received (JSON text). */
-  raw: string
-  /** Every other column of the table (snake_case), created_at included. */
-  columns: Record<string, SqlValue>
-  /** Child rows, replaced whenever the parent changes. Every table is listed even when empty. */
-  children?: ChildRows[]
-}
 
 export interface UpsertOptions {
   /** Canonical time of the write (synced_at, change_log.changed_at). */

@@ -1,6 +1,6 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
 import type { Sqlite } from './mirror-database.js'
-import { parseInstant } from './timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 export interface StreamStatus {
   stream: string

@@ -1,8 +1,9 @@
 // A complete listing applied to its table: rows upsert (newer-wins, ties replaced), live rows the
 // listing no longer holds get deleted_at, all in one transaction. Shared by reference data and
 // account metadata.
-import { RecordWriter, type RecordRow } from '../store/record-writer.js'
-import { isoNow } from '../store/timestamps.js'
+import type { RecordRow } from '../model/rows.js'
+import { RecordWriter } from '../store/record-writer.js'
+import { isoNow } from '../model/timestamps.js'
 import type { SyncContext } from './sync-context.js'
 
 export interface SnapshotOptions {

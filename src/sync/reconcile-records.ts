@@ -7,7 +7,7 @@ import type { RecordStream } from '../../connectors/index.js'
 import { NotFoundError } from '../api/errors.js'
 import { pageWalk } from '../api/page-walk.js'
 import { RecordWriter } from '../store/record-writer.js'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { deletionGuard, trackedRun } from './tracked-run.js'
 

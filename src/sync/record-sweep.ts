@@ -4,8 +4,9 @@
 // (docs/guarantees.md, Killed at any moment).
 import type { RecordStream } from '../../connectors/index.js'
 import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
-import { RecordWriter, type RecordRow } from '../store/record-writer.js'
-import { isoNow } from '../store/timestamps.js'
+import type { RecordRow } from '../model/rows.js'
+import { RecordWriter } from '../store/record-writer.js'
+import { isoNow } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { resumeCursor } from './resume-cursor.js'
 import { trackedRun } from './tracked-run.js'

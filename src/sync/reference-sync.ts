@@ -2,9 +2,9 @@
 // Rows missing from a complete snapshot get deleted_at; an empty snapshot over a non-empty table is
 // taken for a broken answer and marks nothing.
 import { legacyRows, referenceRow, type ReferenceStream } from '../../connectors/reference.js'
-import type { RecordRow } from '../store/record-writer.js'
+import type { RecordRow } from '../model/rows.js'
 import { applySnapshot } from './apply-snapshot.js'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow } from '../model/timestamps.js'
 import { trackedRun } from './tracked-run.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 

@@ -6,7 +6,7 @@
 // run's details. The bad cursor is cleared at once, so a run stopped before its first page does not
 // report it again; the pages the run commits store good cursors.
 import type { z } from 'zod'
-import { isoNow } from '../store/timestamps.js'
+import { isoNow } from '../model/timestamps.js'
 import type { SyncContext } from './sync-context.js'
 
 export interface ResumePoint<T> {

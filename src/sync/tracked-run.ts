@@ -1,6 +1,6 @@
 // The bookkeeping every run shares: a sync_runs row from start to end, the stream's last success or
 // last error in sync_state, and one RunResult. Each kind of run supplies only its work.
-import { isoNow } from '../store/timestamps.js'
+import { isoNow } from '../model/timestamps.js'
 import type { RunKind } from '../store/sync-state.js'
 import { CountingSource } from './counting-source.js'
 import { describeError } from './describe-error.js'

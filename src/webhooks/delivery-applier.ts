@@ -3,7 +3,7 @@
 // runs it inside the transaction that also marks the inbox row applied, so a crash leaves either
 // both or neither.
 import type { RecordStream } from '../../connectors/index.js'
-import type { Payload } from '../../connectors/mapping.js'
+import type { Payload } from '../model/rows.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { ALL_DELIVERIES, notSelected, type DeliverySelection } from './delivery-selection.js'

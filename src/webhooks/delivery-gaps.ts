@@ -12,7 +12,7 @@ import { streamOfEvent } from './events.js'
 import { listDeliveries, type DeliveryRecord } from './registration.js'
 import type { SecretStore } from './secret-store.js'
 import { parseStoredCursor } from '../store/stored-cursor.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** The newest failure time seen, and the ids seen at exactly that time (ties, like a keyset); read back through this schema. */
 export const GapCursorSchema = z.object({

@@ -7,7 +7,7 @@
 // and applied once the loop has room.
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
-import type { Payload } from '../../connectors/mapping.js'
+import type { Payload } from '../model/rows.js'
 import type { Logger } from '../log/logger.js'
 import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'
 import type { Sqlite } from '../store/mirror-database.js'

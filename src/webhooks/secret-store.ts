@@ -5,7 +5,7 @@
 // secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
 import { readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
-import { parseInstant } from '../store/timestamps.js'
+import { parseInstant } from '../model/timestamps.js'
 
 export interface StoredEndpoint {
   endpointId: string

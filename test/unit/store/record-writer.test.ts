@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { clients } from '../../../connectors/clients.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
-import { canonicalTime } from '../../../src/store/timestamps.js'
+import { canonicalTime } from '../../../src/model/timestamps.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()

@@ -7,7 +7,7 @@ import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { calendarChangeRow } from '../../../src/daemon/calendar-feed.js'
-import { canonicalTime, canonicalTimeOrText, parseInstant } from '../../../src/store/timestamps.js'
+import { canonicalTime, canonicalTimeOrText, parseInstant } from '../../../src/model/timestamps.js'
 import { ROOT } from '../../support/run-cli.js'
 
 describe('the suite runs in a non-UTC zone', () => {
@@ -65,7 +65,7 @@ describe('zone-less timestamps are read as UTC, not in the host zone', () => {
 function strayParses(): string[] {
   const config = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), (p) => readFileSync(p, 'utf8'))
   const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT)
-  const files = parsed.fileNames.filter((f) => /\/(src|connectors)\//.test(f) && !f.endsWith('/src/store/timestamps.ts'))
+  const files = parsed.fileNames.filter((f) => /\/(src|connectors)\//.test(f) && !f.endsWith('/src/model/timestamps.ts'))
   const program = ts.createProgram(files, parsed.options)
   const checker = program.getTypeChecker()
   const found: string[] = []
