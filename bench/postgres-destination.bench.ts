@@ -23,7 +23,8 @@ import { destinationTables, PostgresDestination } from '../src/destination/index
 import { createTableSql, qualified } from '../src/destination/postgres-ddl.js'
 import { copyLineEncoder } from '../src/destination/postgres-types.js'
 import { openMirror, type Mirror } from '../src/store/mirror-database.js'
-import { RecordWriter, type RecordRow } from '../src/store/record-writer.js'
+import { RecordWriter } from '../src/store/record-writer.js'
+import type { RecordRow } from '../src/model/rows.js'
 import { createDatabase, startPostgres } from '../test/support/postgres-server.js'
 import { tempDir } from '../test/support/temp-mirror.js'
 import { atLeast, atMost, type BenchResult } from './lib.js'
@@ -87,7 +88,7 @@ const silent = pino({ level: 'silent' })
 
 /** The same rows as COPY text, encoded before timing, into tables of the same shape in another schema. */
 async function bareCopy(url: string, m: Mirror): Promise<{ rows: number; seconds: number }> {
-  const tables = benchTables(m)
+  const tables = benchTables()
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -136,7 +137,7 @@ export default async function postgresDestination(): Promise<BenchResult> {
     // The bare COPY first, into a database of its own: ours is not helped by going second.
     const bare = await bareCopy(await createDatabase(server.url, 'fsm_bare'), m)
     const url = await createDatabase(server.url, 'fsm_bench')
-    const d = new PostgresDestination({ url, schema: 'fsm', mirrorPath: m.path, mirror: m.sqlite, tables: benchTables(m), logger: silent })
+    const d = new PostgresDestination({ url, schema: 'fsm', mirrorPath: m.path, mirror: m.sqlite, tables: benchTables(), logger: silent })
     const t0 = performance.now()
     const load = await d.catchUp()
     const loadSeconds = (performance.now() - t0) / 1000
@@ -217,7 +218,7 @@ async function steady(mirrorPath: string, url: string): Promise<Steady> {
     schema: 'fsm',
     mirrorPath: m.path,
     mirror: m.sqlite,
-    tables: benchTables(m),
+    tables: benchTables(),
     logger: silent,
     pollMs: 20,
   })
@@ -281,8 +282,8 @@ async function steady(mirrorPath: string, url: string): Promise<Steady> {
   }
 }
 
-function benchTables(m: Mirror) {
-  return destinationTables(m.sqlite).filter((t) => ['jobs', 'job_assignees', 'change_log'].includes(t.name))
+function benchTables() {
+  return destinationTables().filter((t) => ['jobs', 'job_assignees', 'change_log'].includes(t.name))
 }
 
 if (process.argv[2] === 'steady') {

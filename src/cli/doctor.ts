@@ -5,7 +5,6 @@ import { apiChecks, mirrorChecks, type Check } from '../daemon/doctor-checks.js'
 import type { Command } from './command.js'
 import { destinationTables } from '../destination/index.js'
 import { postgresChecks } from '../destination/postgres-doctor.js'
-import { openMirror } from '../store/mirror-database.js'
 
 export const doctorCommand: Command = {
   command: 'doctor',
@@ -48,7 +47,7 @@ export const doctorCommand: Command = {
     }
     const { url, schema } = config.destination.postgres
     if (url !== undefined) {
-      for (const c of await postgresChecks(url, schema, await doctorTables(config.db))) {
+      for (const c of await postgresChecks(url, schema, destinationTables())) {
         checks.push(c)
         print(c)
       }
@@ -57,18 +56,4 @@ export const doctorCommand: Command = {
     out.write(failed === 0 ? 'All checks passed.\n' : `${failed} check(s) failed.\n`)
     return failed === 0 ? 0 : 1
   },
-}
-
-/** The tables the destination would replicate; none when the mirror cannot be opened (its own check says why). */
-async function doctorTables(db: string): Promise<ReturnType<typeof destinationTables>> {
-  try {
-    const mirror = await openMirror(db, { readonly: true })
-    try {
-      return destinationTables(mirror.sqlite)
-    } finally {
-      await mirror.close()
-    }
-  } catch {
-    return []
-  }
 }

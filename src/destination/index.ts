@@ -23,7 +23,7 @@ export function createPostgresDestination(
     schema,
     mirrorPath: mirror.path,
     mirror: mirror.sqlite,
-    tables: destinationTables(mirror.sqlite),
+    tables: destinationTables(),
     logger,
     ...options,
   })

@@ -78,7 +78,7 @@ describe('the daemon replicates to Postgres', () => {
       await expect.poll(() => destination.status().lagChanges, { timeout: 30_000, interval: 50 }).toBe(0)
       // Tables compared by content follow within one check interval.
       await destination.catchUp()
-      expect(await comparePostgres(sqlite, url, 'fsm', destinationTables(sqlite))).toEqual([])
+      expect(await comparePostgres(sqlite, url, 'fsm', destinationTables())).toEqual([])
       expect(destination.status()).toMatchObject({ state: 'following', lastError: null })
     } finally {
       await daemon.stop()

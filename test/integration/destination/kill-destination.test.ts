@@ -74,7 +74,7 @@ test('SIGKILL at any moment: the next start goes on from the cursor and the repl
 
   const mirror = new Database(db, { readonly: true })
   try {
-    const tables = destinationTables(mirror)
+    const tables = destinationTables()
     expect(tables.length).toBeGreaterThan(10)
     expect(await comparePostgres(mirror, url, 'fsm', tables)).toEqual([])
   } finally {
