@@ -57,11 +57,9 @@ test('SIGKILL at any moment: the next start goes on from the cursor and the repl
   await emu.control('POST', '/churn', { ratePerSecond: 0 })
 
   // One more start with the account quiet: it catches up and stops cleanly.
+  const since = new Date().toISOString()
   const last = startRun(env)
-  await until(
-    'a sweep after the churn',
-    () => lastSeq() > 0 && query(db, `SELECT 1 FROM sync_runs WHERE ended_at > ?`, new Date().toISOString()),
-  )
+  await until('a sweep after the churn', () => query(db, `SELECT 1 FROM sync_runs WHERE ended_at > ?`, since).length > 0)
   await until('caught up', async () => (await cursor(url)) === lastSeq(), 30_000)
   last.child.kill('SIGTERM')
   expect((await last.exited).code).toBe(0)
