@@ -39,7 +39,7 @@ import {
   type ObjectType,
 } from './postgres-ddl.js'
 import { DestinationError, explainDestinationError } from './postgres-errors.js'
-import { copyLinesSql, jsonValue, pgType, type MirrorValue } from './postgres-types.js'
+import { copyLineEncoder, copyLinesSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 
 /** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -126,6 +126,9 @@ interface Batch {
 
 const quote = quoteIdent
 const CHUNK = 500
+/** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
+const NEEDS_LOAD = -1
+const PRUNED_REASON = 'the mirror pruned changes it had not read'
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
@@ -294,11 +297,17 @@ export class PostgresDestination {
     try {
       await this.#connect()
       const loadReason = options.reseed === true ? 'asked for (--reseed)' : await this.#loadReason()
+      let loaded = loadReason
       let loadedRows = 0
       if (loadReason !== null) loadedRows = await this.#load(loadReason)
       const target = lastChangeSeq(this.#reader!.sqlite)
       for (;;) {
         const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          loaded = PRUNED_REASON
+          loadedRows += await this.#load(PRUNED_REASON)
+          continue
+        }
         if (n === 0 || (this.#cursor ?? 0) >= target) break
       }
       // A last pass compares the tables without change_log entries, now that the changes are in.
@@ -307,7 +316,7 @@ export class PostgresDestination {
       this.#state = 'following'
       this.#lastError = undefined
       return {
-        loaded: loadReason,
+        loaded,
         loadedRows,
         changesApplied: this.#counts.changesApplied - before.changesApplied,
         rowsWritten: this.#counts.rowsReplicated - before.rowsReplicated,
@@ -334,6 +343,10 @@ export class PostgresDestination {
           needsPrepare = false
         }
         const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          await this.#load(PRUNED_REASON)
+          continue
+        }
         this.#state = 'following'
         if (this.#lastError !== undefined) {
           this.#log.info('the destination is replicating again')
@@ -382,7 +395,10 @@ export class PostgresDestination {
   }
 
   async #connect(): Promise<void> {
-    this.#reader ??= await openMirror(this.#o.mirrorPath, { readonly: true })
+    if (this.#reader === undefined) {
+      this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
+      registerCopyFunctions(this.#reader.sqlite)
+    }
     if (this.#client !== undefined && !this.#broken) return
     await this.#dropConnection()
     const client = new pg.Client({
@@ -482,8 +498,23 @@ export class PostgresDestination {
     }
   }
 
-  /** Loads every table from one read snapshot of the mirror with COPY, in one transaction. Returns the rows loaded. */
+  /**
+   * Loads every table from one read snapshot of the mirror with COPY, in one transaction. Returns
+   * the rows loaded. SQLite encodes the rows; text holding NUL (which SQLite's string functions cannot
+   * see) fails the COPY, and the load is then done again with the JavaScript encoder, which drops it.
+   */
   async #load(reason: string): Promise<number> {
+    try {
+      return await this.#loadOnce(reason, false)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code !== '22021' && code !== '22P05') throw err
+      this.#log.warn({ code }, 'a text value holds NUL, which Postgres refuses: loading again with every value encoded in JavaScript')
+      return this.#loadOnce(reason, true)
+    }
+  }
+
+  async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
     this.#state = 'loading'
     const started = performance.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
@@ -497,7 +528,7 @@ export class PostgresDestination {
       const seq = lastChangeSeq(sqlite)
       await client.query('BEGIN')
       await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
-      for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t)
+      for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
       const types = this.#objectTypes(sqlite)
       await this.#rebuildViews(client, types)
       const now = new Date(this.#o.now()).toISOString()
@@ -525,13 +556,18 @@ export class PostgresDestination {
     }
   }
 
-  async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table): Promise<number> {
+  async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
     // SQLite writes each row's COPY line itself (copyLinesSql): JavaScript only joins them into chunks.
-    const stmt = sqlite.prepare(copyLinesSql(t.spec.name, t.columns)).pluck()
+    const lines: () => Iterable<string> = encodeInJs
+      ? function* () {
+          const encode = copyLineEncoder(t.columns)
+          for (const values of sqlite.prepare(t.select).raw().iterate() as IterableIterator<MirrorValue[]>) yield encode(values)
+        }
+      : () => sqlite.prepare(copyLinesSql(t.spec.name, t.columns)).pluck().iterate() as IterableIterator<string>
     let count = 0
     function* chunks(): Generator<string> {
       let chunk = ''
-      for (const line of stmt.iterate() as IterableIterator<string>) {
+      for (const line of lines()) {
         chunk += line
         count++
         if (chunk.length >= 262_144) {
@@ -643,17 +679,23 @@ export class PostgresDestination {
     }
   }
 
-  /** Applies the next batch of changes in one Postgres transaction with the cursor. Returns the changes applied. */
+  /**
+   * Applies the next batch of changes in one Postgres transaction with the cursor. Returns the
+   * changes applied (at least 1 when only tables compared by content were written), or NEEDS_LOAD.
+   */
   async #applyBatch(): Promise<number> {
     const client = this.#client!
     const sqlite = this.#reader!.sqlite
     const cursor = this.#cursor ?? 0
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
+    // Changes after the cursor are gone (retention went past a consumer that stopped holding rows back).
+    const gone =
+      batch.changes.length > 0
+        ? batch.changes[0]!.seq > cursor + 1 && pruned > cursor
+        : batch.firstKept === undefined && lastChangeSeq(sqlite) > cursor
+    if (gone) return NEEDS_LOAD
     if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) return 0
-    if (batch.changes.length > 0 && batch.changes[0]!.seq > cursor + 1 && pruned > cursor) {
-      throw new DestinationError('other', `the mirror pruned changes after ${cursor} before they were replicated; loading again`)
-    }
     const schema = this.#o.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0

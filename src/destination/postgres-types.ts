@@ -80,10 +80,18 @@ export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
 function parseJson(value: MirrorValue): unknown {
   if (typeof value !== 'string') return typeof value === 'bigint' ? value.toString() : value
   try {
-    return JSON.parse(value) as unknown
+    return JSON.parse(jsonWithoutNul(value)) as unknown
   } catch {
     return stripNul(value)
   }
+}
+
+/**
+ * jsonb refuses the escape `\u0000` (and text cannot hold NUL): it is dropped from JSON text, as
+ * from text columns. A lone `\\u0000` (an escaped backslash, then `u0000`) is left alone.
+ */
+function jsonWithoutNul(text: string): string {
+  return text.includes('\\u0000') ? text.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : text
 }
 
 /** Postgres text cannot hold NUL; SQLite text can. It is dropped (raw keeps the value in the mirror). */
@@ -104,9 +112,10 @@ export function copyField(kind: ColumnKind, value: MirrorValue): string {
   if (value === null || value === undefined) return '\\N'
   switch (kind) {
     case 'text':
-    case 'json':
-      // JSON text goes as it is: jsonb parses it.
       return copyText(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+    case 'json':
+      // JSON text goes as it is (jsonb parses it), without the NUL escape jsonb refuses.
+      return copyText(jsonWithoutNul(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
     case 'time':
       return instantOrNull(value) ?? '\\N'
     case 'real':
@@ -149,8 +158,10 @@ function copyFieldSql(column: ColumnSpec): string {
   const x = ident(column.name)
   switch (column.kind) {
     case 'text':
-    case 'json':
       return `coalesce(${escaped(x)}, '\\N')`
+    case 'json':
+      // The rare value holding jsonb's refused NUL escape goes through jsonWithoutNul (registerCopyFunctions).
+      return `coalesce(${escaped(`CASE WHEN instr(${x}, '\\u0000') > 0 THEN ${JSON_NUL_FUNCTION}(${x}) ELSE ${x} END`)}, '\\N')`
     case 'time':
       return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${x}) = ${x} AND ${x} GLOB '[0-9][0-9][0-9][0-9]-*' THEN ${x} ELSE '\\N' END`
     case 'real':
@@ -164,7 +175,16 @@ function copyFieldSql(column: ColumnSpec): string {
   }
 }
 
-/** A SQLite query giving one line of COPY text per row of `table` (newline included). */
+const JSON_NUL_FUNCTION = 'fsm_json_without_nul'
+
+/** Registers the functions copyLinesSql's queries call on a SQLite connection (once per connection). */
+export function registerCopyFunctions(db: {
+  function(name: string, options: { deterministic: boolean }, fn: (text: string) => string): unknown
+}): void {
+  db.function(JSON_NUL_FUNCTION, { deterministic: true }, (text: string) => jsonWithoutNul(text))
+}
+
+/** A SQLite query giving one line of COPY text per row of `table` (newline included); see registerCopyFunctions. */
 export function copyLinesSql(table: string, columns: readonly ColumnSpec[]): string {
   return `SELECT ${columns.map(copyFieldSql).join(` || char(9) || `)} || char(10) FROM ${ident(table)}`
 }

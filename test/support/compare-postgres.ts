@@ -44,8 +44,9 @@ function fromPostgres(kind: string, v: unknown): unknown {
   }
 }
 
-/** JSON with object keys sorted: jsonb keeps its own key order. */
+/** JSON with object keys sorted (jsonb keeps its own key order), NUL dropped (Postgres text cannot hold it). */
 function canonical(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.replaceAll('\0', ''))
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`
   if (v !== null && typeof v === 'object') {
     return `{${Object.keys(v)

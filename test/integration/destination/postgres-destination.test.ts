@@ -220,6 +220,21 @@ describe('the Postgres destination', () => {
     expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
   })
 
+  test('NUL, which Postgres text and jsonb refuse, is dropped on load and on apply', async () => {
+    write([job('nul1', 2000, { notes: 'before\0after', job_address: '{"street":"x\\u0000y"}' })])
+    const d = destination('nul')
+    expect((await d.catchUp()).loaded).toBe('a new destination')
+    write([job('nul2', 2001, { notes: 'again\0', properties: '["\\u0000"]' })])
+    expect((await d.catchUp()).changesApplied).toBe(1)
+    expect(await pgQuery(url, `SELECT id, notes, job_address->>'street' AS street FROM nul.jobs WHERE id LIKE 'nul%' ORDER BY id`)).toEqual(
+      [
+        { id: 'nul1', notes: 'beforeafter', street: 'xy' },
+        { id: 'nul2', notes: 'again', street: 'Rue "x"\ttab\nnewline\\' },
+      ],
+    )
+    expect(await comparePostgres(m.sqlite, url, 'nul', tables)).toEqual([])
+  })
+
   test('clear errors: a wrong password, a missing database, a table of another shape', async () => {
     const bad = new URL(url)
     bad.password = 'wrong-secret-value'

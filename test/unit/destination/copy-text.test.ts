@@ -3,7 +3,13 @@
 import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
 import type { ColumnSpec } from '../../../src/model/table-spec.js'
-import { copyLineEncoder, copyLinesSql, type MirrorValue } from '../../../src/destination/postgres-types.js'
+import {
+  copyLineEncoder,
+  copyLinesSql,
+  jsonValue,
+  registerCopyFunctions,
+  type MirrorValue,
+} from '../../../src/destination/postgres-types.js'
 
 const columns: ColumnSpec[] = [
   { name: 't', kind: 'text', nullable: true, description: '' },
@@ -21,10 +27,12 @@ const rows: MirrorValue[][] = [
   [null, 'next tuesday', 1e21, null, null, null, Buffer.alloc(0)],
   ['é ü 漢字 🙂', '2024-02-29T23:59:59.999Z', -0.5, 0, 2, '"x\\ny"', null],
   ['', null, null, 42, null, '{}', null],
+  ['no nul', null, null, null, null, '{"a":"x\\u0000y","b":"\\\\u0000"}', null],
 ]
 
 test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
   const db = new Database(':memory:')
+  registerCopyFunctions(db)
   db.exec(`CREATE TABLE x (t TEXT, "at" TEXT, r REAL, i INTEGER, f INTEGER, j TEXT, b BLOB)`)
   const insert = db.prepare(`INSERT INTO x VALUES (?, ?, ?, ?, ?, ?, ?)`)
   for (const r of rows) insert.run(...r)
@@ -37,4 +45,9 @@ test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
   const same = (line: string) => line.split('\t').map((f, i) => (i === 2 && f !== '\\N' ? Number(f) : f))
   expect(fromSqlite.map(same)).toEqual(rows.map((r) => same(encode(r))))
   expect(fromSqlite[2]).toBe('\\N\t\\N\t1.0e+21\t\\N\t\\N\t\\N\t\\\\x\n')
+})
+
+test('jsonb never sees the NUL escape it refuses; an escaped backslash before u0000 is kept', () => {
+  expect(jsonValue('json', '{"a":"x\\u0000y","b":"\\\\u0000"}')).toEqual({ a: 'xy', b: '\\u0000' })
+  expect(jsonValue('text', 'a\0b')).toBe('ab')
 })
