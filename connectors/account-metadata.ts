@@ -1,8 +1,9 @@
 // Account metadata (spec: Webhook management; API keys): what the account has registered, never a
 // secret. Any key that could hold a secret or a plaintext key is dropped from the stored payload.
 import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import type { MetadataListing, MetadataStream } from '../src/model/streams.js'
 import { canonicalTimeOrText } from '../src/model/timestamps.js'
-import { col, compileColumns, recordTable, type MappedColumn, type MappedTable } from './columns.js'
+import { col, compileColumns, recordTable, type MappedColumn } from './columns.js'
 import { text } from './mapping.js'
 
 const SECRET_KEYS = /^(secret|signingSecret|key|apiKey|plaintext|plainTextKey|token|hash|keyHash)$/i
@@ -17,26 +18,15 @@ export function withoutSecrets(p: Payload): Payload {
   return out
 }
 
-export interface MetadataStream {
-  name: string
-  route: string
-  table: string
-  scope: string | undefined
-  /** The stream's one table as declared. */
-  tables: readonly [MappedTable]
-  /** The table's own columns of a payload (compiled from the declaration). */
-  mapColumns: (p: Payload) => Record<string, SqlValue>
-}
+type ListingDefinition = Omit<MetadataListing, 'tables' | 'mapColumns'> & { description: string; columns: readonly MappedColumn[] }
 
-type MetadataDefinition = Omit<MetadataStream, 'tables' | 'mapColumns'> & { description: string; columns: readonly MappedColumn[] }
-
-function defineMetadata({ description, columns, ...stream }: MetadataDefinition): MetadataStream {
-  const table = recordTable(stream.table, description, columns)
-  return { ...stream, tables: [table], mapColumns: compileColumns(table) }
+function defineListing({ description, columns, ...listing }: ListingDefinition): MetadataListing {
+  const table = recordTable(listing.table, description, columns)
+  return { ...listing, tables: [table], mapColumns: compileColumns(table) }
 }
 
 /** The row of a payload, without its secrets; `extra` sets the columns fsm-sync fills itself. */
-export function metadataRow(stream: MetadataStream, raw: Payload, extra: Record<string, SqlValue> = {}): RecordRow | undefined {
+export function metadataRow(stream: MetadataListing, raw: Payload, extra: Record<string, SqlValue> = {}): RecordRow | undefined {
   const p = withoutSecrets(raw)
   const id = text(p.id) ?? text(p._id)
   if (id === null) return undefined
@@ -50,11 +40,9 @@ export function metadataRow(stream: MetadataStream, raw: Payload, extra: Record<
 
 const IS_ACTIVE = col('is_active', 'flag', 'isActive', 'Active.')
 
-export const webhookEndpoints: MetadataStream = defineMetadata({
-  name: 'webhooks',
+export const webhookEndpoints = defineListing({
   route: '/api/v1/webhooks',
   table: 'webhook_endpoints',
-  scope: 'webhooks:manage',
   description: 'A webhook endpoint registered on the account (never its signing secret).',
   columns: [
     col('url', 'text', 'url', 'The URL deliveries are sent to.'),
@@ -65,11 +53,9 @@ export const webhookEndpoints: MetadataStream = defineMetadata({
   ],
 })
 
-export const webhookDeliveries: MetadataStream = defineMetadata({
-  name: 'webhooks',
+export const webhookDeliveries = defineListing({
   route: '/api/v1/webhooks/{id}/deliveries',
   table: 'webhook_deliveries',
-  scope: 'webhooks:manage',
   description: 'A delivery attempt record of a webhook endpoint, kept as history.',
   columns: [
     col('endpoint_id', 'text', undefined, 'The endpoint the delivery belongs to (webhook_endpoints.id), from the route it was listed on.'),
@@ -83,11 +69,9 @@ export const webhookDeliveries: MetadataStream = defineMetadata({
   ],
 })
 
-export const apiKeys: MetadataStream = defineMetadata({
-  name: 'api_keys',
+export const apiKeys = defineListing({
   route: '/api/v1/api-keys',
   table: 'api_keys',
-  scope: undefined,
   description: "An API key's metadata (never the key itself).",
   columns: [
     col('name', 'text', 'name', 'Name.'),
@@ -97,3 +81,26 @@ export const apiKeys: MetadataStream = defineMetadata({
     IS_ACTIVE,
   ],
 })
+
+/** `webhooks`: the endpoints (a paged, complete listing) and each endpoint's delivery records. */
+export const webhooks: MetadataStream = {
+  kind: 'metadata',
+  name: 'webhooks',
+  scope: 'webhooks:manage',
+  list: { ...webhookEndpoints, paged: true },
+  perRecord: {
+    ...webhookDeliveries,
+    routeOf: (id) => `/api/v1/webhooks/${encodeURIComponent(id)}/deliveries`,
+    parentColumn: 'endpoint_id',
+  },
+  tables: [...webhookEndpoints.tables, ...webhookDeliveries.tables],
+}
+
+/** `api_keys`: one request lists every key. */
+export const apiKeyMetadata: MetadataStream = {
+  kind: 'metadata',
+  name: 'api_keys',
+  scope: undefined,
+  list: { ...apiKeys, paged: false },
+  tables: apiKeys.tables,
+}

@@ -188,13 +188,20 @@ export function compileChild(parent: string, d: ChildDeclaration): CompiledChild
     if (from === undefined || (from !== prefix && !from.startsWith(`${prefix}.`)))
       throw new TypeError(`column ${d.table}.${c.name}: from must be ${prefix} or ${prefix}.<path>`)
     const convert = use(converter(d.table, c))
-    const read = from === prefix ? undefined : reader(from.slice(prefix.length + 1))
-    fields.push(`${JSON.stringify(c.name)}: ${convert}(${read === undefined ? 'e' : `${use(read as (v: unknown) => unknown)}(o(e))`})`)
+    const path = from === prefix ? undefined : from.slice(prefix.length + 1)
+    // The element itself, one of its properties, or a path into it (`x` is the element as an object).
+    const value =
+      path === undefined ? 'e' : /^[^.|]+$/.test(path) ? `x[${JSON.stringify(path)}]` : `${use(reader(path) as (v: unknown) => unknown)}(x)`
+    fields.push(`${JSON.stringify(c.name)}: ${convert}(${value})`)
     if (!c.nullable) required.push(c.name)
   }
   // Like compileColumns: one object literal per element (see there).
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- generated from declarations only
-  const element = new Function('f', 'o', `'use strict'; return (e, parentId, i) => ({ ${fields.join(', ')} })`) as (
+  const element = new Function(
+    'f',
+    'o',
+    `'use strict'; return (e, parentId, i) => { const x = o(e); return { ${fields.join(', ')} } }`,
+  ) as (
     f: readonly ((v: unknown) => unknown)[],
     o: (v: unknown) => Payload,
   ) => (e: unknown, parentId: string, i: number) => Record<string, SqlValue>

@@ -1,22 +1,13 @@
 // Custom objects (spec: Custom object definition and record; Endpoints, Custom objects). Their
 // fields differ per account and change at run time, so records are kept whole as JSON and each
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
-import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
 import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
+import type { CustomObjectsStream } from '../src/model/streams.js'
+import type { TableSpec } from '../src/model/table-spec.js'
 import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
 import { obj, text } from './mapping.js'
-
-export const customObjects = {
-  name: 'objects',
-  discoveryRoute: '/api/v1/objects',
-  schemaRoute: (slug: string) => `/api/v1/objects/${encodeURIComponent(slug)}/schema`,
-  scope: 'objects:read',
-  table: 'custom_records',
-  typesTable: 'custom_object_types',
-  deletions: { events: ['object.deleted'], reconcile: true },
-  snapshotEvents: ['object.created', 'object.updated', 'object.stage_changed'],
-} as const
 
 const SLUG = col('slug', 'text', 'slug', "The custom object's slug.", { nullable: false })
 
@@ -57,18 +48,21 @@ export const customRecordsTable: MappedTable = {
   ],
 }
 
-/** The client schema's custom fields, the labels behind clients.properties. */
+/**
+ * The client schema's custom fields, the labels behind clients.properties; each row maps from one
+ * field descriptor of the schema's `fields` (clientFieldRow).
+ */
 export const clientFieldsTable: MappedTable = {
   name: 'client_fields',
   description: 'A custom client field from the client schema; clients.properties name them by id (see the client_properties view).',
   role: 'data',
   primaryKey: ['id'],
   columns: [
-    col('id', 'text', 'fields[].id', 'The field id.', { nullable: false }),
-    col('name', 'text', 'fields[].name', 'The field name.'),
-    col('label', 'text', 'fields[].label', 'The display label.'),
-    col('type', 'text', 'fields[].type', 'The field type.'),
-    col('options', 'json', 'fields[].options', 'Select options as JSON.'),
+    col('id', 'text', 'id', 'The field id.', { nullable: false }),
+    col('name', 'text', 'name', 'The field name.'),
+    col('label', 'text', 'label', 'The display label.'),
+    col('type', 'text', 'type', 'The field type.'),
+    col('options', 'json', 'options', 'Select options as JSON.'),
     { ...RAW, description: 'The field descriptor as received, as JSON text.' },
     SYNCED_AT,
   ],
@@ -96,6 +90,33 @@ export function toSchema(p: Payload): ObjectSchema {
   }
 }
 
+/**
+ * The view of clients.properties with the field labels of client_fields (migration 0007): one row
+ * per live client and custom field. A view, not a table: declared for the schema catalog, and its
+ * column names are checked against the mirror.
+ */
+export const clientPropertiesView: TableSpec = {
+  name: 'client_properties',
+  description: 'One row per live client and custom client field, with the field label (a view over clients and client_fields).',
+  role: 'data',
+  primaryKey: [],
+  columns: [
+    col('client_id', 'text', undefined, 'The client (clients.id).'),
+    col('field_id', 'text', 'properties[].id', 'The field id (client_fields.id).'),
+    col('field_label', 'text', undefined, "The field's label, from client_fields."),
+    col('field_name', 'text', undefined, "The field's name, from client_fields."),
+    col('value', 'text', 'properties[].value', 'The value as the client holds it.'),
+  ],
+}
+
+const clientFieldColumns = compileColumns(clientFieldsTable)
+
+/** A client_fields row (but synced_at) from a field descriptor of the client schema; undefined without an id. */
+export function clientFieldRow(f: Payload): Record<string, SqlValue> | undefined {
+  if (typeof f.id !== 'string' || f.id === '') return undefined
+  return { id: f.id, ...clientFieldColumns(f), raw: JSON.stringify(f) }
+}
+
 // The slug is the writer's scope, so the mapping leaves it out with the shared columns.
 const recordColumns = compileColumns({ ...customRecordsTable, columns: customRecordsTable.columns.filter((c) => c.name !== 'slug') })
 
@@ -105,4 +126,21 @@ export function customRecordToRow(p: Payload): RecordRow {
   const columns = recordColumns(p)
   columns.created_at = created_at
   return { id, updated_at, raw, columns }
+}
+
+export const customObjects: CustomObjectsStream = {
+  kind: 'objects',
+  name: 'objects',
+  discoveryRoute: '/api/v1/objects',
+  schemaRoute: (slug: string) => `/api/v1/objects/${encodeURIComponent(slug)}/schema`,
+  scope: 'objects:read',
+  table: customRecordsTable.name,
+  typesTable: customObjectTypesTable.name,
+  deletions: { events: ['object.deleted'], reconcile: true },
+  snapshotEvents: ['object.created', 'object.updated', 'object.stage_changed'],
+  // The client schema's fields are read with the discovery (the schema route of the built-in client).
+  tables: [customObjectTypesTable, customRecordsTable, clientFieldsTable],
+  toRow: customRecordToRow,
+  toDiscoveryItem,
+  toSchema,
 }

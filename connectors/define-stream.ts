@@ -2,30 +2,12 @@
 // show; the row mapping is compiled from the declared columns (columns.ts). Connectors are
 // declarations and do no I/O (docs/architecture.md, Layers).
 import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { RecordStream } from '../src/model/streams.js'
 import { canonicalTime, canonicalTimeOrText } from '../src/model/timestamps.js'
-import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn, type MappedTable } from './columns.js'
-
-export type Paging = 'updated-keyset'
-
-export interface RecordStream {
-  name: string
-  /** v1 list route; `${route}/${id}` is the single-record GET. */
-  route: string
-  scope: string
-  paging: Paging
-  table: string
-  /** The stream's tables as declared: its own first, then its child tables. */
-  tables: readonly MappedTable[]
-  /** Child tables written with the parent, for the contract tests and for `--full` resets. */
-  childTables: readonly { table: string; parentColumn: string }[]
-  toRow: (payload: Payload) => RecordRow
-  deletions: { events: readonly string[]; reconcile: boolean }
-  /** Webhook events whose payload is a full snapshot of this resource. */
-  snapshotEvents: readonly string[]
-}
+import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn } from './columns.js'
 
 /** What a connector declares: the stream's data, its table's own columns and its child tables. */
-export type StreamDefinition = Omit<RecordStream, 'toRow' | 'tables' | 'childTables'> & {
+export type StreamDefinition = Omit<RecordStream, 'kind' | 'toRow' | 'tables' | 'childTables'> & {
   /** One sentence on what a row of the stream's table is. */
   description: string
   /** The typed columns (snake_case) of the documented fields; id, timestamps and raw are added. */
@@ -50,6 +32,7 @@ export function defineStream(definition: StreamDefinition): RecordStream {
     return row
   }
   return {
+    kind: 'records',
     ...stream,
     tables: [own, ...compiled.map((c) => c.spec)],
     childTables: children.map((c) => ({ table: c.table, parentColumn: c.parentColumn })),

@@ -1,28 +1,41 @@
-// Every connector, in the order a full sync runs them (parents before children), and every table
-// that holds the account's data, as declared by the connectors.
+// The stream registry: every stream fsm-sync runs, declared once, in the order a full sync runs
+// them (record streams parents first, then reference data, account metadata and custom objects;
+// the calendar feed and the integration triggers run on their own schedules). Everything else is
+// derived from it: the selection of the config's `streams`, the webhook routes, `status`, and every
+// table that holds the account's data.
 import type { TableSpec } from '../src/model/table-spec.js'
+import type { RecordStream, StreamDeclaration } from '../src/model/streams.js'
 import { clients } from './clients.js'
 import { jobs } from './jobs.js'
 import { visits } from './visits.js'
 import { invoices } from './invoices.js'
 import { REFERENCE_STREAMS } from './reference.js'
-import { apiKeys, webhookDeliveries, webhookEndpoints } from './account-metadata.js'
-import { clientFieldsTable, customObjectTypesTable, customRecordsTable } from './custom-objects.js'
-import { calendarChangesTable, integrationStatusTable } from './integrations.js'
-import type { RecordStream } from './define-stream.js'
+import { apiKeyMetadata, webhooks } from './account-metadata.js'
+import { clientPropertiesView, customObjects } from './custom-objects.js'
+import { calendarFeed, TRIGGERS } from './integrations.js'
 
 export { clients, jobs, visits, invoices }
-export type { RecordStream } from './define-stream.js'
-export const RECORD_STREAMS: readonly RecordStream[] = [clients, jobs, visits, invoices]
 
-/** Every table of the account's data (role `data`), parents before children. */
-export const DATA_TABLES: readonly TableSpec[] = [
-  ...RECORD_STREAMS.flatMap((s) => s.tables),
-  ...REFERENCE_STREAMS.flatMap((s) => s.tables),
-  ...[webhookEndpoints, webhookDeliveries, apiKeys].flatMap((s) => s.tables),
-  customObjectTypesTable,
-  customRecordsTable,
-  clientFieldsTable,
-  calendarChangesTable,
-  integrationStatusTable,
+export const STREAMS: readonly StreamDeclaration[] = [
+  clients,
+  jobs,
+  visits,
+  invoices,
+  ...REFERENCE_STREAMS,
+  webhooks,
+  apiKeyMetadata,
+  customObjects,
+  calendarFeed,
+  ...TRIGGERS,
 ]
+
+export const RECORD_STREAMS: readonly RecordStream[] = STREAMS.filter((s): s is RecordStream => s.kind === 'records')
+
+/**
+ * The fixed views over the account's data (each custom object's `obj_<slug>` view is generated from
+ * its schema at run time: src/store/custom-object-views.ts).
+ */
+export const DATA_VIEWS: readonly TableSpec[] = [clientPropertiesView]
+
+/** Every table of the account's data (role `data`), parents before children, each once. */
+export const DATA_TABLES: readonly TableSpec[] = [...new Map(STREAMS.flatMap((s) => s.tables).map((t) => [t.name, t])).values()]

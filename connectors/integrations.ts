@@ -1,6 +1,7 @@
 // Integrations (spec: Integrations): the calendar change feed read after each calendar-a trigger,
 // and the last status read of each calendar. The feed's record keys are "not shown" in the spec,
 // so each column names the spellings read, and `raw` keeps the record whole.
+import type { FeedStream, TriggerStream } from '../src/model/streams.js'
 import { col, type MappedTable } from './columns.js'
 
 /** calendar-a's change feed, one row per change record read. */
@@ -49,3 +50,24 @@ export const integrationStatusTable: MappedTable = {
     col('checked_at', 'time', undefined, 'When fsm-sync last read the status.', { nullable: false }),
   ],
 }
+
+/** calendar-a's change feed, read after each calendar-a trigger that ran. */
+export const calendarFeed: FeedStream = {
+  kind: 'feed',
+  name: calendarChangesTable.name,
+  route: '/api/v1/integrations/calendar-a/sync',
+  integration: 'calendar-a',
+  table: calendarChangesTable.name,
+  tables: [calendarChangesTable],
+}
+
+const trigger = <Name extends string>(name: Name, statusTable = false): TriggerStream & { readonly name: Name } => ({
+  kind: 'trigger',
+  name,
+  route: `/api/v1/integrations/${name}/sync`,
+  ...(statusTable ? { statusRoute: `/api/v1/integrations/${name}/status` } : {}),
+  tables: statusTable ? [integrationStatusTable] : [],
+})
+
+/** The integration triggers; only calendar-a documents a status route. */
+export const TRIGGERS = [trigger('calendar-a', true), trigger('calendar-b'), trigger('accounting')] as const

@@ -12,6 +12,8 @@ export const jobs = defineStream({
   description: 'A job for a client, identified by its job number; its visits are in visits.',
   snapshotEvents: ['job.created', 'job.updated'],
   deletions: { events: ['job.deleted'], reconcile: true },
+  // Carries the job's id and its previous and new status, but no updatedAt (spec, Events).
+  statusEvent: { event: 'job.status_changed', column: 'job_status', record: 'job' },
   columns: [
     col('record_id', 'text', 'recordId', "The job's UUID."),
     col('job_number', 'text', 'jobNumber', "The account's own reference for the job."),

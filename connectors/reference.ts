@@ -1,30 +1,20 @@
 // Reference data through the frozen legacy routes (spec: Legacy routes; Legacy-route resources).
 // Bearer authentication, no per-key scopes, and payloads that may name the id `id`, `recordId` or
 // `_id`; list bodies hold the array in `data` or in one property of it (`data.taxes`, `data.team`).
-import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { ReferenceStream } from '../src/model/streams.js'
 import { canonicalTimeOrText } from '../src/model/timestamps.js'
-import { col, compileColumns, recordTable, type MappedColumn, type MappedTable } from './columns.js'
+import { col, compileColumns, recordTable, type MappedColumn } from './columns.js'
 import { obj, text } from './mapping.js'
 
-export interface ReferenceStream {
-  name: string
-  route: string
-  table: string
-  /** Property of `data` holding the array, when `data` is not the array itself. */
-  listKey?: string
-  /** A single object rather than a list (company). */
-  single?: boolean
-  /** The stream's one table as declared. */
-  tables: readonly [MappedTable]
-  /** The table's own columns of a payload (compiled from the declaration). */
-  mapColumns: (p: Payload) => Record<string, SqlValue>
+type ReferenceDefinition = Omit<ReferenceStream, 'kind' | 'tables' | 'mapColumns'> & {
+  description: string
+  columns: readonly MappedColumn[]
 }
-
-type ReferenceDefinition = Omit<ReferenceStream, 'tables' | 'mapColumns'> & { description: string; columns: readonly MappedColumn[] }
 
 function defineReference({ description, columns, ...stream }: ReferenceDefinition): ReferenceStream {
   const table = recordTable(stream.table, description, columns)
-  return { ...stream, tables: [table], mapColumns: compileColumns(table) }
+  return { kind: 'reference', ...stream, tables: [table], mapColumns: compileColumns(table) }
 }
 
 /** The record's id under any of the legacy names, normalised to `id`. */
@@ -37,8 +27,8 @@ export function legacyId(p: Payload): string | undefined {
   return undefined
 }
 
-export function referenceRow(stream: ReferenceStream, p: Payload, fallbackId?: string): RecordRow | undefined {
-  const id = legacyId(p) ?? fallbackId
+export function referenceRow(stream: ReferenceStream, p: Payload): RecordRow | undefined {
+  const id = legacyId(p) ?? stream.single?.fallbackId
   if (id === undefined) return undefined
   return {
     id,
@@ -101,7 +91,7 @@ export const REFERENCE_STREAMS: readonly ReferenceStream[] = [
     route: '/api/companyInfo',
     table: 'company',
     listKey: 'company',
-    single: true,
+    single: { fallbackId: 'company' },
     description: "The account's company: one row.",
     columns: [
       col('company_name', 'text', 'companyName|name', 'Company name.'),
@@ -117,7 +107,7 @@ export const REFERENCE_STREAMS: readonly ReferenceStream[] = [
 
 /** The rows of a legacy body, wherever the array sits: `data`, `data.<listKey>`, or the one array property. */
 export function legacyRows(data: unknown, stream: ReferenceStream): { rows: Payload[]; shape: string } {
-  if (stream.single === true) {
+  if (stream.single !== undefined) {
     const o = obj(data)
     const inner = stream.listKey !== undefined && typeof o[stream.listKey] === 'object' ? obj(o[stream.listKey]) : o
     return { rows: Object.keys(inner).length === 0 ? [] : [inner], shape: inner === o ? 'data' : `data.${stream.listKey ?? ''}` }

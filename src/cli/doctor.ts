@@ -21,7 +21,9 @@ export const doctorCommand: Command = {
       out.write('Fix the configuration first; the other checks need it.\n')
       return 1
     }
-    const checks: Check[] = [{ ok: true, label: 'configuration valid', detail: `${config.streams.length} streams enabled` }]
+    const checks: Check[] = [
+      { ok: true, label: 'configuration valid', detail: `${config.streams === undefined ? 'all' : config.streams.length} streams enabled` },
+    ]
     print(checks[0]!)
     const { baseUrl, apiKey } = config
     if (baseUrl === undefined || apiKey === undefined) {

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../log/logger.js'
 import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
 import { packageInfo } from './package-info.js'
+import { STREAM_CHOICE } from '../../connectors/selection.js'
 
 export const EXIT_USAGE = 2
 
@@ -63,7 +64,7 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
   let logger: Logger | undefined
   const ctx: CommandContext = {
     io,
-    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined })),
+    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined, streams: STREAM_CHOICE })),
     logger: () => {
       const c = ctx.config()
       return (logger ??= createLogger({

@@ -3,7 +3,8 @@ import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
 import { withApp } from './with-app.js'
 import { streamOption } from './stream-option.js'
-import { runReconciliations, selectStreams } from '../sync/sync-engine.js'
+import { selectStreams } from '../../connectors/selection.js'
+import { runReconciliations } from '../sync/sync-engine.js'
 
 export const reconcileCommand: Command = {
   command: 'reconcile',

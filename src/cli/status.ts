@@ -5,6 +5,7 @@ import { schedulesOff } from '../config/index.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
 import { POSTGRES_CONSUMER } from '../destination/index.js'
+import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
   command: 'status',
@@ -16,7 +17,7 @@ export const statusCommand: Command = {
     try {
       let read
       try {
-        read = statusReport(mirror.sqlite, Date.now())
+        read = statusReport(mirror.sqlite, Date.now(), STATUS_STREAMS)
       } catch (err) {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)

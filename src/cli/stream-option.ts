@@ -2,18 +2,20 @@
 // or one `reconcile` has nothing to do for, is a usage error (exit 2) that lists the valid names,
 // rather than a run that skips it or silently does nothing.
 import type { Argv } from 'yargs'
-import { OBJECT_STREAM, STREAM_NAMES, StreamName } from '../config/index.js'
-import { RECORD_STREAMS } from '../../connectors/index.js'
+import { STREAMS } from '../../connectors/index.js'
+import { OBJECT_STREAM, STREAM_CHOICE } from '../../connectors/selection.js'
 
 /** Streams whose deletions `reconcile` finds: records whose lists hide deleted ones, and custom objects. */
-export const RECONCILABLE: readonly string[] = [...RECORD_STREAMS.filter((s) => s.deletions.reconcile).map((s) => s.name), 'objects']
+export const RECONCILABLE: readonly string[] = STREAMS.filter(
+  (s) => (s.kind === 'records' || s.kind === 'objects') && s.deletions.reconcile,
+).map((s) => s.name)
 
 const isObject = (name: string) => OBJECT_STREAM.test(name)
 
 /** Why `name` cannot be given to `--stream` of this command, or undefined when it can. */
 export function streamOptionProblem(command: 'sync' | 'reconcile', name: string): string | undefined {
-  if (!StreamName.safeParse(name).success)
-    return `--stream ${name}: no such stream; valid: ${STREAM_NAMES.join(', ')}, or objects:<slug> for one custom object`
+  const problem = STREAM_CHOICE.problem(name)
+  if (problem !== undefined) return `--stream ${problem}`
   if (command === 'reconcile' && !RECONCILABLE.includes(name) && !isObject(name)) {
     return `--stream ${name}: reconcile has nothing to do for it (reference data and account metadata are re-read whole by sync); reconcilable: ${RECONCILABLE.join(', ')}, or objects:<slug>`
   }

@@ -3,7 +3,8 @@ import type { Command } from './command.js'
 import { exitCodeOf, formatResults } from './run-summary.js'
 import { withApp } from './with-app.js'
 import { streamOption } from './stream-option.js'
-import { selectStreams, runSweeps } from '../sync/sync-engine.js'
+import { selectStreams } from '../../connectors/selection.js'
+import { runSweeps } from '../sync/sync-engine.js'
 
 export const syncCommand: Command = {
   command: 'sync',

@@ -57,6 +57,18 @@ export interface ConfigSources {
    * the file, below environment and flags. Nested objects merge one level deep.
    */
   overrides?: Readonly<Record<string, unknown>>
+  /**
+   * The streams the app declares (connectors/selection.ts, STREAM_CHOICE): each name in `streams`
+   * must be one of them, and `streams` defaults to all of them. Without it, any well-formed name passes.
+   */
+  streams?: StreamChoice
+}
+
+/** Which stream names exist, from the stream registry. */
+export interface StreamChoice {
+  readonly all: readonly string[]
+  /** Why `name` names no stream (with the valid names), or undefined when it names one. */
+  problem(name: string): string | undefined
 }
 
 type Origin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string } | { kind: 'override' }
@@ -112,6 +124,14 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   }
 
   const parsed = ConfigSchema.safeParse(merged)
+  const choice = sources.streams
+  if (parsed.success && choice !== undefined) {
+    for (const [i, name] of (parsed.data.streams ?? []).entries()) {
+      const problem = choice.problem(name)
+      if (problem !== undefined) issues.push({ key: nameOf(['streams', String(i)], origins), message: problem })
+    }
+    parsed.data.streams ??= [...choice.all]
+  }
   if (parsed.success && issues.length === 0) return parsed.data
   if (!parsed.success) issues.push(...parsed.error.issues.flatMap((i) => describeIssue(i, origins)))
   throw new ConfigError(issues)

@@ -6,14 +6,16 @@
 // shown" in the spec, so several spellings are read and `raw` keeps the record whole.
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
+import { reader } from '../../connectors/columns.js'
+import { calendarChangesTable, calendarFeed } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { resumeCursor } from '../sync/resume-cursor.js'
 import { trackedRun } from '../sync/tracked-run.js'
 
-export const CALENDAR_FEED_STREAM = 'calendar_changes'
-const ROUTE = '/api/v1/integrations/calendar-a/sync'
+const CALENDAR_FEED_STREAM = calendarFeed.name
+const ROUTE = calendarFeed.route
 /** A feed that never ends its cursor chain is cut here (1,000 pages of up to 100 records). */
 const MAX_PAGES = 1_000
 
@@ -37,26 +39,31 @@ const pick = (d: Record<string, unknown>, keys: readonly string[]): unknown => {
   for (const k of keys) if (d[k] !== undefined && d[k] !== null) return d[k]
   return undefined
 }
+/** The spellings a change record's column is read from, as calendar_changes declares them. */
+const column = (name: string) => reader(calendarChangesTable.columns.find((c) => c.name === name)?.from ?? name)
+const read = {
+  action: column('action'),
+  visitId: column('visit_id'),
+  externalEventId: column('external_event_id'),
+  changedAt: column('changed_at'),
+}
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null)
 
 /** One change record as a row; undefined for something that is not an object. Pure. */
 export function calendarChangeRow(record: unknown): CalendarChangeRow | undefined {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return undefined
   const d = record as Record<string, unknown>
-  const visit = typeof d.visit === 'object' && d.visit !== null ? (d.visit as Record<string, unknown>) : {}
   const raw = JSON.stringify(record)
-  const externalEventId = text(pick(d, ['externalEventId', 'external_event_id', 'eventId', 'event_id', 'externalId', 'external_id']))
-  const changedAt = canonicalTimeOrText(
-    pick(d, ['changedAt', 'changed_at', 'updatedAt', 'updated_at', 'timestamp', 'syncedAt', 'createdAt']),
-  )
+  const externalEventId = text(read.externalEventId(d))
+  const changedAt = canonicalTimeOrText(read.changedAt(d))
   return {
     // A re-read of the same change (the boundary of `since`, a repeated page) keeps one row.
     change_key:
       externalEventId !== null && changedAt !== null
         ? `${externalEventId}@${changedAt}`
         : `sha256:${createHash('sha256').update(raw).digest('hex')}`,
-    action: text(pick(d, ['action', 'type', 'op', 'operation', 'change'])),
-    visit_id: text(pick(d, ['visitId', 'visit_id']) ?? visit.id),
+    action: text(read.action(d)),
+    visit_id: text(read.visitId(d)),
     external_event_id: externalEventId,
     changed_at: changedAt,
     raw,
@@ -88,14 +95,14 @@ export function syncCalendarFeed(ctx: SyncContext, client: Pick<ApiClient, 'get'
     const since = stored?.since
     const walkStarted = ctx.now()
     const insert = ctx.mirror.sqlite.prepare(
-      `INSERT INTO calendar_changes (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
-       VALUES ('calendar-a', @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
+      `INSERT INTO "${calendarFeed.table}" (integration, change_key, action, visit_id, external_event_id, changed_at, raw, fetched_at)
+       VALUES (@integration, @change_key, @action, @visit_id, @external_event_id, @changed_at, @raw, @fetched_at)
        ON CONFLICT (integration, change_key) DO NOTHING`,
     )
     const commit = ctx.mirror.sqlite.transaction((rows: CalendarChangeRow[], point: string | undefined) => {
       const now = isoNow(ctx.now())
       let n = 0
-      for (const r of rows) n += insert.run({ ...r, fetched_at: now }).changes
+      for (const r of rows) n += insert.run({ ...r, integration: calendarFeed.integration, fetched_at: now }).changes
       if (point !== undefined) ctx.state.setCursor(CALENDAR_FEED_STREAM, { since: point } satisfies FeedCursor, now)
       return n
     })

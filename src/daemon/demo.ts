@@ -15,7 +15,7 @@ import type { Sqlite } from '../store/mirror-database.js'
 import { runReadOnlyQuery, type QueryResult } from '../store/read-only-query.js'
 import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult } from '../sync/sync-context.js'
-import { selectStreams } from '../sync/sync-engine.js'
+import { selectStreams, STREAM_CHOICE } from '../../connectors/selection.js'
 import { registerEndpoint } from '../webhooks/registration.js'
 import { activityMark, activitySince, type Activity } from './activity.js'
 import { startDaemon, type Daemon } from './daemon.js'
@@ -94,6 +94,7 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
         FSM_HTTP_PORT: '0',
       },
       overrides: { schedules: demoSchedules(sweepSeconds) },
+      streams: STREAM_CHOICE,
     })
     const logger = createLogger({ level: config.logLevel, secrets: [emulator.apiKey], destination: options.logDestination })
     const began = isoNow(clock.now())

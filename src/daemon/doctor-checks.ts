@@ -8,10 +8,9 @@ import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { MirrorError, explainMirrorError, openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
-import { selectStreams } from '../sync/sync-engine.js'
+import { selectStreams } from '../../connectors/selection.js'
 import { SecretStore } from '../webhooks/secret-store.js'
 import { customObjects } from '../../connectors/custom-objects.js'
-import { webhookEndpoints } from '../../connectors/account-metadata.js'
 import { createApiAccess } from './api-access.js'
 import { probeMirror } from './mirror-probe.js'
 
@@ -31,7 +30,7 @@ export function scopeProbes(config: Config): { label: string; path: string; quer
     query: { limit: '1' },
   }))
   if (sel.objects !== undefined) probes.push({ label: `${customObjects.scope} (objects)`, path: customObjects.discoveryRoute })
-  if (sel.metadata.includes('webhooks')) probes.push({ label: `${webhookEndpoints.scope ?? ''} (webhooks)`, path: webhookEndpoints.route })
+  for (const m of sel.metadata) if (m.scope !== undefined) probes.push({ label: `${m.scope} (${m.name})`, path: m.list.route })
   for (const r of sel.reference) probes.push({ label: `legacy route ${r.route} (${r.name})`, path: r.route })
   probes.push({ label: 'integrations:write (scheduled triggers)', path: '/api/v1/integrations/calendar-a/status' })
   return probes

@@ -1,6 +1,7 @@
 // Polls and stores a calendar's status (spec: Integrations: `GET .../calendar-a/status`, `data`
 // holds exactly connected, email, lastSyncAt, calendarId). Only calendar-a documents the route.
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
+import { TRIGGERS } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { canonicalTimeOrText, isoNow } from '../model/timestamps.js'
@@ -38,7 +39,9 @@ export async function pollCalendarStatus(
        calendar_id = excluded.calendar_id, error = excluded.error, raw = excluded.raw, checked_at = excluded.checked_at`,
   )
   try {
-    const res = await client.get(`/api/v1/integrations/${name}/status`, undefined, { priority: 'trigger', signal: options.signal })
+    // calendar-a declares its status route (connectors/integrations.ts).
+    const route = TRIGGERS.find((t) => t.name === name)!.statusRoute!
+    const res = await client.get(route, undefined, { priority: 'trigger', signal: options.signal })
     const status = parseCalendarStatus(res.data)
     upsert.run({
       name,

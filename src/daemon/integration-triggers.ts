@@ -2,13 +2,15 @@
 // and is recorded as a `trigger` run in sync_runs with the counts the API returned. A POST is
 // never retried by the client (no idempotency header exists), and nothing here retries either:
 // one tick fires at most one trigger. INTEGRATION_NOT_CONNECTED becomes one clear error.
+import { TRIGGERS } from '../../connectors/integrations.js'
 import { ApiError } from '../api/errors.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
 
-export const INTEGRATIONS = ['calendar-a', 'calendar-b', 'accounting'] as const
-export type IntegrationName = (typeof INTEGRATIONS)[number]
+export type IntegrationName = (typeof TRIGGERS)[number]['name']
+/** The integrations with a sync trigger, as the registry declares them. */
+export const INTEGRATIONS: readonly IntegrationName[] = TRIGGERS.map((t) => t.name)
 
 export function isIntegrationName(s: string): s is IntegrationName {
   return (INTEGRATIONS as readonly string[]).includes(s)
@@ -51,7 +53,7 @@ export async function runTrigger(ctx: SyncContext, client: Pick<ApiClient, 'post
   const result = await trackedRun(ctx, 'trigger', name, async ({ source }) => {
     try {
       const res = await client.post(
-        `/api/v1/integrations/${name}/sync`,
+        TRIGGERS.find((t) => t.name === name)!.route,
         undefined,
         source.counted({ priority: 'trigger', signal: ctx.signal }),
       )

@@ -4,7 +4,8 @@
 // the app's one governor.
 import type { Config } from '../config/index.js'
 import type { RunResult } from '../sync/sync-context.js'
-import { runReconciliations, runSweeps, selectStreams } from '../sync/sync-engine.js'
+import { selectStreams, selectWithin } from '../../connectors/selection.js'
+import { runReconciliations, runSweeps } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import { syncCalendarFeed } from './calendar-feed.js'
@@ -83,10 +84,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground }: SyncJo
         const plan = await gaps.check(signal)
         if (plan.streams.length === 0) return plan.commit()
         await lane.run(async () => {
-          // A plan names `objects` for any custom object: sweep those the config selects, not all.
-          const picked = selectStreams(plan.streams)
-          const sweep = { ...picked, objects: picked.objects === undefined ? undefined : selection.objects }
-          const results = observe(await runSweeps(app.syncContext({ signal }), sweep))
+          const results = observe(await runSweeps(app.syncContext({ signal }), selectWithin(selection, plan.streams)))
           // A failed or stopped sweep leaves the gap cursor where it was: the next check sweeps again.
           if (!signal.aborted && results.every((r) => r.outcome === 'success')) plan.commit()
         })

@@ -1,4 +1,5 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
+import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
 
@@ -25,29 +26,12 @@ export interface StatusReport {
   webhookInbox: { backlog: number; failed: number; skipped: number } | null
 }
 
-/** Stream → the mirrored table its rows land in. Every table here has `deleted_at`. */
-const TABLE_OF: Record<string, string> = {
-  clients: 'clients',
-  jobs: 'jobs',
-  visits: 'visits',
-  invoices: 'invoices',
-  items: 'items',
-  taxes: 'taxes',
-  team: 'team_members',
-  job_forms: 'job_forms',
-  company: 'company',
-  webhooks: 'webhook_endpoints',
-  api_keys: 'api_keys',
-}
-/** The four record streams are listed even before their first run. */
-const ALWAYS = ['clients', 'jobs', 'visits', 'invoices']
-
 interface Counts {
   live: number
   deleted: number
 }
 
-export function statusReport(sqlite: Sqlite, now: number): StatusReport {
+export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams): StatusReport {
   const states = sqlite
     .prepare('SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream')
     .all() as {
@@ -61,27 +45,27 @@ export function statusReport(sqlite: Sqlite, now: number): StatusReport {
   const split = `count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted`
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
-  if (tables.has('custom_records')) {
-    for (const r of sqlite.prepare(`SELECT slug, ${split} FROM custom_records GROUP BY slug`).all() as (Counts & { slug: string })[])
+  const { table: objectTable, scope } = known.perObject
+  if (tables.has(objectTable)) {
+    for (const r of sqlite.prepare(`SELECT "${scope}" AS slug, ${split} FROM "${objectTable}" GROUP BY "${scope}"`).all() as (Counts & {
+      slug: string
+    })[])
       objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
-    if (stream.startsWith('objects:')) {
-      const slug = stream.slice('objects:'.length)
-      return { table: 'custom_records', counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
+    const { perObject } = known
+    if (stream.startsWith(`${perObject.stream}:`)) {
+      const slug = stream.slice(perObject.stream.length + 1)
+      return { table: perObject.table, counts: objectCounts.get(slug) ?? { live: 0, deleted: 0 } }
     }
-    if (stream === 'calendar_changes' && tables.has('calendar_changes')) {
-      // A feed: rows are never deleted.
-      return {
-        table: 'calendar_changes',
-        counts: { live: sqlite.prepare(`SELECT count(*) FROM calendar_changes`).pluck().get() as number, deleted: 0 },
-      }
-    }
-    const table = TABLE_OF[stream]
-    if (table === undefined || !tables.has(table)) return undefined
+    const of = known.tables.get(stream)
+    if (of === undefined || !tables.has(of.table)) return undefined
+    const { table } = of
+    if (!of.tombstones)
+      return { table, counts: { live: sqlite.prepare(`SELECT count(*) FROM "${table}"`).pluck().get() as number, deleted: 0 } }
     return { table, counts: sqlite.prepare(`SELECT ${split} FROM "${table}"`).get() as Counts }
   }
-  const names = new Set([...ALWAYS, ...states.map((s) => s.stream)])
+  const names = new Set([...known.always, ...states.map((s) => s.stream)])
   const streams = [...names].sort().map((stream): StreamStatus => {
     const s = states.find((x) => x.stream === stream)
     const counted = countsOf(stream)

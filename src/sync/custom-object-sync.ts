@@ -3,7 +3,14 @@
 // time this walk began minus a margin (the list is not a snapshot: see custom-object-cursor.ts),
 // and a walk interrupted mid-way resumes from its page cursor with the same bookmark.
 import { z } from 'zod'
-import { customObjects, customRecordToRow, toDiscoveryItem, toSchema } from '../../connectors/custom-objects.js'
+import {
+  clientFieldRow,
+  clientFieldsTable,
+  customObjects,
+  customRecordToRow,
+  toDiscoveryItem,
+  toSchema,
+} from '../../connectors/custom-objects.js'
 import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
@@ -70,7 +77,7 @@ export function sweepObjectRecords(
   source: CountingSource,
   options: { full?: boolean } = {},
 ): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'sweep',
@@ -119,7 +126,7 @@ export function sweepObjectRecords(
  * confirming GET. The same share guard as for records applies.
  */
 export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: CountingSource): Promise<RunResult> {
-  const stream = `objects:${slug}`
+  const stream = `${customObjects.name}:${slug}`
   return trackedRun(
     ctx,
     'reconcile',
@@ -160,28 +167,21 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
 async function storeClientFields(ctx: SyncContext, source: CountingSource): Promise<void> {
   const res = await source.get(customObjects.schemaRoute('client'), undefined, { priority: 'sweep', signal: ctx.signal })
   const data = res.data
-  const fields = (
+  const rows = (
     typeof data === 'object' && data !== null && Array.isArray((data as { fields?: unknown }).fields)
       ? (data as { fields: unknown[] }).fields
       : []
-  ).filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null && typeof (f as { id?: unknown }).id === 'string')
+  )
+    .map((f) => (typeof f === 'object' && f !== null && !Array.isArray(f) ? clientFieldRow(f as Record<string, unknown>) : undefined))
+    .filter((r) => r !== undefined)
   const now = isoNow(ctx.now())
+  const table = `"${clientFieldsTable.name}"`
+  const names = clientFieldsTable.columns.map((c) => c.name)
   const insert = ctx.mirror.sqlite.prepare(
-    'INSERT INTO client_fields (id, name, label, type, options, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    `INSERT INTO ${table} (${names.map((n) => `"${n}"`).join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
   )
   ctx.mirror.sqlite.transaction(() => {
-    ctx.mirror.sqlite.prepare('DELETE FROM client_fields').run()
-    for (const f of fields) {
-      const str = (v: unknown) => (typeof v === 'string' ? v : null)
-      insert.run(
-        f.id,
-        str(f.name),
-        str(f.label),
-        str(f.type),
-        f.options === undefined || f.options === null ? null : JSON.stringify(f.options),
-        JSON.stringify(f),
-        now,
-      )
-    }
+    ctx.mirror.sqlite.prepare(`DELETE FROM ${table}`).run()
+    for (const r of rows) insert.run({ ...r, synced_at: now })
   })()
 }

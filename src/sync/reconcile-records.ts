@@ -3,7 +3,7 @@
 // candidates, confirm each with a GET (404 = deleted; a page walk can skip rows under concurrent
 // writes), and mark the confirmed ones deleted. A run that would mark more than `maxDeleteShare` of
 // the table marks nothing: an outage or a broken list must not look like a mass deletion.
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import { NotFoundError } from '../api/errors.js'
 import { pageWalk } from '../api/page-walk.js'
 import { RecordWriter } from '../store/record-writer.js'

@@ -2,7 +2,7 @@
 // exact), each page's rows and the cursor that covers them committed in one transaction, so a kill
 // loses at most the page in flight and the next run goes on from the last checkpoint
 // (docs/guarantees.md, Killed at any moment).
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
 import type { RecordRow } from '../model/rows.js'
 import { RecordWriter } from '../store/record-writer.js'

@@ -1,7 +1,8 @@
 // Reference data (items, taxes, team, job forms, company): each a full snapshot from a legacy route.
 // Rows missing from a complete snapshot get deleted_at; an empty snapshot over a non-empty table is
 // taken for a broken answer and marks nothing.
-import { legacyRows, referenceRow, type ReferenceStream } from '../../connectors/reference.js'
+import { legacyRows, referenceRow } from '../../connectors/reference.js'
+import type { ReferenceStream } from '../model/streams.js'
 import type { RecordRow } from '../model/rows.js'
 import { applySnapshot } from './apply-snapshot.js'
 import { isoNow } from '../model/timestamps.js'
@@ -15,9 +16,7 @@ export function syncReference(ctx: SyncContext, stream: ReferenceStream): Promis
     const res = await source.get(stream.route, undefined, { priority: 'sweep', signal: ctx.signal })
     const { rows: payloads, shape } = legacyRows(res.data, stream)
     logShapeOnce(ctx, stream, shape)
-    const rows = payloads
-      .map((p) => referenceRow(stream, p, stream.single === true ? 'company' : undefined))
-      .filter((r): r is RecordRow => r !== undefined)
+    const rows = payloads.map((p) => referenceRow(stream, p)).filter((r): r is RecordRow => r !== undefined)
     const skipped = payloads.length - rows.length
     if (skipped > 0) ctx.logger.warn({ stream: stream.name, skipped }, 'reference rows without any id (id, _id, recordId) were skipped')
     const changed = applySnapshot(ctx, stream.table, rows, {

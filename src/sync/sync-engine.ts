@@ -1,7 +1,7 @@
-// Runs streams by name for `sync`, `reconcile` and the daemon. Streams whose connector has not
-// landed yet are reported as such, never silently dropped.
-import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
-import { REFERENCE_STREAMS, type ReferenceStream } from '../../connectors/reference.js'
+// Runs the selected streams (connectors/selection.ts reads the names) for `sync`, `reconcile` and
+// the daemon, in registry order: record streams, reference data, account metadata, custom objects.
+import { customObjects } from '../../connectors/custom-objects.js'
+import type { Selection } from '../../connectors/selection.js'
 import { syncReference } from './reference-sync.js'
 import { syncMetadata } from './metadata-sync.js'
 import { CountingSource } from './counting-source.js'
@@ -10,41 +10,6 @@ import { trackedRun } from './tracked-run.js'
 import { reconcileRecords } from './reconcile-records.js'
 import { sweepRecords } from './record-sweep.js'
 import type { RunResult, SyncContext } from './sync-context.js'
-
-export interface Selection {
-  records: RecordStream[]
-  reference: ReferenceStream[]
-  metadata: ('webhooks' | 'api_keys')[]
-  /** Custom objects: every one (`objects`), the named slugs (`objects:<slug>`), or none. */
-  objects: 'all' | string[] | undefined
-  /** Named streams with no connector yet. */
-  notBuilt: string[]
-}
-
-export function selectStreams(names: readonly string[]): Selection {
-  const records: RecordStream[] = []
-  const reference: ReferenceStream[] = []
-  const metadata: Selection['metadata'] = []
-  const notBuilt: string[] = []
-  let objects: Selection['objects']
-  for (const name of names) {
-    const stream = RECORD_STREAMS.find((s) => s.name === name)
-    const ref = REFERENCE_STREAMS.find((s) => s.name === name)
-    if (stream !== undefined) {
-      if (!records.includes(stream)) records.push(stream)
-    } else if (ref !== undefined) {
-      if (!reference.includes(ref)) reference.push(ref)
-    } else if (name === 'webhooks' || name === 'api_keys') {
-      if (!metadata.includes(name)) metadata.push(name)
-    } else if (name === 'objects') objects = 'all'
-    else if (name.startsWith('objects:')) {
-      if (objects !== 'all') objects = [...(objects ?? []), name.slice('objects:'.length)]
-    } else notBuilt.push(name)
-  }
-  // Parents before children, whatever order the names came in.
-  records.sort((a, b) => RECORD_STREAMS.indexOf(a) - RECORD_STREAMS.indexOf(b))
-  return { records, reference, metadata, objects, notBuilt }
-}
 
 export async function runSweeps(ctx: SyncContext, selection: Selection, options: { full?: boolean } = {}): Promise<RunResult[]> {
   const results: RunResult[] = []
@@ -56,9 +21,9 @@ export async function runSweeps(ctx: SyncContext, selection: Selection, options:
     if (ctx.signal?.aborted === true) return results
     results.push(await syncReference(ctx, stream))
   }
-  for (const name of selection.metadata) {
+  for (const stream of selection.metadata) {
     if (ctx.signal?.aborted === true) return results
-    results.push(await syncMetadata(ctx, name))
+    results.push(await syncMetadata(ctx, stream))
   }
   if (selection.objects !== undefined && ctx.signal?.aborted !== true)
     results.push(...(await runObjects(ctx, selection.objects, 'sweep', options)))
@@ -88,7 +53,7 @@ async function runObjects(
   const discovery = await trackedRun(
     ctx,
     kind,
-    'objects',
+    customObjects.name,
     async () => {
       const found = await discoverObjects(ctx, source)
       slugs = which === 'all' ? found.slugs : which

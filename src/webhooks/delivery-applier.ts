@@ -2,7 +2,9 @@
 // with newer-wins, and apply only what is certain of a partial payload. Synchronous: the processor
 // runs it inside the transaction that also marks the inbox row applied, so a crash leaves either
 // both or neither.
-import type { RecordStream } from '../../connectors/index.js'
+import { reader } from '../../connectors/columns.js'
+import { customObjects } from '../../connectors/custom-objects.js'
+import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { RecordWriter } from '../store/record-writer.js'
@@ -34,12 +36,11 @@ export type ApplyOutcome =
   /** Its stream is not selected: marked processed with this reason, the mirror untouched. */
   | { kind: 'skipped'; reason: string }
 
-type Route = { kind: 'snapshot' | 'delete'; stream: RecordStream } | { kind: 'job-status' } | { kind: 'object' }
+type Route = { kind: 'snapshot' | 'delete' | 'status'; stream: RecordStream } | { kind: 'object' }
 
 export class DeliveryApplier {
   readonly #routes = new Map<string, Route>()
   readonly #writers = new Map<string, RecordWriter>()
-  readonly #jobs: RecordStream | undefined
   readonly #sqlite: Sqlite
   readonly #objectSink: ObjectSink | undefined
   readonly #selection: DeliverySelection
@@ -51,11 +52,9 @@ export class DeliveryApplier {
     for (const stream of streams) {
       for (const event of stream.snapshotEvents) this.#routes.set(event, { kind: 'snapshot', stream })
       for (const event of stream.deletions.events) this.#routes.set(event, { kind: 'delete', stream })
+      if (stream.statusEvent !== undefined) this.#routes.set(stream.statusEvent.event, { kind: 'status', stream })
     }
-    this.#jobs = streams.find((s) => s.name === 'jobs')
-    if (this.#jobs !== undefined) this.#routes.set('job.status_changed', { kind: 'job-status' })
-    for (const event of ['object.created', 'object.updated', 'object.stage_changed', 'object.deleted'])
-      this.#routes.set(event, { kind: 'object' })
+    for (const event of [...customObjects.snapshotEvents, ...customObjects.deletions.events]) this.#routes.set(event, { kind: 'object' })
   }
 
   writer(table: string): RecordWriter {
@@ -104,8 +103,8 @@ export class DeliveryApplier {
         if (typeof id !== 'string' || id === '') throw new Error(`${event} without an id`)
         return { kind: 'applied', changed: this.writer(route.stream.table).markDeleted([id], now).changed.length > 0 }
       }
-      case 'job-status':
-        return this.#jobStatus(payload, now)
+      case 'status':
+        return this.#statusChange(route.stream, event, payload, now)
       case 'object': {
         if (this.#objectSink === undefined) return { kind: 'deferred', error: OBJECTS_DEFERRED }
         // The sink checks the slug: `object.deleted` carries only {id} (spec, Events, Delivery
@@ -126,10 +125,9 @@ export class DeliveryApplier {
     switch (route.kind) {
       case 'snapshot':
       case 'delete':
+      case 'status':
+        // An unselected stream's status change: no update and no follow-up GET.
         return this.#selection.stream(route.stream.name) ? undefined : notSelected(`stream ${route.stream.name}`)
-      case 'job-status':
-        // No status update and no follow-up GET: jobs are not mirrored.
-        return this.#selection.stream('jobs') ? undefined : notSelected('stream jobs')
       case 'object':
         return this.#selection.objects ? undefined : notSelected('stream objects')
     }
@@ -141,27 +139,28 @@ export class DeliveryApplier {
   // updated_at and raw stay those of the version they came from: a sweep page of that same version
   // then changes nothing, and any newer version replaces the row. The coalesced follow-up GET
   // brings the full record with its real updatedAt.
-  #jobStatus(payload: Payload, now: string): ApplyOutcome {
-    const jobs = this.#jobs!
-    const job = payload.job
+  #statusChange(stream: RecordStream, event: string, payload: Payload, now: string): ApplyOutcome {
+    const { record, column } = stream.statusEvent!
+    const job = payload[record]
     const id = typeof job === 'object' && job !== null ? (job as Payload).id : undefined
-    if (typeof id !== 'string' || id === '') throw new Error('job.status_changed without job.id')
-    const next = typeof payload.newStatus === 'string' ? payload.newStatus : (job as Payload).jobStatus
+    if (typeof id !== 'string' || id === '') throw new Error(`${event} without ${record}.id`)
+    const from = stream.tables[0]!.columns.find((c) => c.name === column)?.from
+    const next = typeof payload.newStatus === 'string' ? payload.newStatus : from === undefined ? undefined : reader(from)(job as Payload)
     const previous = payload.previousStatus
     let changed = false
     if (typeof next === 'string' && typeof previous === 'string' && next !== previous) {
       const hit = this.#sqlite
         .prepare(
-          `UPDATE jobs SET job_status = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND job_status IS ? RETURNING updated_at`,
+          `UPDATE "${stream.table}" SET "${column}" = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND "${column}" IS ? RETURNING updated_at`,
         )
         .get(next, now, id, previous) as { updated_at: string } | undefined
       if (hit !== undefined) {
         changed = true
         this.#sqlite
           .prepare(`INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES (?, ?, 'upsert', ?, ?)`)
-          .run(jobs.table, id, hit.updated_at, now)
+          .run(stream.table, id, hit.updated_at, now)
       }
     }
-    return { kind: 'applied', changed, followUp: { stream: jobs, id } }
+    return { kind: 'applied', changed, followUp: { stream, id } }
   }
 }

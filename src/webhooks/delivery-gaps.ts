@@ -70,7 +70,7 @@ export interface DeliveryGapCheckOptions {
   logger: Logger
   now?: () => number
   /** The config's `streams`: a failed delivery of another stream is passed over, never swept. Default: all. */
-  selectedStreams?: readonly string[]
+  selectedStreams?: readonly string[] | undefined
 }
 
 const KEY = 'delivery-gaps'

@@ -2,10 +2,11 @@
 // also what a bare `sync` and the daemon's sweeps run). A delivery for another stream is still
 // acknowledged and kept (an error answer would make the sender disable the endpoint) but recorded
 // as skipped; `objects:<slug>` selects one custom object, so `object.*` for another slug is skipped.
-// Pure: names in, predicates out.
+// Pure: names in, predicates out; the names are read by the one selection of connectors/selection.ts.
+import { selects, selectStreams } from '../../connectors/selection.js'
 
 export interface DeliverySelection {
-  /** A record stream (clients, jobs, visits, invoices) is selected. */
+  /** The stream of this name is selected (the custom-object stream: when any custom object is). */
   stream(name: string): boolean
   /** Some custom object is selected (`objects` or any `objects:<slug>`). */
   readonly objects: boolean
@@ -17,13 +18,12 @@ export const ALL_DELIVERIES: DeliverySelection = { stream: () => true, objects: 
 
 export function deliverySelection(names: readonly string[] | undefined): DeliverySelection {
   if (names === undefined) return ALL_DELIVERIES
-  const streams = new Set(names.filter((n) => !n.startsWith('objects')))
-  const all = names.includes('objects')
-  const slugs = new Set(names.filter((n) => n.startsWith('objects:')).map((n) => n.slice('objects:'.length)))
+  const selection = selectStreams(names)
+  const objects = selection.objects
   return {
-    stream: (name) => (name === 'objects' ? all || slugs.size > 0 : streams.has(name)),
-    objects: all || slugs.size > 0,
-    object: (slug) => all || slugs.has(slug),
+    stream: (name) => selects(selection, name),
+    objects: objects !== undefined,
+    object: (slug) => objects === 'all' || (objects?.includes(slug) ?? false),
   }
 }
 

@@ -2,7 +2,7 @@
 // one coalesced follow-up GET for that record), at the governor's top priority ('webhook'). One GET
 // per record at a time; a request that arrives while one is in flight asks for exactly one more
 // afterwards, because the GET in flight may have been answered before the change it announces.
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
 import { NotFoundError, type ApiResponse, type CallOptions } from '../api/index.js'
 import type { Logger } from '../log/logger.js'

@@ -6,7 +6,8 @@
 // event loop to the intake (see #pace), so a burst is acknowledged at nearly the intake's own rate
 // and applied once the loop has room.
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
-import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
+import { RECORD_STREAMS } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
 import type { Logger } from '../log/logger.js'
 import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'

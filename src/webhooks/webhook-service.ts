@@ -1,7 +1,7 @@
 // The webhook path assembled once, its dependencies passed in: secret store, inbox,
 // intake handler, processor and counters. The daemon (src/daemon) mounts `handler` at
 // `config.webhooks.path`, calls `start()` once it listens, and `stop()` on shutdown.
-import type { RecordStream } from '../../connectors/index.js'
+import type { RecordStream } from '../model/streams.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -29,7 +29,7 @@ export interface WebhookServiceOptions {
   objectSink?: ObjectSink
   streams?: readonly RecordStream[]
   /** The config's `streams`: deliveries of other streams are acknowledged and skipped. Default: all. */
-  selectedStreams?: readonly string[]
+  selectedStreams?: readonly string[] | undefined
   /** false: store deliveries but apply none (tests of a crash between ack and apply). */
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */

@@ -2,7 +2,8 @@
 // record, for the record streams and the named custom objects. Works from two functions, so it
 // needs no vitest and no runtime: the integration tests (sync-env.ts compareWithEmulator) and the
 // soak use the same rule.
-import { RECORD_STREAMS, type RecordStream } from '../../connectors/index.js'
+import { RECORD_STREAMS } from '../../connectors/index.js'
+import type { RecordStream } from '../../src/model/streams.js'
 
 export type Rows = (sql: string, ...params: unknown[]) => Record<string, unknown>[]
 export type State = (resource: string) => Promise<Record<string, unknown>[]>

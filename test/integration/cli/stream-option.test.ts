@@ -20,7 +20,7 @@ describe('--stream names are checked before anything runs', () => {
     const r = await runCli(['sync', '--stream', 'jobs', '--stream', 'widgets'], vars)
     expect(r.code, r.stdout + r.stderr).toBe(2)
     expect(r.stderr).toContain(
-      '--stream widgets: no such stream; valid: clients, jobs, visits, invoices, objects, items, taxes, team, job_forms, company, webhooks, api_keys, or objects:<slug>',
+      '--stream widgets: no such stream; valid: clients, jobs, visits, invoices, items, taxes, team, job_forms, company, webhooks, api_keys, objects, or objects:<slug>',
     )
     expect(existsSync(db)).toBe(false)
   })

@@ -3,7 +3,7 @@
 // table has exactly the declared columns, in order, with their SQLite types, NOT NULL-ness and
 // primary key. A migration that adds a table or a column nobody declared fails here.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { DATA_TABLES } from '../../../connectors/index.js'
+import { DATA_TABLES, DATA_VIEWS } from '../../../connectors/index.js'
 import { sqliteType, type TableSpec } from '../../../src/model/table-spec.js'
 import type { Sqlite } from '../../../src/store/mirror-database.js'
 import { STATE_TABLES } from '../../../src/store/state-tables.js'
@@ -71,8 +71,17 @@ describe('the tables of the mirror are the declared tables', () => {
     for (const t of DATA_TABLES) if (t.parent !== undefined) expect(order.indexOf(t.parent.table)).toBeLessThan(order.indexOf(t.name))
   })
 
+  test('the fixed views are declared, with their columns', () => {
+    const views = m.sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name`).pluck().all() as string[]
+    expect(views).toEqual(DATA_VIEWS.map((v) => v.name).sort())
+    for (const v of DATA_VIEWS)
+      expect(m.sqlite.prepare(`SELECT name FROM pragma_table_info(?) ORDER BY cid`).pluck().all(v.name), v.name).toEqual(
+        v.columns.map((c) => c.name),
+      )
+  })
+
   test('every table and column says what it holds', () => {
-    for (const t of ALL) {
+    for (const t of [...ALL, ...DATA_VIEWS]) {
       expect(t.description, t.name).toMatch(/\S/)
       for (const c of t.columns) expect(c.description, `${t.name}.${c.name}`).toMatch(/\S/)
     }

@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
+import { apiKeyMetadata, webhooks } from '../../../connectors/account-metadata.js'
 import { syncMetadata } from '../../../src/sync/metadata-sync.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
@@ -158,7 +159,7 @@ describe('account metadata', () => {
     expect((await emu.api('POST', '/api/v1/clients', { firstName: 'Webhook', email: 'w@example.com' })).status).toBeLessThan(300)
     await emu.control('POST', '/deliveries/flush')
     const ctx = env.app.syncContext()
-    const results = [await syncMetadata(ctx, 'webhooks'), await syncMetadata(ctx, 'api_keys')]
+    const results = [await syncMetadata(ctx, webhooks), await syncMetadata(ctx, apiKeyMetadata)]
     expect(results.map((r) => r.outcome)).toEqual(['success', 'success'])
     expect(env.rows('SELECT url FROM webhook_endpoints')).toEqual([{ url: 'http://127.0.0.1:9/hook' }])
     expect(env.rows('SELECT count(*) AS n FROM webhook_deliveries')[0]!.n).toBeGreaterThanOrEqual(1)

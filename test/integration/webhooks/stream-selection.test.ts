@@ -10,6 +10,7 @@ import { statusReport } from '../../../src/store/status-report.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
+import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
 
 describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
   test('deliveries of unselected streams get 200, are kept marked skipped, and the gap check sweeps only selected streams', async () => {
@@ -60,7 +61,7 @@ describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
       expect(rows(`SELECT count(*) AS n FROM change_log WHERE table_name <> 'clients'`)).toEqual(changesBefore)
       expect(await emu.control('GET', '/requests?path=/api/v1/jobs&method=GET')).toEqual([])
       expect(daemon.webhooks.metrics.processor.skipped).toBe(jobRows.length)
-      expect(statusReport(daemon.app.mirror.sqlite, Date.now()).webhookInbox).toMatchObject({
+      expect(statusReport(daemon.app.mirror.sqlite, Date.now(), STATUS_STREAMS).webhookInbox).toMatchObject({
         backlog: 0,
         failed: 0,
         skipped: jobRows.length,

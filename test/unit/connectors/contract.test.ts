@@ -1,7 +1,8 @@
 // Contract tests over every connector at once: each column a mapper writes exists in the migrated
 // table, and every stream's key and cursor field are in its rows.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { RECORD_STREAMS } from '../../../connectors/index.js'
+import { DATA_TABLES, RECORD_STREAMS, STREAMS } from '../../../connectors/index.js'
+import { SELECTABLE_STREAMS, selectStreams } from '../../../connectors/selection.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
@@ -44,5 +45,24 @@ describe.each(RECORD_STREAMS.map((s) => [s.name, s] as const))('connector %s', (
   test('a payload without id or updatedAt is refused, not stored half-way', () => {
     expect(() => stream.toRow({ updatedAt: sample.updatedAt })).toThrow(/id/)
     expect(() => stream.toRow({ id: sample.id })).toThrow(/updatedAt/)
+  })
+})
+
+describe('the stream registry', () => {
+  test('each stream is declared once, and each data table by one stream', () => {
+    const names = STREAMS.map((s) => s.name)
+    expect(new Set(names).size).toBe(names.length)
+    const tables = STREAMS.flatMap((s) => s.tables.map((t) => t.name))
+    expect(new Set(tables).size).toBe(tables.length)
+    expect(DATA_TABLES.map((t) => t.name).sort()).toEqual([...tables].sort())
+  })
+
+  test('the config selects every stream but the calendar feed and the triggers, in registry order', () => {
+    expect(SELECTABLE_STREAMS).toEqual(STREAMS.filter((s) => s.kind !== 'feed' && s.kind !== 'trigger').map((s) => s.name))
+    const all = selectStreams(undefined)
+    expect(all.records.map((s) => s.name)).toEqual(['clients', 'jobs', 'visits', 'invoices'])
+    expect(all.objects).toBe('all')
+    expect(selectStreams(['invoices', 'clients', 'objects:x', 'nope']).records.map((s) => s.name)).toEqual(['clients', 'invoices'])
+    expect(selectStreams(['objects:x', 'nope', 'clients:y'])).toMatchObject({ objects: ['x'], notBuilt: ['nope', 'clients:y'] })
   })
 })

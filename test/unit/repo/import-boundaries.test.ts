@@ -34,7 +34,8 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   'src/log': [],
   'src/api': BASE,
   'src/store': BASE,
-  connectors: BASE,
+  // Declarations over the model alone: what a stream, a table and a row are.
+  connectors: ['src/model'],
   'src/sync': MIDDLE,
   'src/webhooks': MIDDLE,
   // The Postgres destination reads the mirror and the declarations; the daemon and the CLI run it.

@@ -6,6 +6,27 @@ describe('events', () => {
   test('exactly the seventeen subscribable events of the spec', () => {
     expect(WEBHOOK_EVENTS).toHaveLength(17)
     expect(new Set(WEBHOOK_EVENTS).size).toBe(17)
+    expect([...WEBHOOK_EVENTS].sort()).toEqual(
+      [
+        'client.created',
+        'client.updated',
+        'client.deleted',
+        'job.created',
+        'job.updated',
+        'job.status_changed',
+        'job.deleted',
+        'visit.status_changed',
+        'visit.updated',
+        'invoice.created',
+        'invoice.updated',
+        'invoice.paid',
+        'invoice.deleted',
+        'object.created',
+        'object.updated',
+        'object.stage_changed',
+        'object.deleted',
+      ].sort(),
+    )
   })
 
   test.each([
