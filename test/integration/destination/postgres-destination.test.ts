@@ -220,6 +220,43 @@ describe('the Postgres destination', () => {
     expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
   })
 
+  test('a batch cut off inside its transaction leaves nothing of it, cursor included; the next run applies it whole', async () => {
+    const d = destination('cut')
+    await d.catchUp()
+    const state = async () => Number((await pgQuery<{ seq: string }>(url, `SELECT seq FROM cut._fsm_sync_state`))[0]!.seq)
+    const before = await state()
+    // Each row written to cut.jobs now takes a while: the batch is caught inside its transaction.
+    await pgQuery(
+      url,
+      `CREATE FUNCTION cut.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+       CREATE TRIGGER slow BEFORE INSERT OR UPDATE ON cut.jobs FOR EACH ROW EXECUTE FUNCTION cut.slow()`,
+    )
+    write(Array.from({ length: 6 }, (_, i) => job(`cut${i}`, 3000 + i, {}, ['u1'])))
+    const running = d.catchUp()
+    running.catch(() => undefined)
+    await expect
+      .poll(
+        async () =>
+          (
+            await pgQuery(
+              url,
+              `SELECT 1 FROM pg_stat_activity WHERE application_name = 'fsm-sync' AND query LIKE 'INSERT INTO "cut"."jobs"%'`,
+            )
+          ).length,
+        { timeout: 10_000, interval: 10 },
+      )
+      .toBe(1)
+    await pgQuery(url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fsm-sync'`)
+    await expect(running).rejects.toThrow(/Postgres/)
+    expect(await state()).toBe(before)
+    expect(await pgQuery(url, `SELECT id FROM cut.jobs WHERE id LIKE 'cut%'`)).toEqual([])
+    await pgQuery(url, `DROP TRIGGER slow ON cut.jobs`)
+    const again = await d.catchUp()
+    expect(again.loaded).toBeNull()
+    expect(again.cursor).toBeGreaterThan(before)
+    expect(await comparePostgres(m.sqlite, url, 'cut', tables)).toEqual([])
+  })
+
   test('NUL, which Postgres text and jsonb refuse, is dropped on load and on apply', async () => {
     write([job('nul1', 2000, { notes: 'before\0after', job_address: '{"street":"x\\u0000y"}' })])
     const d = destination('nul')
