@@ -31,7 +31,7 @@ export const replicateCommand: Command = {
         ctx.io.stdout.write(
           [
             summary.loaded === null ? undefined : `loaded from a snapshot (${summary.loaded}): ${summary.loadedRows} rows`,
-            `applied ${summary.changesApplied} changes (${summary.rowsWritten} rows written) to schema ${destination.schema}`,
+            `applied ${summary.changesApplied} changes; ${summary.rowsWritten} rows written to schema ${destination.schema} in all`,
             `cursor: change ${summary.cursor}; ${status.lagChanges} behind; ${summary.durationMs} ms`,
           ]
             .filter((l) => l !== undefined)
