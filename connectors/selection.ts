@@ -4,7 +4,7 @@
 import { SELECTABLE_KINDS, type MetadataStream, type RecordStream, type ReferenceStream } from '../src/model/streams.js'
 import { STREAMS } from './index.js'
 
-/** `objects:<slug>`: one custom object by its slug (the slug is captured). */
+/** `<stream>:<slug>` (the stream and the slug captured): one custom object, when the stream is the custom-objects one. */
 export const OBJECT_STREAM = /^([a-z_]+):([A-Za-z0-9_-]+)$/
 
 export interface Selection {
