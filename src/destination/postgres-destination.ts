@@ -38,7 +38,7 @@ import {
   type ExistingColumn,
   type ObjectType,
 } from './postgres-ddl.js'
-import { DestinationError, explainDestinationError } from './postgres-errors.js'
+import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
 import { copyLineEncoder, copyLinesSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 
 /** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
@@ -236,7 +236,12 @@ export class PostgresDestination {
 
   /** Starts following the mirror in the background until stop(). Failures are retried with back-off. */
   start(): void {
-    this.#loop ??= this.#follow(this.#stop.signal)
+    if (this.#loop !== undefined) return
+    this.#log.info(
+      { target: describeTarget(this.#o.url) },
+      `replicating the mirror to Postgres at ${describeTarget(this.#o.url)}, schema ${this.#o.schema}`,
+    )
+    this.#loop = this.#follow(this.#stop.signal)
   }
 
   /** Stops following: the batch in flight commits or rolls back, within about two seconds. */
