@@ -12,5 +12,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // One Postgres server for the destination's tests (about half a second to start).
+    globalSetup: ['test/support/postgres-global-setup.ts'],
   },
 })

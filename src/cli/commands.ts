@@ -6,6 +6,8 @@ import { emulatorCommand } from './emulator.js'
 import { exportCommand } from './export.js'
 import { queryCommand } from './query.js'
 import { reconcileCommand } from './reconcile.js'
+import { replicateCommand } from './replicate.js'
+import { consumersCommand } from './consumers.js'
 import { runCommand } from './run.js'
 import { schemaCommand } from './schema.js'
 import { statusCommand } from './status.js'
@@ -17,6 +19,8 @@ export const commands: readonly Command[] = [
   runCommand,
   syncCommand,
   reconcileCommand,
+  replicateCommand,
+  consumersCommand,
   statusCommand,
   queryCommand,
   schemaCommand,

@@ -5,6 +5,8 @@ import { ConfigError, type Config } from '../config/index.js'
 import { apiChecks, mirrorChecks, type Check } from '../daemon/doctor-checks.js'
 import type { Command } from './command.js'
 import { jsonDocument, jsonOption, wantsJson } from './output.js'
+import { destinationTables } from '../destination/index.js'
+import { postgresChecks } from '../destination/postgres-doctor.js'
 
 export const doctorCommand: Command = {
   command: 'doctor',
@@ -51,6 +53,8 @@ export const doctorCommand: Command = {
       for (const c of await apiChecks({ ...config, baseUrl, apiKey }, ctx.logger())) add(c)
     }
     for (const c of await mirrorChecks(config)) add(c)
+    const { url, schema } = config.destination.postgres
+    if (url !== undefined) for (const c of await postgresChecks(url, schema, destinationTables())) add(c)
     return finish((failed) => (failed === 0 ? 'All checks passed.\n' : `${failed} check(s) failed.\n`))
   },
 }

@@ -2,7 +2,7 @@
 // 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors). Results
 // go to stdout, everything else (logs, errors, progress) to stderr; see output.ts for --json.
 import yargs from 'yargs'
-import { loadConfig, ConfigError, type Config } from '../config/index.js'
+import { loadConfig, ConfigError, postgresSecrets, type Config } from '../config/index.js'
 import { createLogger, type Logger } from '../log/logger.js'
 import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
@@ -72,7 +72,7 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
       const c = ctx.config()
       return (logger ??= createLogger({
         level: c.logLevel,
-        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets],
+        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)],
       }))
     },
   }

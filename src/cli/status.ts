@@ -10,6 +10,8 @@ import { packageInfo } from '../config/package-info.js'
 import { statusReport, type StatusReport } from '../store/status-report.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
+import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
+import { POSTGRES_CONSUMER } from '../destination/index.js'
 import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
@@ -30,9 +32,10 @@ export const statusCommand: Command = {
       }
       const history = readSyncHistory(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
+      const destination = destinationStatus(mirror.sqlite, config.destination.postgres)
       // `version`: the release reading the mirror (README.md, Upgrading); `synced`: see require-synced.ts.
-      const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit }
-      printResult(args, ctx.io, doc, () => render(report, config.rateLimit))
+      const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit, destination }
+      printResult(args, ctx.io, doc, () => render(report, config.rateLimit) + renderDestination(destination))
       if (history.synced) return 0
       ctx.io.stderr.write(`fsm-sync: ${neverSyncedError(config.db, history).message}\n`)
       return 1
@@ -76,6 +79,33 @@ function render(report: StatusReport, budget: number): string {
   if (report.schedulesOff !== undefined && report.schedulesOff.length > 0)
     out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
   return out.join('\n') + '\n'
+}
+
+type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: string; configured: boolean }) | null
+
+/** The Postgres destination's position as its daemon last recorded it in the mirror; null when there is none. */
+function destinationStatus(
+  sqlite: Parameters<typeof consumerLag>[0],
+  settings: { url?: string | undefined; schema: string },
+): DestinationReport {
+  // A mirror from before change_log_consumers, opened read-only, has no such table yet.
+  let lag: ConsumerLag | undefined
+  try {
+    lag = consumerLag(sqlite, POSTGRES_CONSUMER, Date.now())
+  } catch {
+    lag = undefined
+  }
+  const configured = settings.url !== undefined
+  if (!configured && lag === undefined) return null
+  return { kind: 'postgres', schema: settings.schema, configured, ...(lag ?? {}) }
+}
+
+function renderDestination(d: DestinationReport): string {
+  if (d === null) return ''
+  if (d.seq === undefined) return `destination postgres (schema ${d.schema}): not replicated yet (fsm-sync run or fsm-sync replicate)\n`
+  const error = d.lastError === null || d.lastError === undefined ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
+  const off = d.configured ? '' : ' (no longer configured: FSM_POSTGRES_URL is unset)'
+  return `destination postgres (schema ${d.schema})${off}: ${d.lagChanges ?? 0} changes behind (${d.lagSeconds ?? 0} s), at change ${d.seq}${error}\n`
 }
 
 function cursorText(cursor: string | null): string {

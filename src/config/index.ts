@@ -5,9 +5,19 @@ export {
   SCHEDULE_OFF,
   StreamName,
   schedulesOff,
+  postgresSecrets,
+  postgresUrlProblem,
   type Config,
   type ConfigInput,
   type ScheduleName,
 } from './schema.js'
-export { loadConfig, ENV_KEYS, FLAG_KEYS, SCHEDULE_ENV_KEYS, type ConfigSources, type StreamChoice } from './load-config.js'
+export {
+  loadConfig,
+  ENV_KEYS,
+  FLAG_KEYS,
+  POSTGRES_ENV_KEYS,
+  SCHEDULE_ENV_KEYS,
+  type ConfigSources,
+  type StreamChoice,
+} from './load-config.js'
 export { ConfigError, type ConfigIssue } from './config-error.js'

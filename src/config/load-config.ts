@@ -31,6 +31,12 @@ export const SCHEDULE_ENV_KEYS = {
   FSM_SCHEDULE_RETENTION: 'retention',
 } as const satisfies Record<string, keyof Config['schedules']>
 
+/** Environment variable → key under `destination.postgres`. */
+export const POSTGRES_ENV_KEYS = {
+  FSM_POSTGRES_URL: 'url',
+  FSM_POSTGRES_SCHEMA: 'schema',
+} as const
+
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
 export const FLAG_KEYS = {
   'base-url': 'baseUrl',
@@ -91,6 +97,15 @@ export function loadConfig(sources: ConfigSources = {}): Config {
       // Only this one schedule comes from the environment; the others keep the file's values.
       merged.schedules = { ...(isPlainObject(merged.schedules) ? merged.schedules : {}), [key]: v }
       origins.set(`schedules.${key}`, { kind: 'env', name })
+    }
+  }
+  for (const [name, key] of Object.entries(POSTGRES_ENV_KEYS)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') {
+      const destination = isPlainObject(merged.destination) ? merged.destination : {}
+      const postgres = isPlainObject(destination.postgres) ? destination.postgres : {}
+      merged.destination = { ...destination, postgres: { ...postgres, [key]: v } }
+      origins.set(`destination.postgres.${key}`, { kind: 'env', name })
     }
   }
   for (const [name, key] of Object.entries(ENV_KEYS)) {
@@ -164,7 +179,7 @@ function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Ori
 function nameOf(path: readonly string[], origins: ReadonlyMap<string, Origin>): string {
   const top = path[0] ?? ''
   // A nested key from its own variable (FSM_SCHEDULE_SWEEP) is named by that variable.
-  const origin = origins.get(path.slice(0, 2).join('.')) ?? origins.get(top)
+  const origin = origins.get(path.slice(0, 3).join('.')) ?? origins.get(path.slice(0, 2).join('.')) ?? origins.get(top)
   const dotted = path.join('.')
   if (origin === undefined) return dotted
   switch (origin.kind) {

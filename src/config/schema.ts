@@ -214,10 +214,37 @@ export const ConfigSchema = z.strictObject({
       deliveryIdsDays: Days.default(30),
       runsDays: Days.default(90),
       calendarChangesDays: Days.default(90),
+      /** change_log rows older than this go once every consumer (a destination, `fsm-sync consumers`) has read them. */
+      changeLogDays: Days.default(30),
+      /** A consumer further behind than this stops holding change_log rows back (a destination is then loaded again). */
+      changeLogHoldDays: Days.default(90),
       /** Rows per delete transaction; the event loop is yielded between them (acks wait behind each). */
       batchRows: int(10, 100_000).default(500),
       /** Free pages returned to the file system per retention pass at most (4 KiB each). */
       vacuumPages: int(0, 10_000_000).default(65_536),
+    })
+    .prefault({}),
+  destination: z
+    .strictObject({
+      postgres: z
+        .strictObject({
+          /**
+           * A libpq-style connection URL (postgres://user:password@host:5432/db). A secret: never logged,
+           * never echoed in a message, even when it is wrong. Unset: no destination.
+           */
+          url: z
+            .string()
+            .refine((s) => postgresUrlProblem(s) === undefined, {
+              message: 'must be a URL such as postgres://user:password@host:5432/database (the value is not shown)',
+            })
+            .optional(),
+          /** The schema the replica's tables and views are created in. */
+          schema: z
+            .string()
+            .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'must be a plain identifier of up to 63 letters, digits or _, e.g. fsm' })
+            .default('fsm'),
+        })
+        .prefault({}),
     })
     .prefault({}),
   schedules: z
@@ -233,6 +260,35 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
 })
+
+/** Why a Postgres URL cannot be used, without echoing it; undefined when it can. */
+export function postgresUrlProblem(text: string): string | undefined {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return 'is not a URL'
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return 'must start with postgres:// or postgresql://'
+  if (url.hostname === '' && !url.searchParams.has('host')) return 'names no host'
+  return undefined
+}
+
+/**
+ * The values of a Postgres URL that must never reach a log line: the URL itself and its password
+ * (as written and decoded), for the logger's last-line scrub (src/log/logger.ts).
+ */
+export function postgresSecrets(url: string | undefined): string[] {
+  if (url === undefined) return []
+  const out = [url]
+  try {
+    const password = new URL(url).password
+    if (password !== '') out.push(password, decodeURIComponent(password))
+  } catch {
+    // Not a URL: the whole text is the secret.
+  }
+  return [...new Set(out)]
+}
 
 export type Config = z.infer<typeof ConfigSchema>
 export type ConfigInput = z.input<typeof ConfigSchema>

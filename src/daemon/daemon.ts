@@ -12,6 +12,8 @@ import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { RECORD_STREAMS } from '../../connectors/index.js'
+import { createPostgresDestination, type PostgresDestination } from '../destination/index.js'
+import { registerDestinationMetrics } from './destination-metrics.js'
 import { DaemonMetrics } from './daemon-metrics.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
 import { probeMirror } from './mirror-probe.js'
@@ -30,6 +32,8 @@ export interface Daemon {
   webhooks: WebhookService
   checkpoints: BackgroundCheckpoints
   metrics: DaemonMetrics
+  /** The Postgres destination, when one is configured (FSM_POSTGRES_URL). */
+  destination: PostgresDestination | undefined
   /**
    * The record sweep run at start (none when `schedules.sweep` is "off"): resolves when it ends;
    * under continuous sweeping, once every stream has been swept once.
@@ -132,6 +136,10 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const kept = freshnessStreams()
   m.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
   m.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
+  // The destination follows the mirror on its own: /readyz does not look at it (a warehouse that is
+  // down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
+  const destination = createPostgresDestination(config, app.mirror, logger)
+  if (destination !== undefined) registerDestinationMetrics(m.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,
     sqlite: app.mirror.sqlite,
@@ -195,6 +203,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   started.checkpoints = bg
   webhooks.start()
   scheduler.start()
+  destination?.start()
   logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
   if (sweeps !== undefined) {
     sweeps.start()
@@ -227,7 +236,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       stopping = true
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
       // The checkpoint worker stops beside them: the writer checkpoints on its own meanwhile.
-      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop()])
+      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop(), destination?.stop()])
       await closeServer(server)
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
@@ -235,5 +244,5 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       else await app.close()
       logger.info('stopped cleanly')
     })())
-  return { app, url, scheduler, webhooks, checkpoints: bg, metrics: m, firstSweep, referenceAtStart, sweeps, stop, stuck }
+  return { app, url, scheduler, webhooks, checkpoints: bg, metrics: m, destination, firstSweep, referenceAtStart, sweeps, stop, stuck }
 }

@@ -16,8 +16,10 @@
 // sweeps (successful, no row changed) go after one day already: continuous sweeping writes about
 // one a second, and only a stream's last few feed its staleness figure (stream-freshness.ts).
 // calendar_changes: rows fetched more than `calendarChangesDays` ago (the feed's resume point lives
-// in sync_state, so nothing is read twice). change_log is never touched here.
+// in sync_state, so nothing is read twice). change_log: rows older than `changeLogDays` that every
+// registered consumer has read (src/store/change-log-consumers.ts); unset, change_log keeps everything.
 import { setImmediate as nextTurn } from 'node:timers/promises'
+import { pruneHorizon } from './change-log-consumers.js'
 import { freeUnusedPages } from './incremental-vacuum.js'
 import type { Sqlite } from './mirror-database.js'
 
@@ -29,6 +31,10 @@ export interface RetentionSettings {
   deliveryIdsDays: RetentionDays
   runsDays: RetentionDays
   calendarChangesDays: RetentionDays
+  /** change_log rows older than this that every consumer has read go; unset or "off": none go. */
+  changeLogDays?: RetentionDays
+  /** A consumer further behind than this no longer holds change_log rows back (it is loaded again). */
+  changeLogHoldDays?: RetentionDays
   /** Rows per statement (each its own transaction); the event loop is yielded between them. */
   batchRows: number
   /** Free pages given back per pass at most; 0 gives none back. */
@@ -36,7 +42,7 @@ export interface RetentionSettings {
 }
 
 /** What a pass removed, by metric label: `webhook_inbox_bodies` counts bodies dropped, the rest rows deleted. */
-export type RetentionCounts = Record<'webhook_inbox_bodies' | 'webhook_inbox' | 'sync_runs' | 'calendar_changes', number>
+export type RetentionCounts = Record<'webhook_inbox_bodies' | 'webhook_inbox' | 'sync_runs' | 'calendar_changes' | 'change_log', number>
 
 export interface RetentionResult {
   removed: RetentionCounts
@@ -98,7 +104,7 @@ export async function runRetention(
   options: RetentionOptions = {},
 ): Promise<RetentionResult> {
   const pause = options.pause ?? (() => nextTurn())
-  const removed: RetentionCounts = { webhook_inbox_bodies: 0, webhook_inbox: 0, sync_runs: 0, calendar_changes: 0 }
+  const removed: RetentionCounts = { webhook_inbox_bodies: 0, webhook_inbox: 0, sync_runs: 0, calendar_changes: 0, change_log: 0 }
   const cutoff = (days: RetentionDays) => (days === 'off' ? undefined : new Date(now - days * DAY_MS).toISOString())
   const aborted = () => options.signal?.aborted === true
   const batches = (statement: { run(...params: unknown[]): { changes: number } }, ...params: unknown[]) => ({
@@ -158,6 +164,15 @@ export async function runRetention(
       `DELETE FROM calendar_changes WHERE rowid IN (SELECT rowid FROM calendar_changes WHERE fetched_at < ? ORDER BY rowid LIMIT ?)`,
     )
     await batches(del, changes).drain('calendar_changes')
+  }
+  const horizon = pruneHorizon(sqlite, now, {
+    changeLogDays: settings.changeLogDays ?? 'off',
+    changeLogHoldDays: settings.changeLogHoldDays ?? 'off',
+  })
+  if (horizon !== undefined && !aborted()) {
+    // Oldest first by seq, the table's key: each batch is one range read.
+    const del = sqlite.prepare(`DELETE FROM change_log WHERE seq IN (SELECT seq FROM change_log WHERE seq <= ? ORDER BY seq LIMIT ?)`)
+    await batches(del, horizon).drain('change_log')
   }
   const freedPages = aborted()
     ? 0

@@ -123,6 +123,20 @@ export const STATE_TABLES: readonly TableSpec[] = [
     [c('id', 'integer', false, 'Always 1.'), c('written_at', 'time', false, 'When the probe last wrote.')],
   ),
   state(
+    'change_log_consumers',
+    'Readers of change_log that retention waits for: a destination, or a consumer a user registered (src/store/change-log-consumers.ts).',
+    ['name'],
+    [
+      c('name', 'text', false, 'The consumer (`postgres` for the Postgres destination).'),
+      c('kind', 'text', false, 'destination or user.'),
+      c('seq', 'integer', false, 'The last change_log seq it has read.'),
+      c('registered_at', 'time', false, 'When it was registered.'),
+      c('updated_at', 'time', false, 'When it last moved or failed.'),
+      c('last_error', 'text', true, 'Its last error, until it next succeeds.'),
+      c('last_error_at', 'time', true, 'When that error happened.'),
+    ],
+  ),
+  state(
     MIGRATION_TABLE,
     'The migrations applied to the mirror (the table kysely created; src/store/migration-runner.ts).',
     ['name'],

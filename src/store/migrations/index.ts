@@ -14,6 +14,7 @@ import { mirrorProbe } from './0010-mirror-probe.js'
 import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
 import { runOwners } from './0012-run-owners.js'
 import { retention } from './0013-retention.js'
+import { changeLogConsumers } from './0014-change-log-consumers.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -36,6 +37,8 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0012-run-owners': runOwners,
   // 0013 lets retention drop the bodies of old applied deliveries, then their rows.
   '0013-retention': retention,
+  // 0014 records who reads change_log (a destination, a named consumer), so retention waits for them.
+  '0014-change-log-consumers': changeLogConsumers,
 }
 
 /** Code run beside some migrations' statements (see MigrationHooks), by migration name. */

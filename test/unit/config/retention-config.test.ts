@@ -19,6 +19,8 @@ describe('retention settings', () => {
       deliveryIdsDays: 30,
       runsDays: 90,
       calendarChangesDays: 90,
+      changeLogDays: 30,
+      changeLogHoldDays: 90,
       batchRows: 500,
       vacuumPages: 65536,
     })

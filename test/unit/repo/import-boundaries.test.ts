@@ -19,6 +19,7 @@ type Layer =
   | 'src/webhooks'
   | 'src/catalog'
   | 'src/export'
+  | 'src/destination'
   | 'src/daemon'
   | 'src/cli'
   | 'emulator'
@@ -43,8 +44,10 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   // The catalog describes rows as exports write them (which values become NULL).
   'src/catalog': [...BASE, 'src/store', 'connectors', 'src/export'],
   'src/export': [...BASE, 'src/store', 'connectors'],
-  'src/daemon': ENGINE,
-  'src/cli': [...ENGINE, 'src/daemon', 'src/catalog', 'src/export'],
+  // The Postgres destination reads the mirror and the declarations; the daemon and the CLI run it.
+  'src/destination': MIDDLE,
+  'src/daemon': [...ENGINE, 'src/destination'],
+  'src/cli': [...ENGINE, 'src/destination', 'src/daemon', 'src/catalog', 'src/export'],
   // Written from the API's specification alone, so it shares no misreading with the product.
   emulator: [],
 }

@@ -1,0 +1,76 @@
+// `fsm-sync consumers list | add NAME | ack NAME SEQ | remove NAME [--json]`: the readers of
+// change_log that retention waits for (src/store/change-log-consumers.ts). A consumer added starts at
+// the newest change; it records how far it has read with `ack`.
+import type { Command } from './command.js'
+import { openMirror } from '../store/mirror-database.js'
+import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
+
+export const consumersCommand: Command = {
+  command: 'consumers <action> [name] [seq]',
+  describe: 'list | add NAME | ack NAME SEQ | remove NAME: readers of change_log that retention waits for',
+  builder: (y) =>
+    y
+      .positional('action', { choices: ['list', 'add', 'ack', 'remove'] as const })
+      .positional('name', { type: 'string', describe: 'the consumer' })
+      .positional('seq', { type: 'string', describe: 'with ack: the last change_log seq it has read' })
+      .option('json', { type: 'boolean', default: false, describe: 'print JSON for scripts' }),
+  run: async (args, ctx) => {
+    const action = args.action as 'list' | 'add' | 'ack' | 'remove'
+    const name = typeof args.name === 'string' ? args.name : undefined
+    if (action !== 'list' && name === undefined) {
+      ctx.io.stderr.write(`fsm-sync consumers ${action}: a consumer name is required\n`)
+      return 2
+    }
+    if (name !== undefined && consumerNameProblem(name) !== null) {
+      ctx.io.stderr.write(`fsm-sync consumers ${action}: the name ${consumerNameProblem(name)}\n`)
+      return 2
+    }
+    const seqText = typeof args.seq === 'string' || typeof args.seq === 'number' ? String(args.seq) : undefined
+    if (action === 'ack' && (seqText === undefined || !/^\d+$/.test(seqText))) {
+      ctx.io.stderr.write('fsm-sync consumers ack: SEQ must be the change_log seq the consumer has read, a whole number\n')
+      return 2
+    }
+    const config = ctx.config()
+    const mirror = await openMirror(config.db, { mode: config.dbMode })
+    try {
+      const consumers = new ChangeLogConsumers(mirror.sqlite)
+      const now = new Date().toISOString()
+      const print = (value: unknown, text: string) =>
+        ctx.io.stdout.write(args.json === true ? JSON.stringify(value, null, 2) + '\n' : text + '\n')
+      switch (action) {
+        case 'list': {
+          const last = lastChangeSeq(mirror.sqlite)
+          const list = consumers.list().map((c) => ({ ...c, behind: Math.max(0, last - c.seq) }))
+          print(list, list.length === 0 ? 'no consumers registered' : list.map(line).join('\n'))
+          return 0
+        }
+        case 'add': {
+          const c = consumers.add(name!, 'user', now)
+          print(c, `consumer ${c.name} reads change_log after seq ${c.seq}; retention keeps what it has not acknowledged`)
+          return 0
+        }
+        case 'ack': {
+          if (!consumers.ack(name!, Number(seqText), now)) {
+            ctx.io.stderr.write(`fsm-sync consumers ack: no consumer named ${name!}; add it first (fsm-sync consumers add ${name!})\n`)
+            return 1
+          }
+          const c = consumers.get(name!)!
+          print(c, `consumer ${c.name} has read change_log up to seq ${c.seq}`)
+          return 0
+        }
+        case 'remove': {
+          const removed = consumers.remove(name!)
+          print({ removed }, removed ? `consumer ${name!} removed` : `no consumer named ${name!}`)
+          return removed ? 0 : 1
+        }
+      }
+    } finally {
+      await mirror.close()
+    }
+  },
+}
+
+function line(c: Consumer & { behind: number }): string {
+  const error = c.lastError === null ? '' : `  last error ${c.lastErrorAt ?? ''}: ${c.lastError}`
+  return `${c.name}  ${c.kind}  seq ${c.seq}  ${c.behind} behind${error}`
+}

@@ -1,0 +1,47 @@
+// `fsm-sync replicate [--json] [--reseed]`: brings the Postgres destination up to the mirror's newest
+// change and exits; loads it from a snapshot first when it is new, behind what retention pruned, or
+// asked to (--reseed).
+import type { Command } from './command.js'
+import { openMirror } from '../store/mirror-database.js'
+import { createPostgresDestination } from '../destination/index.js'
+
+export const replicateCommand: Command = {
+  command: 'replicate',
+  describe: 'Bring the Postgres destination (FSM_POSTGRES_URL) up to the mirror and exit',
+  builder: (y) =>
+    y
+      .option('json', { type: 'boolean', default: false, describe: 'print a JSON summary for scripts' })
+      .option('reseed', { type: 'boolean', default: false, describe: 'load every table again from a snapshot of the mirror' }),
+  run: async (args, ctx) => {
+    const config = ctx.config()
+    if (config.destination.postgres.url === undefined) {
+      ctx.io.stderr.write(
+        'fsm-sync: no destination is configured: set FSM_POSTGRES_URL (or destination.postgres.url in the config file) to a postgres:// URL\n',
+      )
+      return 2
+    }
+    const mirror = await openMirror(config.db, { mode: config.dbMode })
+    const destination = createPostgresDestination(config, mirror, ctx.logger())!
+    try {
+      const summary = await destination.catchUp({ reseed: args.reseed === true })
+      const status = destination.status()
+      const out = { schema: destination.schema, ...summary, lagChanges: status.lagChanges }
+      if (args.json === true) ctx.io.stdout.write(JSON.stringify(out, null, 2) + '\n')
+      else {
+        ctx.io.stdout.write(
+          [
+            summary.loaded === null ? undefined : `loaded from a snapshot (${summary.loaded}): ${summary.loadedRows} rows`,
+            `applied ${summary.changesApplied} changes; ${summary.rowsWritten} rows written to schema ${destination.schema} in all`,
+            `cursor: change ${summary.cursor}; ${status.lagChanges} behind; ${summary.durationMs} ms`,
+          ]
+            .filter((l) => l !== undefined)
+            .join('\n') + '\n',
+        )
+      }
+      return 0
+    } finally {
+      await destination.close()
+      await mirror.close()
+    }
+  },
+}

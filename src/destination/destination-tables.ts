@@ -1,0 +1,13 @@
+// Which tables the destination replicates, and how each is declared: the one place the destination
+// learns it. Every data table of the stream declarations, and change_log from the store's state tables.
+import { DATA_TABLES } from '../../connectors/index.js'
+import type { TableSpec } from '../model/table-spec.js'
+import { STATE_TABLES } from '../store/state-tables.js'
+
+const CHANGE_LOG = STATE_TABLES.find((t) => t.name === 'change_log')!
+
+const TABLES: readonly TableSpec[] = [...DATA_TABLES, CHANGE_LOG]
+
+export function destinationTables(): readonly TableSpec[] {
+  return TABLES
+}

@@ -1,0 +1,30 @@
+// The destination layer: what the daemon and the CLI use to run the Postgres replica.
+import type { Config } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import type { Mirror } from '../store/mirror-database.js'
+import { destinationTables } from './destination-tables.js'
+import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'
+
+export { PostgresDestination, POSTGRES_CONSUMER, type CatchUpSummary, type DestinationStatus } from './postgres-destination.js'
+export { DestinationError } from './postgres-errors.js'
+export { destinationTables } from './destination-tables.js'
+
+/** The configured Postgres destination on this mirror, or undefined when none is configured (no URL). */
+export function createPostgresDestination(
+  config: Config,
+  mirror: Mirror,
+  logger: Logger,
+  options: Partial<Pick<PostgresDestinationOptions, 'now' | 'batchSize' | 'pollMs' | 'retry'>> = {},
+): PostgresDestination | undefined {
+  const { url, schema } = config.destination.postgres
+  if (url === undefined) return undefined
+  return new PostgresDestination({
+    url,
+    schema,
+    mirrorPath: mirror.path,
+    mirror: mirror.sqlite,
+    tables: destinationTables(),
+    logger,
+    ...options,
+  })
+}

@@ -1,0 +1,146 @@
+// The destination's schema, derived from the table declarations (TableSpec) and the custom objects'
+// schema fields: CREATE TABLE per mirror table, the bookkeeping table, the check of a table that is
+// already there, and one view per custom object. Pure: returns SQL text and problems.
+import { toSchema } from '../../connectors/custom-objects.js'
+import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { columnNames, quoteIdent, quoteText, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { INFORMATION_SCHEMA_TYPE, pgType } from './postgres-types.js'
+
+export { quoteIdent, quoteText }
+
+/** The bookkeeping table: one row per mirror replicated into this schema. */
+export const STATE_TABLE = '_fsm_sync_state'
+
+export function qualified(schema: string, name: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(name)}`
+}
+
+function columnDefinition(table: TableSpec, column: ColumnSpec): string {
+  // A time column may hold text that is not an instant, which becomes NULL: never NOT NULL, unless a key.
+  const notNull = table.primaryKey.includes(column.name) || (!column.nullable && column.kind !== 'time')
+  return `${quoteIdent(column.name)} ${pgType(column.kind)}${notNull ? ' NOT NULL' : ''}`
+}
+
+export function createTableSql(schema: string, table: TableSpec): string {
+  const defs = table.columns.map((c) => columnDefinition(table, c))
+  if (table.primaryKey.length > 0) defs.push(`PRIMARY KEY (${table.primaryKey.map(quoteIdent).join(', ')})`)
+  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table.name)} (${defs.join(', ')})`
+}
+
+/** Indexes the apply path needs: a child table is replaced by its parent's id. */
+export function indexSql(schema: string, table: TableSpec): string[] {
+  if (table.parent === undefined || table.primaryKey[0] === table.parent.column) return []
+  const name = `${table.name}_${table.parent.column}`.slice(0, 63)
+  return [`CREATE INDEX IF NOT EXISTS ${quoteIdent(name)} ON ${qualified(schema, table.name)} (${quoteIdent(table.parent.column)})`]
+}
+
+export function createStateTableSql(schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (
+    id text PRIMARY KEY,
+    seq bigint NOT NULL,
+    tables_hash text NOT NULL,
+    views_hash text,
+    loaded_seq bigint NOT NULL,
+    loaded_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL
+  )`
+}
+
+export interface ExistingColumn {
+  table_name: string
+  column_name: string
+  data_type: string
+}
+
+/**
+ * What makes an existing table unusable (a column of another type, another primary key), one
+ * message each with the fix. Missing columns are not a problem: the replicator adds them and loads
+ * the table again.
+ */
+export function shapeProblems(
+  schema: string,
+  table: TableSpec,
+  existing: readonly ExistingColumn[],
+  primaryKey: readonly string[] | undefined,
+): string[] {
+  const problems: string[] = []
+  const have = new Map(existing.filter((c) => c.table_name === table.name).map((c) => [c.column_name, c.data_type]))
+  if (have.size === 0) return problems
+  const fix = `drop it (DROP TABLE ${qualified(schema, table.name)}; fsm-sync creates and loads it again) or set FSM_POSTGRES_SCHEMA to another schema`
+  for (const c of table.columns) {
+    const type = have.get(c.name)
+    const want = INFORMATION_SCHEMA_TYPE[pgType(c.kind)]
+    if (type !== undefined && type !== want) {
+      problems.push(`${qualified(schema, table.name)} has column ${quoteIdent(c.name)} of type ${type} where ${want} is expected: ${fix}`)
+    }
+  }
+  if (primaryKey !== undefined && primaryKey.join(',') !== table.primaryKey.join(',')) {
+    const pk = primaryKey.length === 0 ? 'no primary key' : `primary key (${primaryKey.join(', ')})`
+    problems.push(`${qualified(schema, table.name)} has ${pk} where (${table.primaryKey.join(', ')}) is expected: ${fix}`)
+  }
+  return problems
+}
+
+export function missingColumnsSql(schema: string, table: TableSpec, existing: readonly ExistingColumn[]): string[] {
+  const have = new Set(existing.filter((c) => c.table_name === table.name).map((c) => c.column_name))
+  if (have.size === 0) return []
+  return table.columns
+    .filter((c) => !have.has(c.name))
+    .map((c) => `ALTER TABLE ${qualified(schema, table.name)} ADD COLUMN ${quoteIdent(c.name)} ${pgType(c.kind)}`)
+}
+
+/** A custom object as the mirror stores it in custom_object_types: the slug and its schema fields (JSON text). */
+export interface ObjectType {
+  slug: string
+  fields: string | null
+}
+
+/** The field descriptors of a stored schema, parsed the same way as when the mirror built its view. */
+export function fieldDescriptors(fields: string | null): FieldDescriptor[] {
+  if (fields === null) return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(fields)
+  } catch {
+    return []
+  }
+  return toSchema({ fields: Array.isArray(parsed) ? parsed : [] }).fields
+}
+
+/**
+ * One field's value in the view. Scalars come out typed when the field's type says so (a value of
+ * another JSON type reads as NULL rather than failing the query); a multi relation stays a jsonb
+ * array; anything else is the text JSON would give.
+ */
+function fieldExpression(field: FieldDescriptor): string {
+  const value = `r.data::jsonb -> ${quoteText(field.name)}`
+  if (field.relation?.multi === true) return value
+  switch (field.type) {
+    case 'number':
+    case 'currency':
+    case 'decimal':
+      return `CASE WHEN jsonb_typeof(${value}) = 'number' THEN (${value})::double precision END`
+    case 'boolean':
+    case 'checkbox':
+      return `CASE WHEN jsonb_typeof(${value}) = 'boolean' THEN (${value})::boolean END`
+    default:
+      return `r.data::jsonb ->> ${quoteText(field.name)}`
+  }
+}
+
+/**
+ * The view of one custom object over the replicated custom_records, with the same name and column
+ * names as the mirror's view (src/store/custom-object-views.ts): the names come from the same
+ * functions, and every name from the account is quoted.
+ */
+export function objectViewSql(schema: string, type: ObjectType): string {
+  const fields = fieldDescriptors(type.fields)
+  const cols = columnNames(fields)
+  const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
+  return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage${fieldCols}, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
+}
+
+/** SQL listing the views this schema holds for custom objects, to drop before building them again. */
+export function objectViewsQuery(): string {
+  return `SELECT table_name FROM information_schema.views WHERE table_schema = $1 AND table_name LIKE 'obj\\_%'`
+}

@@ -1,0 +1,829 @@
+// The Postgres destination: a replica of the mirror's data tables in one schema of a warehouse
+// (docs/architecture.md, The Postgres destination). The mirror stays the daemon's own store; this
+// follows it through change_log.
+//
+// - A new destination, one whose cursor the mirror has pruned past, or one whose tables changed
+//   shape, is loaded from one SQLite read snapshot with COPY, in one Postgres transaction that also
+//   sets the cursor to that snapshot's last change.
+// - Then changes are applied in change_log order, a batch at a time: for each change the row's
+//   current content is read from the mirror (change_log holds ids only), and the batch, its
+//   change_log rows and the cursor commit in one Postgres transaction. Killed at any moment, the
+//   next start goes on from the cursor; a change applied twice changes nothing.
+// - Tables the record writer does not keep (no change_log entries) are compared by content and
+//   replaced whole when they differ, in the transaction of the next batch; a change of a custom
+//   object's schema rebuilds its view in the same transaction.
+// - It never holds the mirror up: it reads through its own read-only connection, and a failing
+//   server is retried with back-off while sweeps and webhooks go on.
+import { createHash } from 'node:crypto'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+import { from as copyFrom } from 'pg-copy-streams'
+import type { Logger } from '../log/logger.js'
+import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq } from '../store/change-log-consumers.js'
+import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
+import {
+  createStateTableSql,
+  createTableSql,
+  indexSql,
+  missingColumnsSql,
+  objectViewSql,
+  objectViewsQuery,
+  qualified,
+  quoteIdent,
+  shapeProblems,
+  STATE_TABLE,
+  type ExistingColumn,
+  type ObjectType,
+} from './postgres-ddl.js'
+import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
+import { copyLineEncoder, copyLinesSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
+
+/** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
+export const POSTGRES_CONSUMER = 'postgres'
+
+export interface PostgresDestinationOptions {
+  url: string
+  schema: string
+  /** The mirror file; the destination opens its own read-only connection to it. */
+  mirrorPath: string
+  /** The mirror's writer connection, for the consumer's bookkeeping (change_log_consumers). */
+  mirror: Sqlite
+  /** Every table to replicate, change_log included (destinationTables()). */
+  tables: readonly TableSpec[]
+  logger: Logger
+  now?: () => number
+  /** Changes per Postgres transaction. */
+  batchSize?: number
+  /** How often an idle destination looks for new changes. */
+  pollMs?: number
+  /** How often tables without change_log entries are compared with the replica. */
+  snapshotCheckMs?: number
+  /** Back-off after a failure: from minMs, doubling, up to maxMs. */
+  retry?: { minMs: number; maxMs: number }
+}
+
+export interface DestinationStatus {
+  /** `following` once loaded and applying changes; `error` while failing (see lastError). */
+  state: 'starting' | 'loading' | 'following' | 'error' | 'stopped'
+  cursor: number | null
+  lagChanges: number
+  lagSeconds: number
+  lastError: string | null
+  lastErrorAt: string | null
+  rowsReplicated: number
+  changesApplied: number
+  errors: number
+  loads: number
+}
+
+export interface CatchUpSummary {
+  /** Whether the destination was loaded from a snapshot, and why. */
+  loaded: string | null
+  loadedRows: number
+  changesApplied: number
+  rowsWritten: number
+  cursor: number
+  durationMs: number
+}
+
+type TableRole = 'changes' | 'logged' | 'child' | 'snapshot'
+
+interface Table {
+  spec: TableSpec
+  role: TableRole
+  columns: readonly ColumnSpec[]
+  /** `SELECT <columns> FROM <table>` in the mirror. */
+  select: string
+  children: Table[]
+  hasUpdatedAt: boolean
+}
+
+interface Change {
+  seq: number
+  table_name: string
+  record_id: string
+  op: string
+  updated_at: string | null
+  changed_at: string
+}
+
+interface Batch {
+  changes: Change[]
+  /** Per logged table: rows present in the mirror, and keys of rows absent. */
+  upserts: Map<Table, MirrorValue[][]>
+  absent: Map<Table, string[][]>
+  /** Per child table: the parent ids whose rows are replaced, and the rows. */
+  childParents: Map<Table, string[]>
+  childRows: Map<Table, MirrorValue[][]>
+  /** Tables without change_log entries whose content differs from what was last written, with their rows. */
+  snapshots: Map<Table, { hash: string; rows: MirrorValue[][] }>
+  views: { hash: string; types: ObjectType[] } | undefined
+  firstKept: number | undefined
+}
+
+const quote = quoteIdent
+const CHUNK = 500
+/** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
+const NEEDS_LOAD = -1
+const PRUNED_REASON = 'the mirror pruned changes it had not read'
+
+function hash(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex')
+}
+
+/** What a table is to the replicator, derived from its declaration. */
+function roleOf(spec: TableSpec, logged: ReadonlySet<string>): TableRole {
+  if (spec.name === 'change_log') return 'changes'
+  if (spec.parent !== undefined && logged.has(spec.parent.table)) return 'child'
+  return logged.has(spec.name) ? 'logged' : 'snapshot'
+}
+
+/**
+ * A table the record writer keeps (src/store/record-writer.ts) is followed through change_log: it
+ * has `updated_at` and `deleted_at`, and no parent. Its children are replaced with it.
+ */
+function isLogged(spec: TableSpec): boolean {
+  const names = new Set(spec.columns.map((c) => c.name))
+  return spec.parent === undefined && names.has('updated_at') && names.has('deleted_at')
+}
+
+export function planTables(specs: readonly TableSpec[]): Table[] {
+  const logged = new Set(specs.filter(isLogged).map((s) => s.name))
+  const tables = specs.map((spec): Table => ({
+    spec,
+    role: roleOf(spec, logged),
+    columns: spec.columns,
+    select: `SELECT ${spec.columns.map((c) => quote(c.name)).join(', ')} FROM ${quote(spec.name)}`,
+    children: [],
+    hasUpdatedAt: spec.columns.some((c) => c.name === 'updated_at' && c.kind === 'time'),
+  }))
+  const byName = new Map(tables.map((t) => [t.spec.name, t]))
+  for (const t of tables) if (t.role === 'child') byName.get(t.spec.parent!.table)!.children.push(t)
+  return tables
+}
+
+/** The key values a change_log record id names: the id, or `scope/id` for a two-column key. */
+function keyOf(recordId: string, keyLength: number): string[] {
+  if (keyLength <= 1) return [recordId]
+  const parts: string[] = []
+  let rest = recordId
+  for (let i = 0; i < keyLength - 1; i++) {
+    const at = rest.indexOf('/')
+    if (at < 0) break
+    parts.push(rest.slice(0, at))
+    rest = rest.slice(at + 1)
+  }
+  parts.push(rest)
+  return parts
+}
+
+/** Ends a connection; one the server does not answer on is cut after a second. */
+async function endClient(client: pg.Client): Promise<void> {
+  const ended = await Promise.race([
+    client.end().then(
+      () => true,
+      () => true,
+    ),
+    sleep(1_000).then(() => false),
+  ])
+  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+}
+
+export class PostgresDestination {
+  readonly #o: Required<Omit<PostgresDestinationOptions, 'retry'>> & { retry: { minMs: number; maxMs: number } }
+  readonly #log: Logger
+  readonly #tables: Table[]
+  readonly #byName: Map<string, Table>
+  readonly #tablesHash: string
+  readonly #consumers: ChangeLogConsumers
+  #reader: Mirror | undefined
+  #client: pg.Client | undefined
+  #broken = false
+  #cursor: number | null = null
+  /** What was last written for each snapshot table and for the views, this process's lifetime. */
+  #written = new Map<string, string>()
+  #lastSnapshotCheck = -Infinity
+  #forceSnapshotCheck = true
+  #state: DestinationStatus['state'] = 'starting'
+  #lastError: { message: string; at: string } | undefined
+  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0 }
+  #stop = new AbortController()
+  #loop: Promise<void> | undefined
+  #prunedThrough = 0
+
+  constructor(options: PostgresDestinationOptions) {
+    this.#o = {
+      now: Date.now,
+      batchSize: 1000,
+      pollMs: 200,
+      snapshotCheckMs: 5_000,
+      retry: { minMs: 500, maxMs: 30_000 },
+      ...options,
+    }
+    this.#log = options.logger.child({ component: 'destination', destination: 'postgres', schema: options.schema })
+    this.#tables = planTables(options.tables)
+    this.#byName = new Map(this.#tables.map((t) => [t.spec.name, t]))
+    this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
+    this.#consumers = new ChangeLogConsumers(options.mirror)
+  }
+
+  get schema(): string {
+    return this.#o.schema
+  }
+
+  /** Starts following the mirror in the background until stop(). Failures are retried with back-off. */
+  start(): void {
+    if (this.#loop !== undefined) return
+    this.#log.info(
+      { target: describeTarget(this.#o.url) },
+      `replicating the mirror to Postgres at ${describeTarget(this.#o.url)}, schema ${this.#o.schema}`,
+    )
+    this.#loop = this.#follow(this.#stop.signal)
+  }
+
+  /** Stops following: the batch in flight commits or rolls back, within about two seconds. */
+  async stop(): Promise<void> {
+    this.#stop.abort()
+    if (this.#loop !== undefined) {
+      const settled = await Promise.race([this.#loop.then(() => true), sleep(2_000).then(() => false)])
+      // A server that does not answer: ending the connection fails the query in flight (its transaction rolls back).
+      if (!settled) await this.#dropConnection()
+      await this.#loop
+    }
+    await this.close()
+    this.#state = 'stopped'
+  }
+
+  async close(): Promise<void> {
+    const client = this.#client
+    this.#client = undefined
+    if (client !== undefined) await endClient(client)
+    if (this.#reader !== undefined) {
+      const reader = this.#reader
+      this.#reader = undefined
+      await reader.close()
+    }
+  }
+
+  status(): DestinationStatus {
+    const sqlite = this.#o.mirror
+    const last = lastChangeSeq(sqlite)
+    const cursor = this.#cursor
+    const behind = cursor === null ? last : Math.max(0, last - cursor)
+    let lagSeconds = 0
+    if (behind > 0) {
+      const next = sqlite
+        .prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`)
+        .pluck()
+        .get(cursor ?? 0) as string | undefined
+      if (next !== undefined) lagSeconds = Math.max(0, (this.#o.now() - Date.parse(next)) / 1000)
+    }
+    return {
+      state: this.#state,
+      cursor,
+      lagChanges: behind,
+      lagSeconds,
+      lastError: this.#lastError?.message ?? null,
+      lastErrorAt: this.#lastError?.at ?? null,
+      ...this.#counts,
+    }
+  }
+
+  /**
+   * Brings the destination up to the mirror's newest change as of the call, loading it first when
+   * it needs a load, and returns what it did. Throws a DestinationError on failure.
+   */
+  async catchUp(options: { reseed?: boolean } = {}): Promise<CatchUpSummary> {
+    const started = performance.now()
+    const before = { ...this.#counts }
+    try {
+      await this.#connect()
+      const loadReason = options.reseed === true ? 'asked for (--reseed)' : await this.#loadReason()
+      let loaded = loadReason
+      let loadedRows = 0
+      if (loadReason !== null) loadedRows = await this.#load(loadReason)
+      const target = lastChangeSeq(this.#reader!.sqlite)
+      for (;;) {
+        const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          loaded = PRUNED_REASON
+          loadedRows += await this.#load(PRUNED_REASON)
+          continue
+        }
+        if (n === 0 || (this.#cursor ?? 0) >= target) break
+      }
+      // A last pass compares the tables without change_log entries, now that the changes are in.
+      this.#forceSnapshotCheck = true
+      await this.#applyBatch()
+      this.#state = 'following'
+      this.#lastError = undefined
+      return {
+        loaded,
+        loadedRows,
+        changesApplied: this.#counts.changesApplied - before.changesApplied,
+        rowsWritten: this.#counts.rowsReplicated - before.rowsReplicated,
+        cursor: this.#cursor ?? 0,
+        durationMs: Math.round(performance.now() - started),
+      }
+    } catch (err) {
+      const e = explainDestinationError(err, this.#o.url, this.#o.schema)
+      this.#recordError(e)
+      await this.#dropConnection()
+      throw e
+    }
+  }
+
+  async #follow(signal: AbortSignal): Promise<void> {
+    let delay = this.#o.retry.minMs
+    let needsPrepare = true
+    while (!signal.aborted) {
+      try {
+        if (needsPrepare) {
+          await this.#connect()
+          const reason = await this.#loadReason()
+          if (reason !== null) await this.#load(reason)
+          needsPrepare = false
+        }
+        const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          await this.#load(PRUNED_REASON)
+          continue
+        }
+        this.#state = 'following'
+        if (this.#lastError !== undefined) {
+          this.#log.info('the destination is replicating again')
+          this.#lastError = undefined
+          this.#syncConsumer(this.#cursor ?? 0)
+        }
+        delay = this.#o.retry.minMs
+        if (n === 0) await sleep(this.#o.pollMs, undefined, { signal }).catch(() => undefined)
+      } catch (err) {
+        if (signal.aborted) break
+        const e = explainDestinationError(err, this.#o.url, this.#o.schema)
+        this.#recordError(e)
+        needsPrepare = true
+        await this.#dropConnection()
+        // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
+        const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#o.retry.maxMs
+        await sleep(wait, undefined, { signal }).catch(() => undefined)
+        delay = Math.min(delay * 2, this.#o.retry.maxMs)
+      }
+    }
+  }
+
+  #recordError(e: DestinationError): void {
+    this.#counts.errors++
+    this.#state = 'error'
+    const at = new Date(this.#o.now()).toISOString()
+    if (this.#lastError?.message !== e.message) {
+      this.#log.error({ kind: e.kind }, `Postgres destination: ${e.message}`)
+    } else {
+      this.#log.debug({ kind: e.kind }, 'Postgres destination still failing')
+    }
+    this.#lastError = { message: e.message, at }
+    try {
+      this.#consumers.add(POSTGRES_CONSUMER, 'destination', at, this.#cursor ?? 0)
+      this.#consumers.recordError(POSTGRES_CONSUMER, e.message, at)
+    } catch (err) {
+      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
+    }
+  }
+
+  async #dropConnection(): Promise<void> {
+    const client = this.#client
+    this.#client = undefined
+    this.#broken = false
+    if (client !== undefined) await endClient(client)
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#reader === undefined) {
+      this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
+      registerCopyFunctions(this.#reader.sqlite)
+    }
+    if (this.#client !== undefined && !this.#broken) return
+    await this.#dropConnection()
+    const client = new pg.Client({
+      connectionString: this.#o.url,
+      application_name: 'fsm-sync',
+      connectionTimeoutMillis: 10_000,
+      keepAlive: true,
+    })
+    // An idle connection closed by the server (a restart, pg_terminate_backend) must not crash the process.
+    client.on('error', () => {
+      this.#broken = true
+    })
+    await client.connect()
+    this.#client = client
+    await this.#ensureSchema(client)
+  }
+
+  /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */
+  async #ensureSchema(client: pg.Client): Promise<void> {
+    const schema = this.#o.schema
+    const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
+    const columns = (
+      await client.query<ExistingColumn>(
+        `SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1`,
+        [schema],
+      )
+    ).rows
+    const keys = new Map<string, string[]>()
+    for (const r of (
+      await client.query<{ table_name: string; column_name: string }>(
+        `SELECT c.relname AS table_name, a.attname AS column_name
+           FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+           JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+           JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+          WHERE n.nspname = $1 AND i.indisprimary ORDER BY c.relname, k.ord`,
+        [schema],
+      )
+    ).rows) {
+      keys.set(r.table_name, [...(keys.get(r.table_name) ?? []), r.column_name])
+    }
+    const problems = this.#tables.flatMap((t) =>
+      shapeProblems(schema, t.spec, columns, columns.some((c) => c.table_name === t.spec.name) ? (keys.get(t.spec.name) ?? []) : undefined),
+    )
+    if (problems.length > 0) throw new DestinationError('shape', problems.join('; '))
+    const ddl = [
+      createStateTableSql(schema),
+      ...this.#tables.flatMap((t) => [
+        createTableSql(schema, t.spec),
+        ...missingColumnsSql(schema, t.spec, columns),
+        ...indexSql(schema, t.spec),
+      ]),
+    ]
+    const haveAll =
+      columns.some((c) => c.table_name === STATE_TABLE) &&
+      this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
+    if (haveAll) return
+    await client.query('BEGIN')
+    try {
+      for (const s of ddl) await client.query(s)
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    }
+  }
+
+  /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
+  async #loadReason(): Promise<string | null> {
+    const state = await this.#client!.query<{ seq: string; tables_hash: string }>(
+      `SELECT seq, tables_hash FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
+      [POSTGRES_CONSUMER],
+    )
+    const row = state.rows[0]
+    if (row === undefined) return 'a new destination'
+    const cursor = Number(row.seq)
+    this.#cursor = cursor
+    if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
+    const sqlite = this.#reader!.sqlite
+    const last = lastChangeSeq(sqlite)
+    if (cursor > last) return `its cursor (${cursor}) is past the mirror's last change (${last}): another mirror`
+    const first = firstKeptSeq(sqlite)
+    if (cursor < last && (first === undefined || first > cursor + 1)) {
+      return `the mirror pruned changes it had not read (its cursor is ${cursor}, the oldest change kept is ${first ?? last + 1})`
+    }
+    this.#syncConsumer(cursor)
+    return null
+  }
+
+  #syncConsumer(seq: number): void {
+    const now = new Date(this.#o.now()).toISOString()
+    try {
+      this.#consumers.add(POSTGRES_CONSUMER, 'destination', now, seq)
+      this.#consumers.reset(POSTGRES_CONSUMER, seq, now)
+    } catch (err) {
+      this.#log.debug({ err }, 'cannot record the destination position in the mirror')
+    }
+  }
+
+  /**
+   * Loads every table from one read snapshot of the mirror with COPY, in one transaction. Returns
+   * the rows loaded. SQLite encodes the rows; text holding NUL (which SQLite's string functions cannot
+   * see) fails the COPY, and the load is then done again with the JavaScript encoder, which drops it.
+   */
+  async #load(reason: string): Promise<number> {
+    try {
+      return await this.#loadOnce(reason, false)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code !== '22021' && code !== '22P05') throw err
+      this.#log.warn({ code }, 'a text value holds NUL, which Postgres refuses: loading again with every value encoded in JavaScript')
+      return this.#loadOnce(reason, true)
+    }
+  }
+
+  async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
+    this.#state = 'loading'
+    const started = performance.now()
+    this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
+    const client = this.#client!
+    const sqlite = this.#reader!.sqlite
+    const schema = this.#o.schema
+    let rows = 0
+    sqlite.exec('BEGIN')
+    try {
+      // The snapshot starts with this read: every table below is read as of this change.
+      const seq = lastChangeSeq(sqlite)
+      await client.query('BEGIN')
+      await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
+      for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
+      const types = this.#objectTypes(sqlite)
+      await this.#rebuildViews(client, types)
+      const now = new Date(this.#o.now()).toISOString()
+      await client.query(
+        `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, loaded_seq, loaded_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, loaded_seq = excluded.loaded_seq,
+           loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
+        [POSTGRES_CONSUMER, seq, this.#tablesHash, now],
+      )
+      await client.query('COMMIT')
+      this.#written.clear()
+      this.#written.set('views', hash(types))
+      this.#cursor = seq
+      this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
+      this.#counts.loads++
+      this.#counts.rowsReplicated += rows
+      this.#syncConsumer(seq)
+      this.#log.info({ rows, seq, durationMs: Math.round(performance.now() - started) }, 'the Postgres destination is loaded')
+      return rows
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    } finally {
+      if (sqlite.inTransaction) sqlite.exec('COMMIT')
+    }
+  }
+
+  async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
+    // SQLite writes each row's COPY line itself (copyLinesSql): JavaScript only joins them into chunks.
+    const lines: () => Iterable<string> = encodeInJs
+      ? function* () {
+          const encode = copyLineEncoder(t.columns)
+          for (const values of sqlite.prepare(t.select).raw().iterate() as IterableIterator<MirrorValue[]>) yield encode(values)
+        }
+      : () => sqlite.prepare(copyLinesSql(t.spec.name, t.columns)).pluck().iterate() as IterableIterator<string>
+    let count = 0
+    function* chunks(): Generator<string> {
+      let chunk = ''
+      for (const line of lines()) {
+        chunk += line
+        count++
+        if (chunk.length >= 262_144) {
+          yield chunk
+          chunk = ''
+        }
+      }
+      if (chunk !== '') yield chunk
+    }
+    const sql = `COPY ${qualified(this.#o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
+    await pipeline(Readable.from(chunks(), { objectMode: false }), client.query(copyFrom(sql)))
+    return count
+  }
+
+  #objectTypes(sqlite: Sqlite): ObjectType[] {
+    return sqlite.prepare(`SELECT slug, fields FROM custom_object_types ORDER BY slug`).all() as ObjectType[]
+  }
+
+  async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<void> {
+    if (!this.#byName.has('custom_records')) return
+    const schema = this.#o.schema
+    const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
+    for (const v of old.rows) await client.query(`DROP VIEW IF EXISTS ${qualified(schema, v.table_name)}`)
+    for (const type of types) await client.query(objectViewSql(schema, type))
+  }
+
+  /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
+  #readBatch(sqlite: Sqlite, cursor: number): Batch {
+    const read = sqlite.transaction((): Batch => {
+      const changes = sqlite
+        .prepare(`SELECT seq, table_name, record_id, op, updated_at, changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?`)
+        .all(cursor, this.#o.batchSize) as Change[]
+      const batch: Batch = {
+        changes,
+        upserts: new Map(),
+        absent: new Map(),
+        childParents: new Map(),
+        childRows: new Map(),
+        snapshots: new Map(),
+        views: undefined,
+        firstKept: firstKeptSeq(sqlite),
+      }
+      const ids = new Map<Table, Set<string>>()
+      for (const c of changes) {
+        const t = this.#byName.get(c.table_name)
+        if (t === undefined || t.role !== 'logged') continue
+        let set = ids.get(t)
+        if (set === undefined) ids.set(t, (set = new Set()))
+        set.add(c.record_id)
+      }
+      for (const [t, set] of ids) this.#readRows(sqlite, t, [...set], batch)
+      const now = this.#o.now()
+      const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
+      if (checkAll) {
+        this.#lastSnapshotCheck = now
+        this.#forceSnapshotCheck = false
+      }
+      for (const t of this.#tables) {
+        // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
+        if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
+        const rows = sqlite.prepare(t.select).raw().all() as MirrorValue[][]
+        const h = hash(rows)
+        if (this.#written.get(t.spec.name) !== h) batch.snapshots.set(t, { hash: h, rows })
+      }
+      const types = this.#objectTypes(sqlite)
+      const vh = hash(types)
+      if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+      return batch
+    })
+    return read()
+  }
+
+  #readRows(sqlite: Sqlite, t: Table, recordIds: string[], batch: Batch): void {
+    const pk = t.spec.primaryKey
+    const pkIndex = pk.map((k) => t.columns.findIndex((c) => c.name === k))
+    const found = new Set<string>()
+    const present: MirrorValue[][] = []
+    for (let i = 0; i < recordIds.length; i += CHUNK) {
+      const keys = recordIds.slice(i, i + CHUNK).map((id) => keyOf(id, pk.length))
+      const where =
+        pk.length === 1
+          ? `${quote(pk[0]!)} IN (${keys.map(() => '?').join(', ')})`
+          : `(${pk.map(quote).join(', ')}) IN (VALUES ${keys.map(() => `(${pk.map(() => '?').join(', ')})`).join(', ')})`
+      const rows = sqlite.prepare(`${t.select} WHERE ${where}`).raw().all(keys.flat()) as MirrorValue[][]
+      for (const r of rows) {
+        present.push(r)
+        found.add(pkIndex.map((k) => String(r[k])).join('\u0000'))
+      }
+    }
+    const absent = recordIds.map((id) => keyOf(id, pk.length)).filter((k) => !found.has(k.join('\u0000')))
+    batch.upserts.set(t, present)
+    batch.absent.set(t, absent)
+    // Children follow their parent: replaced for every parent that changed, present or not.
+    const parentIds = recordIds.map((id) => keyOf(id, pk.length)[pk.length - 1]!)
+    for (const child of t.children) {
+      const column = child.spec.parent!.column
+      const rows: MirrorValue[][] = []
+      for (let i = 0; i < parentIds.length; i += CHUNK) {
+        const chunk = parentIds.slice(i, i + CHUNK)
+        rows.push(
+          ...(sqlite
+            .prepare(`${child.select} WHERE ${quote(column)} IN (${chunk.map(() => '?').join(', ')})`)
+            .raw()
+            .all(chunk) as MirrorValue[][]),
+        )
+      }
+      batch.childParents.set(child, parentIds)
+      batch.childRows.set(child, rows)
+    }
+  }
+
+  /**
+   * Applies the next batch of changes in one Postgres transaction with the cursor. Returns the
+   * changes applied (at least 1 when only tables compared by content were written), or NEEDS_LOAD.
+   */
+  async #applyBatch(): Promise<number> {
+    const client = this.#client!
+    const sqlite = this.#reader!.sqlite
+    const cursor = this.#cursor ?? 0
+    const batch = this.#readBatch(sqlite, cursor)
+    const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
+    // Changes after the cursor are gone (retention went past a consumer that stopped holding rows back).
+    const gone =
+      batch.changes.length > 0
+        ? batch.changes[0]!.seq > cursor + 1 && pruned > cursor
+        : batch.firstKept === undefined && lastChangeSeq(sqlite) > cursor
+    if (gone) return NEEDS_LOAD
+    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) return 0
+    const schema = this.#o.schema
+    const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
+    let rows = 0
+    await client.query('BEGIN')
+    try {
+      const state = await client.query<{ seq: string }>(`SELECT seq FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`, [
+        POSTGRES_CONSUMER,
+      ])
+      if (state.rows[0] === undefined || Number(state.rows[0].seq) !== cursor) {
+        // Another replicator moved the cursor (a `replicate` beside the daemon): read it again.
+        await client.query('ROLLBACK')
+        this.#cursor = state.rows[0] === undefined ? null : Number(state.rows[0].seq)
+        if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
+        return 1
+      }
+      for (const [t, s] of batch.snapshots) {
+        await client.query(`DELETE FROM ${qualified(schema, t.spec.name)}`)
+        rows += await this.#insertRows(client, t, s.rows)
+      }
+      if (batch.views !== undefined) await this.#rebuildViews(client, batch.views.types)
+      for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
+      for (const [t, present] of batch.upserts) rows += await this.#upsertRows(client, t, present)
+      for (const [child, parents] of batch.childParents) {
+        if (parents.length === 0) continue
+        await this.#deleteKeys(
+          client,
+          child,
+          [child.spec.parent!.column],
+          parents.map((p) => [p]),
+        )
+        rows += await this.#insertRows(client, child, batch.childRows.get(child) ?? [])
+      }
+      const changeLog = this.#byName.get('change_log')
+      if (changeLog !== undefined) {
+        const values = batch.changes.map((c) =>
+          changeLog.columns.map((col) => (c as unknown as Record<string, MirrorValue>)[col.name] ?? null),
+        )
+        rows += await this.#upsertRows(client, changeLog, values)
+        if (pruned > this.#prunedThrough) {
+          await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
+        }
+      }
+      await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3 WHERE id = $1`, [
+        POSTGRES_CONSUMER,
+        to,
+        new Date(this.#o.now()).toISOString(),
+      ])
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    }
+    for (const [t, s] of batch.snapshots) this.#written.set(t.spec.name, s.hash)
+    if (batch.views !== undefined) this.#written.set('views', batch.views.hash)
+    this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
+    this.#cursor = to
+    this.#counts.changesApplied += batch.changes.length
+    this.#counts.rowsReplicated += rows
+    if (batch.changes.length > 0) {
+      try {
+        this.#consumers.ack(POSTGRES_CONSUMER, to, new Date(this.#o.now()).toISOString())
+      } catch (err) {
+        this.#log.debug({ err }, 'cannot record the destination position in the mirror')
+      }
+    }
+    return Math.max(batch.changes.length, 1)
+  }
+
+  #records(t: Table, rows: readonly MirrorValue[][]): string {
+    const cols = t.columns
+    return JSON.stringify(
+      rows.map((r) => {
+        const o: Record<string, unknown> = {}
+        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i])
+        return o
+      }),
+    )
+  }
+
+  async #insertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
+    const target = qualified(this.#o.schema, t.spec.name)
+    const names = t.columns.map((c) => quote(c.name)).join(', ')
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      await client.query(`INSERT INTO ${target} (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`, [
+        this.#records(t, rows.slice(i, i + CHUNK)),
+      ])
+    }
+    return rows.length
+  }
+
+  /** Newer wins on updated_at where the table has one: a change applied twice changes nothing. */
+  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
+    if (rows.length === 0) return 0
+    const target = qualified(this.#o.schema, t.spec.name)
+    const names = t.columns.map((c) => quote(c.name)).join(', ')
+    const pk = t.spec.primaryKey
+    const others = t.columns.filter((c) => !pk.includes(c.name))
+    const onConflict =
+      others.length === 0
+        ? 'DO NOTHING'
+        : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
+            t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''
+          }`
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      await client.query(
+        `INSERT INTO ${target} AS t (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
+         ON CONFLICT (${pk.map(quote).join(', ')}) ${onConflict}`,
+        [this.#records(t, rows.slice(i, i + CHUNK))],
+      )
+    }
+    return rows.length
+  }
+
+  async #deleteKeys(client: pg.Client, t: Table, columns: readonly string[], keys: readonly string[][]): Promise<void> {
+    const target = qualified(this.#o.schema, t.spec.name)
+    const match = columns.map((c) => `t.${quote(c)} = k.${quote(c)}`).join(' AND ')
+    const defs = columns.map((c) => `${quote(c)} ${pgType(t.columns.find((col) => col.name === c)?.kind ?? 'text')}`).join(', ')
+    for (let i = 0; i < keys.length; i += CHUNK) {
+      const objects = keys.slice(i, i + CHUNK).map((k) => Object.fromEntries(columns.map((c, j) => [c, k[j]])))
+      // Keys come from change_log record ids (text); Postgres reads each as its column's type.
+      await client.query(`DELETE FROM ${target} t USING jsonb_to_recordset($1::jsonb) AS k(${defs}) WHERE ${match}`, [
+        JSON.stringify(objects),
+      ])
+    }
+  }
+}

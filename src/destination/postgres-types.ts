@@ -1,0 +1,190 @@
+// How a mirror column becomes a Postgres column (README.md, Postgres destination: the type mapping):
+// the type each column kind is declared with, and a mirror value in the two forms the replicator
+// sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
+// (initial loads). Pure.
+import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
+
+/** A value as better-sqlite3 reads it from the mirror. */
+export type MirrorValue = string | number | bigint | Buffer | null | undefined
+
+export type PgType = 'text' | 'timestamptz' | 'double precision' | 'bigint' | 'boolean' | 'jsonb' | 'bytea'
+
+export function pgType(kind: ColumnKind): PgType {
+  switch (kind) {
+    case 'text':
+      return 'text'
+    case 'time':
+      return 'timestamptz'
+    case 'real':
+      return 'double precision'
+    case 'integer':
+      return 'bigint'
+    case 'flag':
+      return 'boolean'
+    case 'json':
+      return 'jsonb'
+    case 'bytes':
+      return 'bytea'
+  }
+}
+
+/** The names information_schema.columns.data_type gives for each type, to check an existing table. */
+export const INFORMATION_SCHEMA_TYPE: Readonly<Record<PgType, string>> = {
+  text: 'text',
+  timestamptz: 'timestamp with time zone',
+  'double precision': 'double precision',
+  bigint: 'bigint',
+  boolean: 'boolean',
+  jsonb: 'jsonb',
+  bytea: 'bytea',
+}
+
+const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/**
+ * The mirror's canonical instant text, or null for anything else: a `time` column may hold a value
+ * upstream sent that is not an instant (the row's raw keeps it), which timestamptz cannot hold.
+ */
+export function instantOrNull(value: unknown): string | null {
+  if (typeof value !== 'string' || !CANONICAL.test(value)) return null
+  // Days 29 to 31 exist only in some months: a round trip tells.
+  if (value.slice(8, 10) <= '28') return value
+  const ms = Date.parse(value)
+  return Number.isFinite(ms) && new Date(ms).toISOString() === value ? value : null
+}
+
+/** A mirror value as a JSON value for jsonb_populate_recordset: Postgres casts it to the column's type. */
+export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
+  if (value === null || value === undefined) return null
+  switch (kind) {
+    case 'text':
+      return typeof value === 'string' ? stripNul(value) : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
+    case 'time':
+      return instantOrNull(value)
+    case 'real':
+    case 'integer':
+      return typeof value === 'bigint' ? value.toString() : value
+    case 'flag':
+      return value !== 0 && value !== 0n && value !== '0'
+    case 'json':
+      return parseJson(value)
+    case 'bytes':
+      return `\\x${Buffer.isBuffer(value) ? value.toString('hex') : Buffer.from(typeof value === 'string' ? value : String(value)).toString('hex')}`
+  }
+}
+
+/**
+ * JSON text as a value. Text that is not JSON (the mirror writes only JSON to these columns, so
+ * this is a safeguard) is kept as a JSON string rather than failing the batch.
+ */
+function parseJson(value: MirrorValue): unknown {
+  if (typeof value !== 'string') return typeof value === 'bigint' ? value.toString() : value
+  try {
+    return JSON.parse(jsonWithoutNul(value)) as unknown
+  } catch {
+    return stripNul(value)
+  }
+}
+
+/**
+ * jsonb refuses the escape `\u0000` (and text cannot hold NUL): it is dropped from JSON text, as
+ * from text columns. A lone `\\u0000` (an escaped backslash, then `u0000`) is left alone.
+ */
+function jsonWithoutNul(text: string): string {
+  return text.includes('\\u0000') ? text.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : text
+}
+
+/** Postgres text cannot hold NUL; SQLite text can. It is dropped (raw keeps the value in the mirror). */
+function stripNul(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '') : text
+}
+
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '' }
+const NEEDS_ESCAPE = /[\\\n\r\t\0]/
+const ESCAPE_ALL = /[\\\n\r\t\0]/g
+
+function copyText(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPE_ALL, (c) => COPY_ESCAPES[c]!) : text
+}
+
+/** A mirror value as one field of COPY's text format (`\N` for NULL). */
+export function copyField(kind: ColumnKind, value: MirrorValue): string {
+  if (value === null || value === undefined) return '\\N'
+  switch (kind) {
+    case 'text':
+      return copyText(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+    case 'json':
+      // JSON text goes as it is (jsonb parses it), without the NUL escape jsonb refuses.
+      return copyText(jsonWithoutNul(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
+    case 'time':
+      return instantOrNull(value) ?? '\\N'
+    case 'real':
+    case 'integer':
+      return typeof value === 'number' || typeof value === 'bigint' ? String(value) : '\\N'
+    case 'flag':
+      return value !== 0 && value !== 0n && value !== '0' ? 't' : 'f'
+    case 'bytes':
+      return `\\\\x${Buffer.isBuffer(value) ? value.toString('hex') : Buffer.from(typeof value === 'string' ? value : String(value)).toString('hex')}`
+  }
+}
+
+/** A function turning one mirror row (its values in column order) into one line of COPY text. */
+export function copyLineEncoder(columns: readonly ColumnSpec[]): (values: readonly MirrorValue[]) => string {
+  const kinds = columns.map((c) => c.kind)
+  return (values) => {
+    let line = ''
+    for (let i = 0; i < kinds.length; i++) {
+      if (i > 0) line += '\t'
+      line += copyField(kinds[i]!, values[i])
+    }
+    return `${line}\n`
+  }
+}
+
+/** A SQL identifier for SQLite, double-quoted. */
+const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`
+
+/** COPY's text-format escapes of a text value, done by SQLite. */
+const escaped = (x: string): string =>
+  `replace(replace(replace(replace(${x}, '\\', '\\\\'), char(10), '\\n'), char(13), '\\r'), char(9), '\\t')`
+
+/**
+ * One column as a field of COPY's text format, computed by SQLite itself: for an initial load this
+ * costs a fraction of encoding every value in JavaScript. The same rules as copyField: a time that
+ * is not a canonical instant (a day that does not exist included) is NULL; a real is written with
+ * 17 significant digits, which reads back as the same double.
+ */
+function copyFieldSql(column: ColumnSpec): string {
+  const x = ident(column.name)
+  switch (column.kind) {
+    case 'text':
+      return `coalesce(${escaped(x)}, '\\N')`
+    case 'json':
+      // The rare value holding jsonb's refused NUL escape goes through jsonWithoutNul (registerCopyFunctions).
+      return `coalesce(${escaped(`CASE WHEN instr(${x}, '\\u0000') > 0 THEN ${JSON_NUL_FUNCTION}(${x}) ELSE ${x} END`)}, '\\N')`
+    case 'time':
+      return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${x}) = ${x} AND ${x} GLOB '[0-9][0-9][0-9][0-9]-*' THEN ${x} ELSE '\\N' END`
+    case 'real':
+      return `CASE WHEN typeof(${x}) IN ('real', 'integer') THEN printf('%!.17g', ${x}) ELSE '\\N' END`
+    case 'integer':
+      return `CASE WHEN typeof(${x}) = 'integer' THEN CAST(${x} AS TEXT) ELSE '\\N' END`
+    case 'flag':
+      return `CASE WHEN ${x} IS NULL THEN '\\N' WHEN ${x} THEN 't' ELSE 'f' END`
+    case 'bytes':
+      return `CASE WHEN ${x} IS NULL THEN '\\N' ELSE '\\\\x' || lower(hex(${x})) END`
+  }
+}
+
+const JSON_NUL_FUNCTION = 'fsm_json_without_nul'
+
+/** Registers the functions copyLinesSql's queries call on a SQLite connection (once per connection). */
+export function registerCopyFunctions(db: {
+  function(name: string, options: { deterministic: boolean }, fn: (text: string) => string): unknown
+}): void {
+  db.function(JSON_NUL_FUNCTION, { deterministic: true }, (text: string) => jsonWithoutNul(text))
+}
+
+/** A SQLite query giving one line of COPY text per row of `table` (newline included); see registerCopyFunctions. */
+export function copyLinesSql(table: string, columns: readonly ColumnSpec[]): string {
+  return `SELECT ${columns.map(copyFieldSql).join(` || char(9) || `)} || char(10) FROM ${ident(table)}`
+}

@@ -1,0 +1,57 @@
+// The destination's commands as a user runs them: doctor's checks with their fixes, replicate (its
+// summary, a clear refusal, never the password), status with the destination's lag, consumers.
+import { rmSync } from 'node:fs'
+import { expect, inject, test } from 'vitest'
+import { RecordWriter } from '../../../src/store/record-writer.js'
+import { createDatabase, pgQuery } from '../../support/postgres-server.js'
+import { cleanEnv, runCli } from '../../support/run-cli.js'
+import { tempMirror } from '../../support/temp-mirror.js'
+
+test('doctor, replicate, status and consumers with a Postgres destination', async () => {
+  const url = await createDatabase(inject('postgresUrl'))
+  const m = await tempMirror()
+  const now = new Date().toISOString()
+  new RecordWriter(m.sqlite, 'jobs').upsert(
+    Array.from({ length: 5 }, (_, i) => ({ id: `j${i}`, updated_at: now, raw: '{}', columns: { job_status: 'open' } })),
+    { now, replaceTies: true },
+  )
+  await m.close()
+  const env = (extra: Record<string, string>) => cleanEnv({ FSM_DB: m.path, ...extra })
+  try {
+    // A user that may log in but not create the schema: doctor says so, with the GRANT that fixes it.
+    const limited = new URL(url)
+    limited.username = 'limited_user'
+    limited.password = 'limited-secret-4417'
+    await pgQuery(url, `CREATE ROLE limited_user LOGIN PASSWORD 'limited-secret-4417'`)
+    const doctor = await runCli(['doctor'], env({ FSM_POSTGRES_URL: limited.toString() }))
+    expect(doctor.stdout).toMatch(/✓ Postgres connection: connected to 127\.0\.0\.1:\d+\/fsm_test\w+ as limited_user/)
+    expect(doctor.stdout).toMatch(/✓ Postgres server version: 18\./)
+    expect(doctor.stdout).toMatch(
+      /✗ Postgres privileges on schema fsm: the schema does not exist and limited_user may not create it: run GRANT CREATE ON DATABASE "fsm_test\w+" TO "limited_user";/,
+    )
+    expect(doctor.stdout + doctor.stderr).not.toContain('limited-secret-4417')
+
+    const wrong = new URL(url)
+    wrong.password = 'not-the-password-8812'
+    const refused = await runCli(['replicate'], env({ FSM_POSTGRES_URL: wrong.toString() }))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/refused the login of postgres .*check the user and password in FSM_POSTGRES_URL/)
+    expect(refused.stdout + refused.stderr).not.toContain('not-the-password-8812')
+
+    const ok = await runCli(['replicate', '--json'], env({ FSM_POSTGRES_URL: url }))
+    expect(ok.stderr).toBe('')
+    expect(JSON.parse(ok.stdout)).toMatchObject({ schema: 'fsm', loaded: 'a new destination', cursor: 5, lagChanges: 0 })
+    expect(await pgQuery(url, `SELECT id, job_status FROM fsm.jobs ORDER BY id LIMIT 2`)).toEqual([
+      { id: 'j0', job_status: 'open' },
+      { id: 'j1', job_status: 'open' },
+    ])
+
+    const status = await runCli(['status', '--json'], env({ FSM_POSTGRES_URL: url }))
+    expect(JSON.parse(status.stdout).destination).toMatchObject({ kind: 'postgres', schema: 'fsm', seq: 5, lagChanges: 0, lastError: null })
+
+    const add = await runCli(['consumers', 'add', 'etl', '--json'], env({}))
+    expect(JSON.parse(add.stdout)).toMatchObject({ name: 'etl', kind: 'user', seq: 5 })
+  } finally {
+    rmSync(m.dir, { recursive: true, force: true })
+  }
+}, 60_000)

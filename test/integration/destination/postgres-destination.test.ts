@@ -1,0 +1,292 @@
+// The Postgres destination against a real server and a real mirror: initial load, changes in order,
+// exactly once across re-applies, the type mapping, custom-object views, pruning, errors.
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import pino from 'pino'
+import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
+import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
+import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
+import { RecordWriter } from '../../../src/store/record-writer.js'
+import type { RecordRow } from '../../../src/model/rows.js'
+import { runRetention } from '../../../src/store/retention.js'
+import type { TableSpec } from '../../../src/model/table-spec.js'
+import { comparePostgres } from '../../support/compare-postgres.js'
+import { destinationTables } from '../../../src/destination/destination-tables.js'
+import { createDatabase, pgQuery } from '../../support/postgres-server.js'
+import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+
+const logger = pino({ level: 'silent' })
+const T0 = Date.parse('2026-01-01T00:00:00.000Z')
+const at = (s: number) => new Date(T0 + s * 1000).toISOString()
+
+function job(id: string, updated: number, extra: Record<string, unknown> = {}, assignees: string[] = []): RecordRow {
+  return {
+    id,
+    updated_at: at(updated),
+    raw: JSON.stringify({ id, updatedAt: at(updated), ...extra }),
+    columns: {
+      job_number: `J-${id}`,
+      job_status: 'scheduled',
+      start_date_time: at(updated + 3600),
+      schedule_later: 0,
+      any_time: 1,
+      total: 0.30000000000000004,
+      job_address: JSON.stringify({ city: 'Paris', street: 'Rue "x"\ttab\nnewline\\' }),
+      notes: null,
+      created_at: at(0),
+      ...extra,
+    },
+    children: [{ table: 'job_assignees', parentColumn: 'job_id', rows: assignees.map((u) => ({ job_id: id, user_id: u })) }],
+  }
+}
+
+let m: TempMirror
+let tables: TableSpec[]
+let url: string
+const dests: PostgresDestination[] = []
+
+function destination(schema: string, options: { url?: string; tables?: TableSpec[] } = {}): PostgresDestination {
+  const d = new PostgresDestination({
+    url: options.url ?? url,
+    schema,
+    mirrorPath: m.path,
+    mirror: m.sqlite,
+    tables: options.tables ?? tables,
+    logger,
+    now: () => Date.now(),
+    batchSize: 7,
+    retry: { minMs: 20, maxMs: 200 },
+    pollMs: 20,
+  })
+  dests.push(d)
+  return d
+}
+
+const writer = () => new RecordWriter(m.sqlite, 'jobs')
+const write = (rows: RecordRow[]) => writer().upsert(rows, { now: new Date().toISOString(), replaceTies: true })
+
+beforeAll(async () => {
+  m = await tempMirror()
+  // A few of the declared tables: jobs with their assignees, custom objects, the change log.
+  const names = ['jobs', 'job_assignees', 'custom_object_types', 'custom_records', 'change_log']
+  tables = destinationTables().filter((t) => names.includes(t.name))
+  url = await createDatabase(inject('postgresUrl'))
+})
+
+afterAll(async () => {
+  for (const d of dests) await d.close()
+  await m.dispose()
+})
+
+describe('the Postgres destination', () => {
+  test('loads the rows already in the mirror with COPY, then applies changes in order: an exact replica', async () => {
+    write(Array.from({ length: 30 }, (_, i) => job(`j${i}`, i, {}, i % 3 === 0 ? ['u1', 'u2'] : [])))
+    const d = destination('fsm')
+    const first = await d.catchUp()
+    expect(first.loaded).toBe('a new destination')
+    expect(first.loadedRows).toBeGreaterThanOrEqual(30 + 20 + 30)
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+
+    // Updates, a deletion, children replaced, a non-instant time, a brand new row.
+    write([job('j1', 100, { job_status: 'done' }, ['u9']), job('j3', 101, {}, []), job('new', 102, { start_date_time: 'next tuesday' })])
+    writer().markDeleted(['j2', 'never-seen'], at(103))
+    const second = await d.catchUp()
+    expect(second.loaded).toBeNull()
+    expect(second.changesApplied).toBe(5)
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+    const [row] = await pgQuery(
+      url,
+      `SELECT start_date_time, any_time, job_address->>'city' AS city, deleted_at FROM fsm.jobs WHERE id = 'new'`,
+    )
+    expect(row).toEqual({ start_date_time: null, any_time: true, city: 'Paris', deleted_at: null })
+    expect(await pgQuery(url, `SELECT user_id FROM fsm.job_assignees WHERE job_id = 'j1'`)).toEqual([{ user_id: 'u9' }])
+    expect((await pgQuery(url, `SELECT count(*)::int AS n FROM fsm.job_assignees WHERE job_id = 'j3'`))[0]).toEqual({ n: 0 })
+    expect(new ChangeLogConsumers(m.sqlite).get(POSTGRES_CONSUMER)?.seq).toBe(second.cursor)
+  })
+
+  test('a batch applied again changes nothing, and an older version never replaces a newer one', async () => {
+    const d = destination('fsm')
+    await d.catchUp()
+    const before = await pgQuery(url, `SELECT * FROM fsm.jobs ORDER BY id`)
+    // As if the process died after Postgres committed and before anything else knew: the cursor goes back.
+    await pgQuery(url, `UPDATE fsm._fsm_sync_state SET seq = 0`)
+    const again = destination('fsm')
+    const summary = await again.catchUp()
+    expect(summary.loaded).toBeNull()
+    expect(summary.changesApplied).toBeGreaterThan(30)
+    expect(await pgQuery(url, `SELECT * FROM fsm.jobs ORDER BY id`)).toEqual(before)
+    // A stale version offered directly loses against the stored one.
+    await pgQuery(
+      url,
+      `INSERT INTO fsm.jobs AS t (id, updated_at, raw, synced_at, job_status) VALUES ('j1', '2000-01-01Z', '{}', now(), 'stale')
+       ON CONFLICT (id) DO UPDATE SET job_status = excluded.job_status WHERE excluded.updated_at >= t.updated_at`,
+    )
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+  })
+
+  test('custom objects: one view per object with hostile names quoted, rebuilt with the schema', async () => {
+    const types = new CustomObjectTypes(m.sqlite)
+    const now = new Date().toISOString()
+    const fields = [
+      { name: 'Status', type: 'select' },
+      { name: 'status', type: 'text' },
+      { name: 'amount', type: 'number' },
+      { name: `x"); DROP TABLE fsm.jobs; --`, type: 'text' },
+      { name: 'tags', type: 'relation', relation: { multi: true } },
+    ]
+    types.store({ slug: 'pets', raw: { slug: 'pets' } }, { fields, pipeline: null, raw: { fields } }, now)
+    const records = new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: 'pets' } })
+    const data = { Status: 'open', status: 'x', amount: 3.5, [`x"); DROP TABLE fsm.jobs; --`]: 'evil', tags: ['a', 'b'] }
+    records.upsert(
+      [
+        {
+          id: 'p/1',
+          updated_at: at(5),
+          raw: JSON.stringify({ data }),
+          columns: { stage: 's1', data: JSON.stringify(data), created_at: at(1) },
+        },
+      ],
+      { now, replaceTies: true },
+    )
+    const d = destination('fsm')
+    await d.catchUp()
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+    const view = await pgQuery(url, `SELECT * FROM fsm.obj_pets`)
+    expect(view).toHaveLength(1)
+    expect(view[0]).toMatchObject({ id: 'p/1', stage: 's1', Status: 'open', data_status: 'x', amount: 3.5, tags: ['a', 'b'] })
+    expect(view[0]![`x"); DROP TABLE fsm.jobs; --`]).toBe('evil')
+    // The same column names as the mirror's own view.
+    const mirrorView = m.sqlite.prepare(`SELECT * FROM obj_pets`).get() as Record<string, unknown>
+    expect(Object.keys(view[0]!).sort()).toEqual(Object.keys(mirrorView).sort())
+
+    // The schema changes (a field goes, one comes) with a record that uses it: both land together.
+    const next = [{ name: 'colour', type: 'text' }]
+    types.store({ slug: 'pets', raw: { slug: 'pets' } }, { fields: next, pipeline: null, raw: { fields: next } }, now)
+    records.upsert([{ id: 'p/2', updated_at: at(6), raw: '{}', columns: { stage: null, data: '{"colour":"red"}', created_at: null } }], {
+      now,
+      replaceTies: true,
+    })
+    await d.catchUp()
+    expect(await pgQuery(url, `SELECT id, colour FROM fsm.obj_pets ORDER BY id`)).toEqual([
+      { id: 'p/1', colour: null },
+      { id: 'p/2', colour: 'red' },
+    ])
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+  })
+
+  test('a destination behind what retention pruned is loaded again; a lagging consumer holds rows back', async () => {
+    const d = destination('fsm')
+    await d.catchUp()
+    const consumers = new ChangeLogConsumers(m.sqlite)
+    consumers.add('warehouse-etl', 'user', new Date().toISOString(), 0)
+    const settings = {
+      deliveriesDays: 'off',
+      deliveryIdsDays: 'off',
+      runsDays: 'off',
+      calendarChangesDays: 'off',
+      changeLogDays: 1,
+      changeLogHoldDays: 'off',
+      batchRows: 10,
+      vacuumPages: 0,
+    } as const
+    const later = Date.now() + 3 * 86_400_000
+    // The named consumer has read nothing: nothing goes.
+    expect((await runRetention(m.sqlite, later, settings)).removed.change_log).toBe(0)
+    const total = m.sqlite.prepare(`SELECT count(*) FROM change_log`).pluck().get() as number
+    consumers.ack('warehouse-etl', 10, new Date().toISOString())
+    expect((await runRetention(m.sqlite, later, settings)).removed.change_log).toBe(10)
+    consumers.remove('warehouse-etl')
+
+    // The destination stops following; the mirror changes and prunes past it.
+    await d.close()
+    write([job('j5', 500, { job_status: 'late' }, ['u5'])])
+    const cursor = (await pgQuery<{ seq: string }>(url, `SELECT seq FROM fsm._fsm_sync_state`))[0]!.seq
+    consumers.reset(POSTGRES_CONSUMER, Number(cursor), new Date().toISOString())
+    expect((await runRetention(m.sqlite, later, { ...settings, changeLogHoldDays: 2 })).removed.change_log).toBe(total - 10 + 1)
+    const again = destination('fsm')
+    const summary = await again.catchUp()
+    expect(summary.loaded).toMatch(/pruned/)
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+  })
+
+  test('a connection killed by the server mid-stream: the follower reconnects and catches up', async () => {
+    const d = destination('fsm')
+    d.start()
+    for (let round = 0; round < 3; round++) {
+      write(Array.from({ length: 20 }, (_, i) => job(`k${round}-${i}`, 1000 + round * 100 + i, {}, ['u1'])))
+      await pgQuery(url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fsm-sync'`)
+      await expect.poll(() => d.status().lagChanges, { timeout: 10_000, interval: 20 }).toBe(0)
+    }
+    await d.stop()
+    expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
+  })
+
+  test('a batch cut off inside its transaction leaves nothing of it, cursor included; the next run applies it whole', async () => {
+    const d = destination('cut')
+    await d.catchUp()
+    const state = async () => Number((await pgQuery<{ seq: string }>(url, `SELECT seq FROM cut._fsm_sync_state`))[0]!.seq)
+    const before = await state()
+    // Each row written to cut.jobs now takes a while: the batch is caught inside its transaction.
+    await pgQuery(
+      url,
+      `CREATE FUNCTION cut.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+       CREATE TRIGGER slow BEFORE INSERT OR UPDATE ON cut.jobs FOR EACH ROW EXECUTE FUNCTION cut.slow()`,
+    )
+    write(Array.from({ length: 6 }, (_, i) => job(`cut${i}`, 3000 + i, {}, ['u1'])))
+    const running = d.catchUp()
+    running.catch(() => undefined)
+    await expect
+      .poll(
+        async () =>
+          (
+            await pgQuery(
+              url,
+              `SELECT 1 FROM pg_stat_activity WHERE application_name = 'fsm-sync' AND query LIKE 'INSERT INTO "cut"."jobs"%'`,
+            )
+          ).length,
+        { timeout: 10_000, interval: 10 },
+      )
+      .toBe(1)
+    await pgQuery(url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fsm-sync'`)
+    await expect(running).rejects.toThrow(/Postgres/)
+    expect(await state()).toBe(before)
+    expect(await pgQuery(url, `SELECT id FROM cut.jobs WHERE id LIKE 'cut%'`)).toEqual([])
+    await pgQuery(url, `DROP TRIGGER slow ON cut.jobs`)
+    const again = await d.catchUp()
+    expect(again.loaded).toBeNull()
+    expect(again.cursor).toBeGreaterThan(before)
+    expect(await comparePostgres(m.sqlite, url, 'cut', tables)).toEqual([])
+  })
+
+  test('NUL, which Postgres text and jsonb refuse, is dropped on load and on apply', async () => {
+    write([job('nul1', 2000, { notes: 'before\0after', job_address: '{"street":"x\\u0000y"}' })])
+    const d = destination('nul')
+    expect((await d.catchUp()).loaded).toBe('a new destination')
+    write([job('nul2', 2001, { notes: 'again\0', properties: '["\\u0000"]' })])
+    expect((await d.catchUp()).changesApplied).toBe(1)
+    expect(await pgQuery(url, `SELECT id, notes, job_address->>'street' AS street FROM nul.jobs WHERE id LIKE 'nul%' ORDER BY id`)).toEqual(
+      [
+        { id: 'nul1', notes: 'beforeafter', street: 'xy' },
+        { id: 'nul2', notes: 'again', street: 'Rue "x"\ttab\nnewline\\' },
+      ],
+    )
+    expect(await comparePostgres(m.sqlite, url, 'nul', tables)).toEqual([])
+  })
+
+  test('clear errors: a wrong password, a missing database, a table of another shape', async () => {
+    const bad = new URL(url)
+    bad.password = 'wrong-secret-value'
+    await expect(destination('fsm', { url: bad.toString() }).catchUp()).rejects.toThrow(
+      /refused the login of postgres .*check the user and password in FSM_POSTGRES_URL/,
+    )
+    await expect(destination('fsm', { url: bad.toString() }).catchUp()).rejects.not.toThrow(/wrong-secret-value/)
+    const missing = new URL(url)
+    missing.pathname = '/no_such_db'
+    await expect(destination('fsm', { url: missing.toString() }).catchUp()).rejects.toThrow(
+      /the database "no_such_db" does not exist.*CREATE DATABASE/,
+    )
+    await pgQuery(url, `CREATE SCHEMA odd; CREATE TABLE odd.jobs (id bigint PRIMARY KEY, updated_at text)`)
+    await expect(destination('odd').catchUp()).rejects.toThrow(
+      /"odd"."jobs" has column "id" of type bigint where text is expected: drop it/,
+    )
+  })
+})
