@@ -12,6 +12,7 @@ import { ROOT } from '../../support/run-cli.js'
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8')
 const README = read('README.md')
+const MAIN = read('src/cli/main.ts')
 const DOCS = ['README.md', 'config/README.md', 'emulator/README.md', 'docs/architecture.md', 'docs/guarantees.md']
 /** Variables read outside the schema's keys. */
 const OTHER_VARIABLES = ['FSM_CONFIG']
@@ -83,6 +84,8 @@ describe('README.md', () => {
         expect(values[i], `README.md's default of ${name}`).toBe(shown(key))
         const flags = ticked(flag!).filter((f) => f.startsWith('--'))
         if (flags.length > 0) expect(flags, `README.md's flag of ${name}`).toEqual([flagOf.get(key)])
+        // A flag the README gives is one every command takes.
+        for (const f of flags) expect(MAIN, `${f} is a global option of the CLI`).toContain(`.option('${f.slice(2)}', {`)
       })
     }
     for (const [schedule, variable, value] of table(README, 'schedule \\(`schedules\\.\\*`\\)')) {
