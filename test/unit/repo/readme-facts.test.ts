@@ -3,12 +3,14 @@
 // it lists for --stream are the ones the CLI takes.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import { readdirSync } from 'node:fs'
 import { describe, expect, test } from 'vitest'
 import { commands } from '../../../src/cli/commands.js'
 import { RECONCILABLE, streamOptionProblem } from '../../../src/cli/stream-option.js'
 import { configKeys, envVariables } from '../../../src/config/config-doc.js'
 import { FLAG_KEYS } from '../../../src/config/index.js'
 import { ROOT } from '../../support/run-cli.js'
+import { tempMirror } from '../../support/temp-mirror.js'
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8')
 const README = read('README.md')
@@ -107,4 +109,40 @@ describe('README.md', () => {
     expect(namesIn('reconcile')).toEqual([...RECONCILABLE])
     expect(streamOptionProblem('sync', 'objects:equipment')).toBeUndefined()
   })
+
+  test('every table of the Tables section is in a new mirror', async () => {
+    const mirror = await tempMirror()
+    try {
+      const names = new Set(
+        (mirror.sqlite.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").all() as { name: string }[]).map(
+          (r) => r.name,
+        ),
+      )
+      const documented = table(README, 'table')
+        .flatMap((row) => ticked(row[0]!))
+        .filter((t) => t !== 'obj_<slug>')
+      expect(documented.length).toBeGreaterThan(10)
+      for (const t of documented) expect(names, `README.md's Tables names ${t}`).toContain(t)
+    } finally {
+      await mirror.dispose()
+    }
+  })
+
+  test('every metric the docs name is one the code defines', () => {
+    const source = sourcesUnder('src')
+    for (const file of DOCS) {
+      for (const m of read(file).matchAll(/\bfsm_[a-z_]*[a-z]\b/g)) {
+        // A family (fsm_webhook_intake_*_total) is named by its prefix.
+        expect(source, `${file} names the metric ${m[0]}`).toContain(m[0])
+      }
+    }
+  })
 })
+
+/** The text of every .ts file under `dir`. */
+function sourcesUnder(dir: string): string {
+  return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => readFileSync(path.join(e.parentPath, e.name), 'utf8'))
+    .join('\n')
+}
