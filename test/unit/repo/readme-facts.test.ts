@@ -110,7 +110,7 @@ describe('README.md', () => {
     expect(streamOptionProblem('sync', 'objects:equipment')).toBeUndefined()
   })
 
-  test('every table of the Tables section is in a new mirror', async () => {
+  test('every table of the Tables section is in a new mirror, and the example queries prepare against it', async () => {
     const mirror = await tempMirror()
     try {
       const names = new Set(
@@ -123,6 +123,14 @@ describe('README.md', () => {
         .filter((t) => t !== 'obj_<slug>')
       expect(documented.length).toBeGreaterThan(10)
       for (const t of documented) expect(names, `README.md's Tables names ${t}`).toContain(t)
+      // The example queries name real tables and columns (a custom object's view needs the object).
+      const examples = /```sql\n([\s\S]*?)```/.exec(README)![1]!
+      const statements = examples
+        .split(';')
+        .map((st) => st.replace(/^--.*$/gm, '').trim())
+        .filter((st) => st !== '' && !st.includes('obj_'))
+      expect(statements.length).toBeGreaterThan(5)
+      for (const st of statements) expect(() => mirror.sqlite.prepare(st), st).not.toThrow()
     } finally {
       await mirror.dispose()
     }
