@@ -31,6 +31,9 @@ export const SCHEDULE_ENV_KEYS = {
   FSM_SCHEDULE_RETENTION: 'retention',
 } as const satisfies Record<string, keyof Config['schedules']>
 
+/** Every FSM_* variable fsm-sync reads. Any other is refused: a misspelt or invented one (FSM_STREAMS) would do nothing. */
+export const ENV_VARIABLES: readonly string[] = [...Object.keys(ENV_KEYS), ...Object.keys(SCHEDULE_ENV_KEYS), 'FSM_CONFIG']
+
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
 export const FLAG_KEYS = {
   'base-url': 'baseUrl',
@@ -61,6 +64,14 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   const merged: Record<string, unknown> = {}
   const origins = new Map<string, Origin>()
 
+  for (const name of Object.keys(env)
+    .filter((n) => n.startsWith('FSM_') && !ENV_VARIABLES.includes(n))
+    .sort()) {
+    issues.push({
+      key: name,
+      message: `is not a variable fsm-sync reads (it reads ${ENV_VARIABLES.join(', ')}); the other settings, \`streams\` among them, go in the config file (config/README.md)`,
+    })
+  }
   const filePath = sources.file ?? env.FSM_CONFIG
   if (filePath !== undefined && filePath !== '') {
     const fromFile = readConfigFile(filePath, issues)
