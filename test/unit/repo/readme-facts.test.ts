@@ -3,7 +3,7 @@
 // it lists for --stream are the ones the CLI takes.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { describe, expect, test } from 'vitest'
 import { commands } from '../../../src/cli/commands.js'
 import { RECONCILABLE, streamOptionProblem } from '../../../src/cli/stream-option.js'
@@ -142,6 +142,16 @@ describe('README.md', () => {
       for (const m of read(file).matchAll(/\bfsm_[a-z_]*[a-z]\b/g)) {
         // A family (fsm_webhook_intake_*_total) is named by its prefix.
         expect(source, `${file} names the metric ${m[0]}`).toContain(m[0])
+      }
+    }
+  })
+
+  test('every file the docs point at exists (test paths may be written from test/)', () => {
+    const tree = /^(src|test|connectors|emulator|bench|soak|docs|scripts|config|unit|integration)\/[\w./-]*\.(ts|md|json)$/
+    for (const file of DOCS) {
+      for (const m of read(file).matchAll(/`([^`\s]+)`/g)) {
+        if (!tree.test(m[1]!)) continue
+        expect(existsSync(path.join(ROOT, m[1]!)) || existsSync(path.join(ROOT, 'test', m[1]!)), `${file} points at ${m[1]}`).toBe(true)
       }
     }
   })
