@@ -1,11 +1,9 @@
 // config/README.md's table of keys, written from the schema (`npm run docs:config`): each key's
-// description and unit from its `.meta()` (schema.ts, KeyDoc), its environment variable from
-// load-config.ts, its default as the schema parses it, and its allowed values from the schema's
-// JSON Schema. A key added to the schema with its description is documented by regenerating; a
-// test fails while the committed file is stale.
-import { z } from 'zod'
-import { ConfigSchema, type KeyDoc } from './schema.js'
-import { ENV_KEYS, SCHEDULE_ENV_KEYS } from './load-config.js'
+// variable, description and unit from its `.meta()` (schema.ts, KeyDoc), its default as the schema
+// parses it, and its allowed values from the schema's JSON Schema. A key added to the schema with
+// its description is documented by regenerating; a test fails while the committed file is stale.
+import { ConfigSchema } from './schema.js'
+import { schemaKeys, type JsonSchemaNode } from './schema-keys.js'
 
 export const CONFIG_DOC = 'config/README.md'
 const BEGIN = '<!-- The table below is written by `npm run docs:config` from src/config/schema.ts: edit the descriptions there. -->'
@@ -26,60 +24,24 @@ export interface KeyRow {
 
 /** Environment variable of each dotted key. */
 export function envVariables(): ReadonlyMap<string, string> {
-  const out = new Map<string, string>()
-  for (const [name, key] of Object.entries(ENV_KEYS)) out.set(key, name)
-  for (const [name, key] of Object.entries(SCHEDULE_ENV_KEYS)) out.set(`schedules.${key}`, name)
-  return out
-}
-
-interface JsonSchemaNode {
-  type?: string
-  properties?: Record<string, JsonSchemaNode>
-  description?: string
-  unit?: string
-  shownDefault?: string
-  allowed?: string
-  minimum?: number
-  maximum?: number
-  minLength?: number
-  pattern?: string
-  format?: string
-  enum?: unknown[]
-  const?: unknown
-  anyOf?: JsonSchemaNode[]
-  items?: JsonSchemaNode
+  return new Map(schemaKeys().flatMap((k) => (k.doc.env === undefined ? [] : [[k.key, k.doc.env] as const])))
 }
 
 /** Every leaf key of the schema, in schema order. */
 export function configKeys(): KeyRow[] {
-  const root = z.toJSONSchema(ConfigSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaNode
-  const defaults = ConfigSchema.parse({}) as Record<string, unknown>
-  const env = envVariables()
-  const rows: KeyRow[] = []
-  const walk = (node: JsonSchemaNode, path: string[], parsed: unknown): void => {
-    for (const [name, child] of Object.entries(node.properties ?? {})) {
-      const at = [...path, name]
-      const value = isRecord(parsed) ? parsed[name] : undefined
-      if (child.type === 'object' && child.properties !== undefined) {
-        walk(child, at, value)
-        continue
-      }
-      const key = at.join('.')
-      const meta: Partial<KeyDoc> = child
-      if (meta.description === undefined) throw new Error(`${key} has no description: add .meta(doc('...')) to it in src/config/schema.ts`)
-      rows.push({
-        key,
-        env: env.get(key),
-        shownDefault: meta.shownDefault ?? (value === undefined ? 'none' : '`' + JSON.stringify(value) + '`'),
-        parsedDefault: value,
-        unit: meta.unit,
-        allowed: meta.allowed ?? allowedValues(child),
-        description: meta.description,
-      })
+  const defaults: unknown = ConfigSchema.parse({})
+  return schemaKeys().map(({ path, key, doc, node }) => {
+    const value = path.reduce<unknown>((v, k) => (isRecord(v) ? v[k] : undefined), defaults)
+    return {
+      key,
+      env: doc.env,
+      shownDefault: doc.shownDefault ?? (value === undefined ? 'none' : '`' + JSON.stringify(value) + '`'),
+      parsedDefault: value,
+      unit: doc.unit,
+      allowed: doc.allowed ?? allowedValues(node),
+      description: doc.description,
     }
-  }
-  walk(root, [], defaults)
-  return rows
+  })
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -12,5 +12,5 @@ export {
   type CoreStreamName,
   type ScheduleName,
 } from './schema.js'
-export { loadConfig, ENV_KEYS, ENV_VARIABLES, FLAG_KEYS, SCHEDULE_ENV_KEYS, type ConfigSources } from './load-config.js'
+export { loadConfig, ENV_KEYS, ENV_VARIABLES, FLAG_KEYS, type ConfigSources } from './load-config.js'
 export { ConfigError, type ConfigIssue } from './config-error.js'

@@ -104,13 +104,15 @@ const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_
 })
 
 /**
- * What config/README.md says of a key (`npm run docs:config` writes its table from these, with each
- * key's environment variable, its default as parsed and its allowed values): `description`, the
- * `unit` of a number, `shownDefault` where the parsed default would read wrong (a mode, a default
- * that follows another key), and `allowed` where the JSON Schema's form would not say it plainly.
+ * What is declared of a key besides its type: the `env` variable that sets it (loadConfig reads
+ * these), and what config/README.md says of it (`npm run docs:config` writes its table from these,
+ * with the default as parsed and the allowed values): `description`, the `unit` of a number,
+ * `shownDefault` where the parsed default would read wrong (a mode, a default that follows another
+ * key), and `allowed` where the JSON Schema's form would not say it plainly.
  */
 export type KeyDoc = {
   description: string
+  env?: `FSM_${string}`
   unit?: string
   shownDefault?: string
   allowed?: string
@@ -121,7 +123,9 @@ export const ConfigSchema = z.strictObject({
   baseUrl: z
     .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' })
     .optional()
-    .meta(doc("The API's base address; a path prefix in it is kept. Required by every command that calls the API.")),
+    .meta(
+      doc("The API's base address; a path prefix in it is kept. Required by every command that calls the API.", { env: 'FSM_BASE_URL' }),
+    ),
   apiKey: z
     .string()
     .refine((s) => s.startsWith('svc_live_') && s.length > 'svc_live_'.length, {
@@ -132,7 +136,7 @@ export const ConfigSchema = z.strictObject({
     .meta(
       doc(
         "The account's API key (`svc_live_...`). A secret: keep it in the environment or a secret store rather than this file. No command prints it, no log line holds it (its value is scrubbed from every line), and a bad one is named, never echoed.",
-        { allowed: 'text starting with `svc_live_`' },
+        { env: 'FSM_API_KEY', allowed: 'text starting with `svc_live_`' },
       ),
     ),
   db: z
@@ -142,6 +146,7 @@ export const ConfigSchema = z.strictObject({
     .meta(
       doc(
         'The SQLite mirror file; its folder is created when missing. Webhook signing secrets are kept beside it in `<name>.secrets.json` (mode 0600), never in the mirror.',
+        { env: 'FSM_DB' },
       ),
     ),
   dbMode: z
@@ -159,31 +164,40 @@ export const ConfigSchema = z.strictObject({
     .meta(
       doc(
         'Octal file mode of the mirror and its `-wal`/`-shm`, set at every start. The mirror holds no secret, so by default its group may read it (a warehouse user in the file\'s group); it holds the account\'s customer data, so others get nothing (last digit `0`). The owner must keep read and write (first digit `6`). `"0600"` for owner only.',
-        { shownDefault: '`"0640"`', allowed: 'octal mode, as text' },
+        { env: 'FSM_DB_MODE', shownDefault: '`"0640"`', allowed: 'octal mode, as text' },
       ),
     ),
   rateLimit: int(1, 100_000)
     .default(60)
-    .meta(doc("The API key's request budget per sliding 60-second window, shared by every process on the mirror.", { unit: 'requests' })),
+    .meta(
+      doc("The API key's request budget per sliding 60-second window, shared by every process on the mirror.", {
+        env: 'FSM_RATE_LIMIT',
+        unit: 'requests',
+      }),
+    ),
   webhookSecrets: commaList
     .default([])
     .meta(
       doc(
         'Webhook signing secrets, comma-separated in the environment; the first is current, the rest are still accepted (rotation). Secrets: keep them in the environment; `fsm-sync webhooks register` keeps its own in the secrets file instead. Never printed or logged.',
+        { env: 'FSM_WEBHOOK_SECRETS' },
       ),
     ),
   httpHost: z
     .string()
     .min(1)
     .default('0.0.0.0')
-    .meta(doc('Address the daemon listens on for webhooks, `/healthz`, `/readyz` and `/metrics`.')),
-  httpPort: int(0, 65_535).default(8787).meta(doc('Port of that listener; `0` takes a free one.')),
+    .meta(doc('Address the daemon listens on for webhooks, `/healthz`, `/readyz` and `/metrics`.', { env: 'FSM_HTTP_HOST' })),
+  httpPort: int(0, 65_535)
+    .default(8787)
+    .meta(doc('Port of that listener; `0` takes a free one.', { env: 'FSM_HTTP_PORT' })),
   logLevel: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
     .meta(
       doc(
         "pino level. Logs are JSON lines on stderr (stdout is for a command's result); an error's stack trace is logged at `debug` or `trace` only.",
+        { env: 'FSM_LOG_LEVEL' },
       ),
     ),
   streams: z
@@ -410,15 +424,26 @@ export const ConfigSchema = z.strictObject({
       sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS).meta(
         doc(
           '`"continuous"`: sweep the record streams and custom objects back to back within `sync.budgetShare` (README.md, Continuous sweeping); a cron expression (e.g. `"*/5 * * * *"`) to sweep them all at start and at each tick instead; `"off"` to never sweep on its own.',
+          { env: 'FSM_SCHEDULE_SWEEP' },
         ),
       ),
-      reference: Cron.default('7 * * * *').meta(doc('When reference data, webhook endpoints and API keys are read.')),
-      reconcile: Cron.default('17 3 * * *').meta(doc('When deletions are reconciled (README.md, How the sync stays exact).')),
-      calendarA: Cron.default('23 * * * *').meta(doc('When calendar-a is triggered and its status and change feed read.')),
-      calendarB: Cron.default('29 * * * *').meta(doc('When calendar-b is triggered.')),
-      accounting: Cron.default('41 4 * * *').meta(doc('When the accounting integration is triggered.')),
-      deliveries: Cron.default('*/10 * * * *').meta(doc('When failed webhook deliveries are read, and the streams they concern swept.')),
-      retention: Cron.default('53 * * * *').meta(doc('When the retention pass runs (README.md, Retention).')),
+      reference: Cron.default('7 * * * *').meta(
+        doc('When reference data, webhook endpoints and API keys are read.', { env: 'FSM_SCHEDULE_REFERENCE' }),
+      ),
+      reconcile: Cron.default('17 3 * * *').meta(
+        doc('When deletions are reconciled (README.md, How the sync stays exact).', { env: 'FSM_SCHEDULE_RECONCILE' }),
+      ),
+      calendarA: Cron.default('23 * * * *').meta(
+        doc('When calendar-a is triggered and its status and change feed read.', { env: 'FSM_SCHEDULE_CALENDAR_A' }),
+      ),
+      calendarB: Cron.default('29 * * * *').meta(doc('When calendar-b is triggered.', { env: 'FSM_SCHEDULE_CALENDAR_B' })),
+      accounting: Cron.default('41 4 * * *').meta(doc('When the accounting integration is triggered.', { env: 'FSM_SCHEDULE_ACCOUNTING' })),
+      deliveries: Cron.default('*/10 * * * *').meta(
+        doc('When failed webhook deliveries are read, and the streams they concern swept.', { env: 'FSM_SCHEDULE_DELIVERIES' }),
+      ),
+      retention: Cron.default('53 * * * *').meta(
+        doc('When the retention pass runs (README.md, Retention).', { env: 'FSM_SCHEDULE_RETENTION' }),
+      ),
     })
     .prefault({}),
 })
