@@ -23,8 +23,6 @@ export const FLAG_KEYS = {
   'base-url': 'baseUrl',
   db: 'db',
   'rate-limit': 'rateLimit',
-  'http-host': 'httpHost',
-  'http-port': 'httpPort',
   'log-level': 'logLevel',
 } as const satisfies Record<string, keyof Config>
 

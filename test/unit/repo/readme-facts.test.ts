@@ -76,6 +76,8 @@ describe('README.md', () => {
         .shownDefault.replace(/^`"?|"?`$/g, '')
         .replace(/^\[\]$/, 'none')
     const flagOf = new Map(Object.entries(FLAG_KEYS).map(([flag, key]) => [key as string, `--${flag}`]))
+    // Every flag loadConfig reads is one the CLI defines.
+    for (const flag of Object.keys(FLAG_KEYS)) expect(MAIN, `--${flag} is a global option of the CLI`).toContain(`.option('${flag}', {`)
     for (const [variables, flag, defaults] of table(README, 'variable')) {
       const names = ticked(variables!)
       const values = defaults === 'none' ? names.map(() => 'none') : ticked(defaults!)
