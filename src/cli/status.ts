@@ -8,7 +8,7 @@ import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
 import { packageInfo } from '../config/package-info.js'
-import { count, formatEstimate } from '../model/backfill-estimate.js'
+import { count, formatEstimate, plural } from '../model/backfill-estimate.js'
 import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
 import { parseInstant } from '../store/timestamps.js'
 import { jsonOption, printResult } from './output.js'
@@ -93,9 +93,9 @@ function runningText(r: RunningStatus, now: number): string {
   const left =
     p.rowsRemaining === null || p.requestsRemaining === null
       ? 'rows left not known yet'
-      : `~${count(p.rowsRemaining)} rows left (~${count(p.requestsRemaining)} requests)`
+      : `~${plural(p.rowsRemaining, 'row')} left (~${plural(p.requestsRemaining, 'request')})`
   const ago = Math.max(0, Math.round((now - parseInstant(p.at)) / 1000))
-  return `${head}; ${count(p.rowsRead)} rows read, ${count(p.rowsChanged)} changed, ${count(p.requests)} requests; ${left}; progress written ${ago} s ago`
+  return `${head}; ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}; ${left}; progress written ${ago} s ago`
 }
 
 function cursorText(cursor: string | null): string {

@@ -54,14 +54,19 @@ export function estimateBackfill(
   }
 }
 
-/** `~4,800 rows, ~48 requests, ~48s at 60 requests/min (+ jobs: size not known yet)`. */
+/**
+ * `~4,800 rows, ~48 requests, ~48s at 60 requests/min (+ jobs: size not known yet)`; only the
+ * streams whose size is not known yet when nothing known is left.
+ */
 export function formatEstimate(e: BackfillEstimate): string {
+  const unknown = `${e.sizeUnknown.join(', ')}: size not known yet`
+  if (e.rowsRemaining === 0 && e.requestsRemaining === 0 && e.sizeUnknown.length > 0) return unknown
   const time =
     e.secondsRemaining === null || e.budgetPerMinute === null
       ? 'time unknown (no budget known)'
       : `~${formatDuration(e.secondsRemaining)} at ${count(e.budgetPerMinute)} requests/min`
-  const known = `~${count(e.rowsRemaining)} rows, ~${count(e.requestsRemaining)} requests, ${time}`
-  return e.sizeUnknown.length === 0 ? known : `${known} (+ ${e.sizeUnknown.join(', ')}: size not known yet)`
+  const known = `~${plural(e.rowsRemaining, 'row')}, ~${plural(e.requestsRemaining, 'request')}, ${time}`
+  return e.sizeUnknown.length === 0 ? known : `${known} (+ ${unknown})`
 }
 
 /** `5s`, `1m05s`, `1h02m`. */
@@ -70,6 +75,11 @@ export function formatDuration(seconds: number): string {
   const m = Math.floor((seconds % 3600) / 60)
   const s = seconds % 60
   return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(s).padStart(2, '0')}s` : `${s}s`
+}
+
+/** `1 request`, `1,200 requests`. */
+export function plural(n: number, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 ? '' : 's'}`
 }
 
 /** A count with thousands separators, the same in every locale. */

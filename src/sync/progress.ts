@@ -4,7 +4,7 @@
 // event at most every `logEveryMs`. The arithmetic is pure and shared with `status`, which reads
 // the same figures from the run's row (record-sweep.ts stores them with each page).
 import type { Logger } from '../log/logger.js'
-import { count, estimateBackfill, formatEstimate, requestsFor } from '../model/backfill-estimate.js'
+import { count, estimateBackfill, formatEstimate, plural, requestsFor } from '../model/backfill-estimate.js'
 
 export interface ProgressUpdate {
   stream: string
@@ -58,7 +58,7 @@ export function createProgress(options: ProgressOptions): ProgressSink {
       const overall = backfills.size > 0 ? estimate() : undefined
       const left = overall === undefined || (overall.rowsRemaining === 0 && overall.sizeUnknown.length === 0) ? undefined : overall
       if (options.tty !== undefined) {
-        const head = `${p.stream}: ${count(p.rowsRead)} rows read, ${count(p.rowsChanged)} changed, ${count(p.requests)} requests`
+        const head = `${p.stream}: ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}`
         const tail = p.done ? ' (done)' : ''
         const rest = left === undefined ? '' : ` | backfill left: ${formatEstimate(left)}`
         options.tty.write(`\r\x1b[2K${head}${tail}${rest}${p.done ? '\n' : ''}`)

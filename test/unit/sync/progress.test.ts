@@ -75,15 +75,15 @@ describe('the live line', () => {
     progress.update({ stream: 'clients', rowsRead: 250, rowsChanged: 248, rowsRemaining: 0, requests: 3, backfill: true, done: true })
     progress.update({ stream: 'jobs', rowsRead: 100, rowsChanged: 100, rowsRemaining: 1_900, requests: 1, backfill: true, done: false })
     expect(lines()).toEqual([
-      'clients: 100 rows read, 98 changed, 1 requests | backfill left: ~150 rows, ~2 requests, ~2s at 60 requests/min (+ jobs: size not known yet)',
-      'clients: 250 rows read, 248 changed, 3 requests (done) | backfill left: ~0 rows, ~0 requests, ~0s at 60 requests/min (+ jobs: size not known yet)\n',
-      'jobs: 100 rows read, 100 changed, 1 requests | backfill left: ~1,900 rows, ~19 requests, ~19s at 60 requests/min',
+      'clients: 100 rows read, 98 changed, 1 request | backfill left: ~150 rows, ~2 requests, ~2s at 60 requests/min (+ jobs: size not known yet)',
+      'clients: 250 rows read, 248 changed, 3 requests (done) | backfill left: jobs: size not known yet\n',
+      'jobs: 100 rows read, 100 changed, 1 request | backfill left: ~1,900 rows, ~19 requests, ~19s at 60 requests/min',
     ])
   })
 
   test('an incremental sweep shows no backfill', () => {
     const { progress, lines } = sink()
     progress.update({ stream: 'jobs', rowsRead: 3, rowsChanged: 1, rowsRemaining: 0, requests: 1, backfill: false, done: true })
-    expect(lines()).toEqual(['jobs: 3 rows read, 1 changed, 1 requests (done)\n'])
+    expect(lines()).toEqual(['jobs: 3 rows read, 1 changed, 1 request (done)\n'])
   })
 })
