@@ -53,6 +53,8 @@ export interface CallOptions {
    * run's request count is taken, so a request that fails after retries still counts them all.
    */
   onAttempt?: (() => void) | undefined
+  /** What the request is for (a run's kind and stream), shown while it waits for the budget. */
+  who?: string | undefined
   /** A share of the budget the attempts wait in before the governor (the continuous sweeps'). */
   share?: Pick<BudgetShare, 'acquire'> | undefined
 }
@@ -138,7 +140,7 @@ export class ApiClient {
     const fullPath = this.#prefix + apiPath + queryString(options.query)
     const body = options.body === undefined ? undefined : JSON.stringify(options.body)
     for (let attempt = 1; ; attempt++) {
-      const slot = await (options.share ?? this.#governor).acquire(options.priority, options.signal)
+      const slot = await (options.share ?? this.#governor).acquire(options.priority, options.signal, options.who)
       options.onAttempt?.()
       let result: Attempt
       try {

@@ -58,6 +58,12 @@ export interface KeysetPage {
   rows: KeysetRow[]
   meta: ListMeta
   cursor: KeysetCursor | undefined
+  /**
+   * Rows of the list after this answer's last row, from its `meta.total` (the rows at or after
+   * `since`): what the walk has still to read, as the upstream counted it then; 0 once the walk is
+   * done; undefined when the answer had no total. An estimate: rows changed meanwhile come on top.
+   */
+  remaining: number | undefined
   /** The request that produced the page. */
   request: { since: string | undefined; page: number; limit: number }
 }
@@ -224,7 +230,8 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
     // start just after it, unless a late row may still come.
     const next = at === undefined ? Infinity : done && lastAt === at ? at + 1 : at
     const cursor = toCursor(at, positioned ? seen : undefined, held, Math.min(lateFrom, next))
-    yield { rows: fresh, meta, cursor, request: { since: sinceIso, page: step.page, limit: step.limit } }
+    const remaining = done ? 0 : meta.total === undefined ? undefined : Math.max(0, meta.total - (step.offset + rows.length))
+    yield { rows: fresh, meta, cursor, remaining, request: { since: sinceIso, page: step.page, limit: step.limit } }
     if (done) return
   }
 }

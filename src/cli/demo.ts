@@ -50,7 +50,7 @@ export const demoCommand: Command = {
               `  daemon:           ${e.daemonUrl} (/healthz, /readyz, /metrics; webhooks at ${e.webhookPath})\n  mirror:           ${e.db}\n\n`,
           ),
         backfilled: (e) => {
-          out.write(`Backfill:\n${formatResults(e.runs, e.notBuilt)}\n`)
+          out.write(`Backfill:\n${formatResults(e.runs, e.notBuilt, { snapshot: (r) => r.snapshot })}\n`)
           for (const q of e.queries) {
             out.write(`-- ${q.title}\n${q.sql.replace(/\s+/g, ' ')};\n${formatQueryResult(q.result, 'table')}\n`)
           }

@@ -1,10 +1,22 @@
 // Printing of run results, shared by `sync` and `reconcile`.
 import type { RunResult } from '../sync/sync-context.js'
 
-export function formatResults(results: readonly RunResult[], notBuilt: readonly string[]): string {
+/**
+ * One line per run. `snapshot`: runs that read reference data whole, shown as "snapshot" instead of
+ * rows and requests (its rows changed and the requests of a listing say nothing of how big it is).
+ */
+export function formatResults<R extends RunResult>(
+  results: readonly R[],
+  notBuilt: readonly string[],
+  options: { snapshot?: (r: R) => boolean } = {},
+): string {
   const width = Math.max(10, ...results.map((r) => r.stream.length), ...notBuilt.map((n) => n.length))
   const lines = results.map((r) => {
-    const head = `${r.stream.padEnd(width)} ${r.kind.padEnd(9)} ${r.outcome.padEnd(7)} rows ${String(r.rows).padStart(7)}  requests ${String(r.requests).padStart(5)}  ${(r.durationMs / 1000).toFixed(1)} s`
+    const figures =
+      options.snapshot?.(r) === true
+        ? 'snapshot'.padEnd(28)
+        : `rows ${String(r.rows).padStart(7)}  requests ${String(r.requests).padStart(5)}`
+    const head = `${r.stream.padEnd(width)} ${r.kind.padEnd(9)} ${r.outcome.padEnd(7)} ${figures}  ${(r.durationMs / 1000).toFixed(1)} s`
     return r.error === undefined ? head : `${head}\n  ${r.error}`
   })
   for (const name of notBuilt) lines.push(`${name.padEnd(width)} skipped: this stream is not built yet (see README.md, Roadmap)`)

@@ -1,4 +1,5 @@
-// `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; the budget.
+// `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; runs in progress
+// and the backfill estimate they stored (README.md, Progress); the budget.
 // On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
 // and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
 import { existsSync } from 'node:fs'
@@ -7,7 +8,9 @@ import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
 import { packageInfo } from '../config/package-info.js'
-import { statusReport, type StatusReport } from '../store/status-report.js'
+import { count, formatEstimate, plural } from '../model/backfill-estimate.js'
+import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
+import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
@@ -24,18 +27,19 @@ export const statusCommand: Command = {
     const mirror = await openMirror(config.db, { readonly: true })
     try {
       let read
+      const now = systemClock.now()
       try {
-        read = statusReport(mirror.sqlite, systemClock.now(), STATUS_STREAMS)
+        read = statusReport(mirror.sqlite, now, STATUS_STREAMS)
       } catch (err) {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)
       }
       const history = readSyncHistory(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
-      const destination = destinationStatus(mirror.sqlite, config.destination.postgres)
+      const destination = destinationStatus(mirror.sqlite, config.destination.postgres, now)
       // `version`: the release reading the mirror (README.md, Upgrading); `synced`: see require-synced.ts.
       const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit, destination }
-      printResult(args, ctx.io, doc, () => render(report, config.rateLimit) + renderDestination(destination))
+      printResult(args, ctx.io, doc, () => render(report, config.rateLimit, now) + renderDestination(destination))
       if (history.synced) return 0
       ctx.io.stderr.write(`fsm-sync: ${neverSyncedError(config.db, history).message}\n`)
       return 1
@@ -45,7 +49,7 @@ export const statusCommand: Command = {
   },
 }
 
-function render(report: StatusReport, budget: number): string {
+function render(report: StatusReport, budget: number, now: number): string {
   const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'lag', 'last swept', 'staleness', 'cursor', 'last error']
   const rows = report.streams.map((s) => [
     s.stream,
@@ -72,6 +76,8 @@ function render(report: StatusReport, budget: number): string {
     `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`,
     'staleness: expected seconds for a change made without a webhook to reach the mirror (from the recent sweeps)',
   ]
+  if (report.running.length > 0) out.push('', 'in progress:', ...report.running.map((r) => `  ${runningText(r, now)}`))
+  if (report.backfill !== null) out.push(`backfill left: ${formatEstimate(report.backfill)}`)
   if (report.webhookInbox !== null)
     out.push(
       `webhook inbox: ${report.webhookInbox.backlog} waiting, ${report.webhookInbox.failed} failed, ${report.webhookInbox.skipped} skipped (stream not selected)`,
@@ -87,11 +93,12 @@ type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: str
 function destinationStatus(
   sqlite: Parameters<typeof consumerLag>[0],
   settings: { url?: string | undefined; schema: string },
+  now: number,
 ): DestinationReport {
   // A mirror from before change_log_consumers, opened read-only, has no such table yet.
   let lag: ConsumerLag | undefined
   try {
-    lag = consumerLag(sqlite, POSTGRES_CONSUMER, Date.now())
+    lag = consumerLag(sqlite, POSTGRES_CONSUMER, now)
   } catch {
     lag = undefined
   }
@@ -106,6 +113,21 @@ function renderDestination(d: DestinationReport): string {
   const error = d.lastError === null || d.lastError === undefined ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
   const off = d.configured ? '' : ' (no longer configured: FSM_POSTGRES_URL is unset)'
   return `destination postgres (schema ${d.schema})${off}: ${d.lagChanges ?? 0} changes behind (${d.lagSeconds ?? 0} s), at change ${d.seq}${error}\n`
+}
+
+/** `clients sweep (backfill): running 42 s; 1,200 rows read, 1,180 changed, 12 requests; ~4,800 rows left (~48 requests); last page 3 s ago`. */
+function runningText(r: RunningStatus, now: number): string {
+  const p = r.progress
+  const head = `${r.stream} ${r.kind}${p?.backfill === true ? ' (backfill)' : ''}: running ${r.runningSeconds} s`
+  if (r.ownerGone)
+    return `${head}; its process is gone (${r.ownerSilentSeconds === null ? 'no owner recorded' : `no heartbeat for ${r.ownerSilentSeconds} s`}): the next sync or daemon start resumes the stream from its checkpoint`
+  if (p === null) return head
+  const left =
+    p.rowsRemaining === null || p.requestsRemaining === null
+      ? 'rows left not known yet'
+      : `~${plural(p.rowsRemaining, 'row')} left (~${plural(p.requestsRemaining, 'request')})`
+  const ago = Math.max(0, Math.round((now - parseInstant(p.at)) / 1000))
+  return `${head}; ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}; ${left}; progress written ${ago} s ago`
 }
 
 function cursorText(cursor: string | null): string {

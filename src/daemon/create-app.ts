@@ -83,6 +83,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         pageSize: config.sync.pageSize,
         maxDeleteShare: config.reconcile.maxDeleteShare,
       },
+      budgetPerMinute: () => governor.state().effectiveLimit,
       progress: createProgress({
         logger,
         now,

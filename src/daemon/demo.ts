@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { request } from 'undici'
+import type { BudgetWait } from '../api/governor/index.js'
 import { systemClock, type Clock } from '../model/clock.js'
 import { loadConfig } from '../config/index.js'
 import { createLogger } from '../log/logger.js'
@@ -62,7 +63,8 @@ export interface DemoEvents {
   started(e: { emulatorUrl: string; daemonUrl: string; webhookPath: string; db: string }): void
   backfilled(e: {
     db: string
-    runs: RunResult[]
+    /** `snapshot`: a read of reference data or account metadata, whole. */
+    runs: (RunResult & { snapshot: boolean })[]
     notBuilt: readonly string[]
     queries: { title: string; sql: string; result: QueryResult }[]
   }): void
@@ -137,7 +139,7 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     while (!signal.aborted && clock.now() < until) {
       // The signal ends the wait early; the loop condition then ends the demo.
       await clock.sleep(Math.max(0, Math.min(REPORT_SECONDS * 1000, until - clock.now())), signal).catch(() => undefined)
-      const activity = activitySince(sqlite, d.webhooks.metrics, mark, { streams: liveStreams(d), now: clock.now() })
+      const activity = activitySince(sqlite, d.webhooks.metrics, mark, { now: clock.now(), streams: liveStreams(d), waits: budgetWaits(d) })
       mark = activity.next
       events.activity({ at: clock.now(), activity })
     }
@@ -159,6 +161,11 @@ function liveStreams(d: Daemon): string[] {
   return d.sweeps?.streams() ?? selectStreams(d.app.config.streams).records.map((s) => s.name)
 }
 
+/** The requests waiting for the budget now: in the governor, and in the continuous sweeps' share before it. */
+function budgetWaits(d: Daemon): BudgetWait[] {
+  return [...d.app.governor.waiting(), ...(d.sweeps?.share.waiting() ?? [])]
+}
+
 /** Resolves true when `work` ends, false when the signal aborts first. */
 async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return false
@@ -172,8 +179,9 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
 }
 
 /** The runs the daemon recorded since `began`, in order, as the `sync` summary prints them. */
-function runsSince(sqlite: Sqlite, began: string): RunResult[] {
+function runsSince(sqlite: Sqlite, began: string): (RunResult & { snapshot: boolean })[] {
   return new RunHistory(sqlite).finishedSince(began).map((r) => ({
+    snapshot: r.kind === 'reference',
     stream: r.stream,
     kind: r.kind === 'reconcile' ? 'reconcile' : 'sweep',
     outcome: r.outcome,

@@ -7,15 +7,14 @@ import { hostname } from 'node:os'
 import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/mirror-database.js'
-import { ownerLiveness, type ProcessIdentity, type RunOwner } from '../store/owner-liveness.js'
+import { ownerLiveness, STALE_AFTER_MS, type ProcessIdentity, type RunOwner } from '../store/owner-liveness.js'
 import { RunOwnerStore } from '../store/run-owners.js'
 import type { SyncStateStore } from '../store/sync-state.js'
 import { isoNow } from '../model/timestamps.js'
 
 /** How often a live process says so. */
 export const HEARTBEAT_MS = 10_000
-/** Silence after which an owner on another host (or a reused pid) is taken for gone: six missed beats. */
-export const STALE_AFTER_MS = 60_000
+export { STALE_AFTER_MS }
 
 export interface RunOwnershipOptions {
   heartbeatMs?: number

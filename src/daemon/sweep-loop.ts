@@ -179,7 +179,8 @@ export class SweepLoop {
     const { client } = this.#o
     const share = this.share
     const upstream: Upstream = { get: (path: string, query: Query | undefined, options) => client.get(path, query, { ...options, share }) }
-    return { ...base, upstream }
+    // Its requests start at the share's pace: the estimates of a backfill here count at that budget.
+    return { ...base, upstream, budgetPerMinute: () => share.limit }
   }
 
   async #discover(ctx: SyncContext, source: CountingSource): Promise<RunResult> {

@@ -11,6 +11,9 @@
 
 import { parseInstant } from '../model/timestamps.js'
 
+/** Silence after which an owner on another host (or a reused pid) is taken for gone: six missed beats of 10 s. */
+export const STALE_AFTER_MS = 60_000
+
 export interface ProcessIdentity {
   pid: number
   host: string

@@ -18,6 +18,17 @@ export interface FinishedRun {
   endedAt: string
 }
 
+/** A run not ended yet. */
+export interface RunningRun {
+  id: number
+  stream: string
+  kind: RunKind
+  startedAt: string
+  /** JSON: while a sweep runs, its progress (sync-state.ts, RunProgress). */
+  details: string | null
+  ownerId: number | null
+}
+
 export class RunHistory {
   readonly #sqlite: Sqlite
 
@@ -66,6 +77,25 @@ export class RunHistory {
         .where('ended_at', 'is', null),
     )
     return row?.id ?? undefined
+  }
+
+  /**
+   * Runs not ended yet, in id order, with their details (a running sweep's progress) and owner.
+   * `owners: false` for a mirror older than run owners (read-only, not migrated): no owner column.
+   */
+  running(options: { owners: boolean } = { owners: true }): RunningRun[] {
+    const base = mirrorQuery.selectFrom('sync_runs').where('ended_at', 'is', null).orderBy('id')
+    const query = options.owners
+      ? base.select(['id', 'stream', 'kind', 'started_at', 'details', 'owner_id'])
+      : base.select((eb) => ['id', 'stream', 'kind', 'started_at', 'details', eb.lit(null).$castTo<number | null>().as('owner_id')])
+    return rows(this.#sqlite, query).map((r) => ({
+      id: r.id,
+      stream: r.stream,
+      kind: r.kind,
+      startedAt: r.started_at,
+      details: r.details,
+      ownerId: r.owner_id,
+    }))
   }
 
   /** Requests recorded by runs that ended (or, still going, started) at or after `since`. */

@@ -2,7 +2,11 @@
 import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
 import { streamFreshness } from './stream-freshness.js'
+import { estimateBackfill, type BackfillEstimate } from '../model/backfill-estimate.js'
+import { STALE_AFTER_MS } from './owner-liveness.js'
 import { RunHistory } from './run-history.js'
+import { RunOwnerStore } from './run-owners.js'
+import { readRunProgress, type RunProgress } from './sync-state.js'
 import { parseInstant } from '../model/timestamps.js'
 import { firstRow, mirrorQuery, rows } from './typed-query.js'
 
@@ -24,8 +28,29 @@ export interface StreamStatus {
   stalenessSeconds: number | null
 }
 
+/** A run not ended yet, and what it stored of its progress (record sweeps: see sync-state.ts, RunProgress). */
+export interface RunningStatus {
+  id: number
+  stream: string
+  kind: string
+  startedAt: string
+  runningSeconds: number
+  progress: RunProgress | null
+  /** Seconds since its process last said it lives (run_owners), null when none is recorded. */
+  ownerSilentSeconds: number | null
+  /** No heartbeat for over a minute (or no owner): the process is gone, and the next sync or daemon resumes the stream. */
+  ownerGone: boolean
+}
+
 export interface StatusReport {
   streams: StreamStatus[]
+  /** Runs not ended yet, oldest first. */
+  running: RunningStatus[]
+  /**
+   * What is left of the backfills under way (record sweeps walking from the start whose process
+   * lives), from what each stored with its last page; null when none runs.
+   */
+  backfill: (BackfillEstimate & { streams: string[] }) | null
   /** Schedules switched off ("off") in the configuration the report was made with. */
   schedulesOff?: string[]
   /** Requests runs recorded as spent in the last 60 seconds (runs still going count at the end). */
@@ -89,9 +114,45 @@ export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams):
       stalenessSeconds: fresh?.stalenessSeconds == null ? null : Math.round(fresh.stalenessSeconds * 10) / 10,
     }
   })
-  const requestsLastMinute = new RunHistory(sqlite).requestsSince(new Date(now - 60_000).toISOString())
+  const history = new RunHistory(sqlite)
+  const requestsLastMinute = history.requestsSince(new Date(now - 60_000).toISOString())
   const webhookInbox = tables.has('webhook_inbox') ? inboxTotals(sqlite) : null
-  return { streams, requestsLastMinute, webhookInbox }
+  const running = runningStatus(sqlite, history, tables.has('run_owners'), now)
+  return { streams, running, backfill: backfillLeft(running), requestsLastMinute, webhookInbox }
+}
+
+function runningStatus(sqlite: Sqlite, history: RunHistory, hasOwners: boolean, now: number): RunningStatus[] {
+  const heartbeats = new Map(hasOwners ? new RunOwnerStore(sqlite).all().map((o) => [o.id, parseInstant(o.heartbeatAt)]) : [])
+  return history.running({ owners: hasOwners }).map((r) => {
+    const beat = r.ownerId === null ? undefined : heartbeats.get(r.ownerId)
+    const silentMs = beat === undefined ? undefined : Math.max(0, now - beat)
+    return {
+      id: r.id,
+      stream: r.stream,
+      kind: r.kind,
+      startedAt: r.startedAt,
+      runningSeconds: Math.max(0, Math.round((now - parseInstant(r.startedAt)) / 1000)),
+      progress: readRunProgress(r.details) ?? null,
+      ownerSilentSeconds: silentMs === undefined ? null : Math.round(silentMs / 1000),
+      ownerGone: silentMs === undefined || silentMs > STALE_AFTER_MS,
+    }
+  })
+}
+
+/** The overall estimate over the backfills under way, at the largest budget one of them recorded (they share the key's). */
+function backfillLeft(running: readonly RunningStatus[]): StatusReport['backfill'] {
+  const backfills = running.filter((r) => !r.ownerGone && r.progress?.backfill === true)
+  if (backfills.length === 0) return null
+  const budgets = backfills.map((r) => r.progress?.budgetPerMinute).filter((b): b is number => typeof b === 'number')
+  const estimate = estimateBackfill(
+    backfills.map((r) => {
+      const p = r.progress
+      const left = p?.rowsRemaining == null || p.requestsRemaining == null ? null : { rows: p.rowsRemaining, requests: p.requestsRemaining }
+      return { stream: r.stream, left }
+    }),
+    budgets.length === 0 ? null : Math.max(...budgets),
+  )
+  return { ...estimate, streams: backfills.map((r) => r.stream) }
 }
 
 function tableNames(sqlite: Sqlite): Set<string> {

@@ -1,7 +1,7 @@
 // Cursors, last success and last error per stream (sync_state), and one row per sweep,
 // reconciliation or trigger (sync_runs). Cursor writes are synchronous so that the engine can put
 // them in the same transaction as the page they cover (docs/guarantees.md, Killed at any moment).
-import type { z } from 'zod'
+import { z } from 'zod'
 import type { Sqlite } from './mirror-database.js'
 import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
@@ -26,6 +26,40 @@ export interface RunSummary {
   details?: unknown
 }
 
+/**
+ * What a running sweep knows of its progress, kept in its sync_runs row's `details` (under
+ * `progress`) page by page, so that `status` in another process can show it. The run's own details
+ * replace it when the run ends.
+ */
+export const RunProgressSchema = z.object({
+  /** Rows read from the upstream so far, and rows they changed in the mirror. */
+  rowsRead: z.number(),
+  rowsChanged: z.number(),
+  requests: z.number(),
+  /** Rows still to read (the latest answer's meta.total), null when not known (yet). */
+  rowsRemaining: z.number().nullable(),
+  /** Those rows in requests at the run's page size. */
+  requestsRemaining: z.number().nullable(),
+  /** A walk from the start (no stored cursor, or a full walk). */
+  backfill: z.boolean(),
+  /** The budget the run's requests start at, requests per minute, when the row was written. */
+  budgetPerMinute: z.number().nullable(),
+  /** Canonical UTC text of the write. */
+  at: z.string(),
+})
+export type RunProgress = z.infer<typeof RunProgressSchema>
+
+/** The progress a running run stored in its details, or undefined (none yet, or not this shape). */
+export function readRunProgress(details: string | null): RunProgress | undefined {
+  if (details === null) return undefined
+  try {
+    const parsed = RunProgressSchema.safeParse((JSON.parse(details) as { progress?: unknown } | null)?.progress)
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}
+
 interface StateRow {
   stream: string
   cursor: string | null
@@ -44,6 +78,7 @@ export class SyncStateStore {
   private readonly startRunStmt
   private readonly finishRunStmt
   private readonly abandonStmt
+  private readonly progressStmt
 
   private readonly runningOwnersStmt
   private readonly ownerId: number | null
@@ -72,6 +107,8 @@ export class SyncStateStore {
     this.finishRunStmt = sqlite.prepare(
       `UPDATE sync_runs SET ended_at = @now, outcome = @outcome, rows = @rows, requests = @requests, error = @error, details = @details WHERE id = @id`,
     )
+    // Prepared once: written with every page a sweep commits, in the page's transaction.
+    this.progressStmt = sqlite.prepare(`UPDATE sync_runs SET details = ? WHERE id = ? AND outcome = 'running'`)
     this.abandonStmt = sqlite.prepare(
       `UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running' AND owner_id IS ?`,
     )
@@ -123,6 +160,11 @@ export class SyncStateStore {
       error: summary.error ?? null,
       details: summary.details === undefined ? null : JSON.stringify(summary.details),
     })
+  }
+
+  /** Stores what a running run knows of its progress (see RunProgress); a run that has ended keeps its details. */
+  setRunProgress(id: number, progress: RunProgress): void {
+    this.progressStmt.run(JSON.stringify({ progress }), id)
   }
 
   /**

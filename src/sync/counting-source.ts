@@ -14,6 +14,8 @@ export interface Upstream {
 export class CountingSource implements PageSource {
   requests = 0
   lastStartedAt = 0
+  /** What its requests are for (the run's kind and stream, set by tracked-run.ts), shown while they wait for the budget. */
+  who: string | undefined
 
   constructor(
     private readonly upstream: Upstream,
@@ -29,6 +31,7 @@ export class CountingSource implements PageSource {
     const outer = options.onAttempt
     return {
       ...options,
+      who: options.who ?? this.who,
       onAttempt: () => {
         this.requests++
         this.lastStartedAt = this.now()

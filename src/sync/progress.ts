@@ -1,24 +1,35 @@
-// Progress of a long backfill: on a terminal a live line per stream (rows done / total, requests,
-// ETA from the request budget); otherwise a log event at most every `logEveryMs`.
+// Progress of a sweep and the estimate of a backfill (README.md, Progress). On a terminal, one live
+// line: the stream's rows read and rows changed, and while a backfill runs the overall estimate
+// (rows and requests still to go, and the time they take at the current budget); otherwise a log
+// event at most every `logEveryMs`. The arithmetic is pure and shared with `status`, which reads
+// the same figures from the run's row (record-sweep.ts stores them with each page).
 import type { Logger } from '../log/logger.js'
+import { count, estimateBackfill, formatEstimate, plural, requestsFor } from '../model/backfill-estimate.js'
 
 export interface ProgressUpdate {
   stream: string
-  rows: number
-  /** Rows still to read when the run started (the first page's meta.total), when known. */
-  total: number | undefined
+  /** Rows this run read from the upstream (each row once, however often the walk saw it). */
+  rowsRead: number
+  /** Rows this run changed in the mirror (inserted, updated or marked deleted). */
+  rowsChanged: number
+  /** Rows still to read, from the latest answer's `meta.total`; undefined when the upstream gave none. */
+  rowsRemaining: number | undefined
   requests: number
+  /** A walk from the start (no stored cursor, or `sync --full`). */
+  backfill: boolean
   done: boolean
 }
 
 export interface ProgressSink {
+  /** The streams a batch will walk from the start, before it begins (their size is not known yet). */
+  plan?(backfills: readonly string[]): void
   update(p: ProgressUpdate): void
 }
 
 export interface ProgressOptions {
   logger: Logger
   now: () => number
-  /** Requests per minute the governor allows, for the ETA. */
+  /** Requests per minute the budget allows now, for the estimate. */
   budgetPerMinute: () => number
   pageSize: number
   tty?: NodeJS.WritableStream | undefined
@@ -28,36 +39,45 @@ export interface ProgressOptions {
 export function createProgress(options: ProgressOptions): ProgressSink {
   const lastLog = new Map<string, number>()
   const every = options.logEveryMs ?? 10_000
+  // The backfills of this batch: planned (size unknown until their first page), under way, done.
+  const backfills = new Map<string, number | undefined>()
+  const estimate = () =>
+    estimateBackfill(
+      [...backfills].map(([stream, rows]) => ({
+        stream,
+        left: rows === undefined ? null : { rows, requests: requestsFor(rows, options.pageSize) },
+      })),
+      options.budgetPerMinute(),
+    )
   return {
+    plan(streams) {
+      for (const s of streams) if (!backfills.has(s)) backfills.set(s, undefined)
+    },
     update(p) {
-      const eta = etaSeconds(p, options.pageSize, options.budgetPerMinute())
+      if (p.backfill) backfills.set(p.stream, p.done ? 0 : p.rowsRemaining)
+      const overall = backfills.size > 0 ? estimate() : undefined
+      const left = overall === undefined || (overall.rowsRemaining === 0 && overall.sizeUnknown.length === 0) ? undefined : overall
       if (options.tty !== undefined) {
-        const total = p.total === undefined ? '?' : String(p.total)
-        const tail = p.done ? 'done' : eta === undefined ? '' : `ETA ${formatDuration(eta)}`
-        options.tty.write(`\r\x1b[2K${p.stream}: ${p.rows}/${total} rows, ${p.requests} requests ${tail}${p.done ? '\n' : ''}`)
+        const head = `${p.stream}: ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}`
+        const tail = p.done ? ' (done)' : ''
+        const rest = left === undefined ? '' : ` | backfill left: ${formatEstimate(left)}`
+        options.tty.write(`\r\x1b[2K${head}${tail}${rest}${p.done ? '\n' : ''}`)
         return
       }
       const t = options.now()
       if (!p.done && t - (lastLog.get(p.stream) ?? 0) < every) return
       lastLog.set(p.stream, t)
       options.logger.info(
-        { stream: p.stream, rows: p.rows, total: p.total, requests: p.requests, etaSeconds: eta },
+        {
+          stream: p.stream,
+          rowsRead: p.rowsRead,
+          rowsChanged: p.rowsChanged,
+          rowsRemaining: p.rowsRemaining,
+          requests: p.requests,
+          ...(left === undefined ? {} : { backfill: left }),
+        },
         p.done ? 'sweep finished' : 'sweep progress',
       )
     },
   }
-}
-
-/** Seconds left at the budget's pace, from the rows still to read. Pure. */
-export function etaSeconds(p: Pick<ProgressUpdate, 'rows' | 'total'>, pageSize: number, perMinute: number): number | undefined {
-  if (p.total === undefined || perMinute <= 0) return undefined
-  const pages = Math.ceil(Math.max(0, p.total - p.rows) / pageSize)
-  return Math.round((pages / perMinute) * 60)
-}
-
-export function formatDuration(seconds: number): string {
-  const h = Math.floor(seconds / 3600)
-  const m = Math.floor((seconds % 3600) / 60)
-  const s = seconds % 60
-  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(s).padStart(2, '0')}s` : `${s}s`
 }

@@ -8,6 +8,8 @@ import type { RecordRow } from '../model/rows.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { isoNow } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
+import { requestsFor } from '../model/backfill-estimate.js'
+import type { ProgressUpdate } from './progress.js'
 import { resumeCursor } from './resume-cursor.js'
 import { trackedRun } from './tracked-run.js'
 
@@ -24,13 +26,40 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
     // sweep had come. Re-reading is harmless (newer wins) and costs one backfill's requests.
     const { cursor: stored, cursorReset } =
       options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
+    const backfill = stored === undefined
+    const progress = { rowsRead: 0, rowsRemaining: undefined as number | undefined }
+    const report = (done: boolean): ProgressUpdate => ({
+      stream: stream.name,
+      rowsRead: progress.rowsRead,
+      rowsChanged: committed.rows,
+      rowsRemaining: done ? 0 : progress.rowsRemaining,
+      requests: source.requests,
+      backfill,
+      done,
+    })
+    // What `status` in another process reads in the run's row: written at the start (a backfill
+    // whose size is not known yet) and then with each page, in the page's transaction.
+    const store = (rowsChanged: number, now: string) => {
+      const remaining = progress.rowsRemaining
+      ctx.state.setRunProgress(runId, {
+        rowsRead: progress.rowsRead,
+        rowsChanged,
+        requests: source.requests,
+        rowsRemaining: remaining ?? null,
+        requestsRemaining: remaining === undefined ? null : requestsFor(remaining, ctx.options.pageSize),
+        backfill,
+        budgetPerMinute: ctx.budgetPerMinute?.() ?? null,
+        at: now,
+      })
+    }
+    store(0, isoNow(ctx.now()))
     const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
       const now = isoNow(ctx.now())
       const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
       if (cursor !== undefined) ctx.state.setCursor(stream.name, cursor, now)
+      store(committed.rows + changed.length, now)
       return changed.length
     })
-    let total: number | undefined
     for await (const page of updatedAtKeyset(source, stream.route, {
       cursor: stored,
       limit: ctx.options.pageSize,
@@ -39,18 +68,19 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       clock: { now: ctx.now },
       // A first walk is a backfill: it yields to incremental sweeps of other streams (README.md,
       // The request budget).
-      priority: stored === undefined ? 'reconcile' : 'sweep',
+      priority: backfill ? 'reconcile' : 'sweep',
       ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
     })) {
-      total ??= page.meta.total
+      progress.rowsRead += page.rows.length
+      progress.rowsRemaining = page.remaining
       committed.rows += commit(
         page.rows.map((r) => stream.toRow(r)),
         page.cursor,
         isoNow(source.lastStartedAt),
       )
-      ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: false })
+      ctx.progress?.update(report(false))
     }
-    ctx.progress?.update({ stream: stream.name, rows: committed.rows, total, requests: source.requests, done: true })
+    ctx.progress?.update(report(true))
     return { rows: committed.rows, ...(cursorReset === undefined ? {} : { details: { cursorReset } }) }
   })
 }

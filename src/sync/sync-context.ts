@@ -21,6 +21,8 @@ export interface SyncContext {
   now: () => number
   options: SyncOptions
   progress?: ProgressSink | undefined
+  /** Requests per minute this context's requests may start at now (the governor's effective limit, or a share of it), for estimates. */
+  budgetPerMinute?: (() => number) | undefined
   signal?: AbortSignal | undefined
 }
 

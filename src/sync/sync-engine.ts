@@ -4,6 +4,7 @@ import { customObjects } from '../../connectors/custom-objects.js'
 import type { Selection } from '../../connectors/selection.js'
 import { syncReference } from './reference-sync.js'
 import { syncMetadata } from './metadata-sync.js'
+import { KeysetCursorSchema } from '../api/updated-at-keyset.js'
 import { CountingSource } from './counting-source.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
 import { discoverObjects, reconcileObjectRecords, sweepObjectRecords } from './custom-object-sync.js'
@@ -14,6 +15,8 @@ import type { RunResult, SyncContext } from './sync-context.js'
 
 export async function runSweeps(ctx: SyncContext, selection: Selection, options: { full?: boolean } = {}): Promise<RunResult[]> {
   const results: RunResult[] = []
+  // The record streams this batch walks from the start, so that the backfill estimate names those not started yet.
+  ctx.progress?.plan?.(selection.records.filter((s) => options.full === true || !hasCursor(ctx, s.name)).map((s) => s.name))
   for (const stream of selection.records) {
     if (ctx.signal?.aborted === true) return results
     results.push(await sweepRecords(ctx, stream, options))
@@ -29,6 +32,12 @@ export async function runSweeps(ctx: SyncContext, selection: Selection, options:
   if (selection.objects !== undefined && ctx.signal?.aborted !== true)
     results.push(...(await runObjects(ctx, selection.objects, 'sweep', options)))
   return results
+}
+
+/** Whether a sweep of `stream` would resume from a stored cursor (one that cannot be read restarts it from the start). */
+function hasCursor(ctx: SyncContext, stream: string): boolean {
+  const stored = ctx.state.readCursor(stream, KeysetCursorSchema)
+  return stored.ok && stored.cursor !== undefined
 }
 
 export async function runReconciliations(ctx: SyncContext, selection: Selection): Promise<RunResult[]> {

@@ -38,6 +38,8 @@ export async function trackedRun(
   const started = ctx.now()
   const runId = ctx.state.startRun(kind, stream, isoNow(started))
   const source = shared ?? new CountingSource(ctx.upstream, ctx.now)
+  // A shared source serves one run at a time: its requests are this run's from here on.
+  source.who = `${kind} ${stream}`
   const before = source.requests
   const committed = { rows: 0 }
   let result: Omit<RunOutcome, 'outcome'> & { outcome: RunResult['outcome'] }

@@ -72,6 +72,7 @@ export class FollowUps {
     try {
       const res = await client.get(`${stream.route}/${encodeURIComponent(id)}`, undefined, {
         priority: 'webhook',
+        who: 'webhook follow-up',
         signal: this.#abort.signal,
       })
       const row = stream.toRow(res.data as Payload)

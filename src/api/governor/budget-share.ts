@@ -10,7 +10,7 @@
 // governor's guarded span ever holds more starts of the share than its limit at the time of the check.
 import type { Clock } from '../../model/clock.js'
 import type { Priority } from './core.js'
-import type { RequestGovernor, Slot } from './request-governor.js'
+import type { BudgetWait, RequestGovernor, Slot } from './request-governor.js'
 import { SlidingWindow } from './sliding-window.js'
 
 export interface BudgetShareOptions {
@@ -29,6 +29,8 @@ export class BudgetShare {
   readonly #burst: number
   #tat = Number.NEGATIVE_INFINITY
   #tail: Promise<unknown> = Promise.resolve()
+  /** Requests waiting for the share's turn (not yet in the governor, which lists its own). */
+  readonly #waiting = new Set<BudgetWait>()
 
   constructor(governor: RequestGovernor, options: BudgetShareOptions) {
     if (!(options.fraction > 0 && options.fraction <= 1)) throw new RangeError(`a budget share must be in (0, 1], got ${options.fraction}`)
@@ -50,20 +52,28 @@ export class BudgetShare {
   }
 
   /** Waits for the share's turn, then for a slot of the governor. Same contract as `RequestGovernor.acquire`. */
-  acquire(priority: Priority, signal?: AbortSignal): Promise<Slot> {
-    const turn = this.#tail.then(() => this.#acquireInTurn(priority, signal))
+  acquire(priority: Priority, signal?: AbortSignal, who?: string): Promise<Slot> {
+    const wait: BudgetWait = { who, priority, since: this.#clock.now() }
+    this.#waiting.add(wait)
+    const turn = this.#tail.then(() => this.#acquireInTurn(priority, signal, wait))
     this.#tail = turn.catch(() => undefined)
-    return turn
+    return turn.finally(() => this.#waiting.delete(wait))
   }
 
-  async #acquireInTurn(priority: Priority, signal: AbortSignal | undefined): Promise<Slot> {
+  /** The requests waiting for the share's turn now (those already waiting in the governor are its), the longest first. */
+  waiting(): BudgetWait[] {
+    return [...this.#waiting].sort((a, b) => a.since - b.since)
+  }
+
+  async #acquireInTurn(priority: Priority, signal: AbortSignal | undefined, wait: BudgetWait): Promise<Slot> {
     for (;;) {
       const now = this.#clock.now()
       const at = this.#nextStartAt()
       if (at <= now) break
       await this.#clock.sleep(at - now, signal)
     }
-    const slot = await this.#governor.acquire(priority, signal)
+    this.#waiting.delete(wait)
+    const slot = await this.#governor.acquire(priority, signal, wait.who)
     this.#window.record(slot.startedAt)
     this.#tat = Math.max(this.#tat, slot.startedAt) + this.#window.windowMs / this.limit
     return slot

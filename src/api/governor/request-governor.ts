@@ -17,7 +17,15 @@ export interface Slot {
   release(): void
 }
 
+/** A request waiting for a start slot: what it is for (when its caller said), its priority, since when (clock ms). */
+export interface BudgetWait {
+  who: string | undefined
+  priority: Priority
+  since: number
+}
+
 interface Waiter {
+  who: string | undefined
   ticket: Ticket
   resolve: (slot: Slot) => void
   reject: (err: Error) => void
@@ -74,12 +82,16 @@ export class RequestGovernor {
     return this.#core.guardedWindowMs
   }
 
-  /** Waits for a start slot. Aborting while queued removes the request and rejects. */
-  acquire(priority: Priority, signal?: AbortSignal): Promise<Slot> {
+  /**
+   * Waits for a start slot. Aborting while queued removes the request and rejects. `who`: what the
+   * request is for (a run's kind and stream), shown while it waits (`waiting`).
+   */
+  acquire(priority: Priority, signal?: AbortSignal, who?: string): Promise<Slot> {
     if (signal?.aborted === true) return Promise.reject(abortReason(signal))
     return new Promise<Slot>((resolve, reject) => {
       const ticket = this.#core.enqueue(priority, this.#clock.now())
       const waiter: Waiter = {
+        who,
         ticket,
         resolve,
         reject,
@@ -120,6 +132,13 @@ export class RequestGovernor {
     if (change !== undefined) this.#onBudgetChange?.(change)
     this.#pump()
     return change
+  }
+
+  /** The requests waiting for a start slot now, the longest waiting first. */
+  waiting(): BudgetWait[] {
+    return [...this.#waiters.values()]
+      .map((w) => ({ who: w.who, priority: w.ticket.priority, since: w.ticket.enqueuedAt }))
+      .sort((a, b) => a.since - b.since)
   }
 
   state(): GovernorState {

@@ -16,28 +16,24 @@ describe('fsm-sync demo', () => {
     const r = await runCli(['demo', '--dir', dir, '--duration', '15', '--interval', '5'], cleanEnv())
     expect(r.code, r.stderr).toBe(0)
     const backfill = r.stdout.slice(r.stdout.indexOf('Backfill:'), r.stdout.indexOf('-- Jobs by status'))
-    for (const stream of [
-      'clients',
-      'jobs',
-      'visits',
-      'invoices',
-      'items',
-      'taxes',
-      'team',
-      'job_forms',
-      'company',
-      'webhooks',
-      'api_keys',
-      'objects:equipment',
-    ]) {
-      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success`, 'm'))
+    // Record streams with the rows their backfill changed and its requests; reference data and
+    // account metadata as snapshots (read whole: no row or request figure to compare).
+    for (const stream of ['clients', 'jobs', 'visits', 'invoices', 'objects:equipment']) {
+      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success rows\\s+\\d+\\s+requests\\s+\\d+\\s`, 'm'))
+    }
+    for (const stream of ['items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys']) {
+      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success snapshot\\s+\\d+\\.\\d s$`, 'm'))
     }
     expect(r.stdout).toMatch(/-- Jobs by status[\s\S]*\(\d+ rows?\)/)
     expect(r.stdout).toMatch(/-- Visits by status[\s\S]*\(\d+ rows?\)/)
     expect(r.stdout).toContain(`FSM_DB=${db}`)
     expect(r.stdout).toMatch(/^Webhooks: endpoint \S+ delivers every event to http:\/\/127\.0\.0\.1:\d+\/webhooks\.$/m)
-    // Live lines read from the daemon's own state.
-    expect(r.stdout).toMatch(/^\[\d\d:\d\d:\d\d\] webhooks \+\d+ received, \+\d+ applied/m)
+    // Live lines read from the daemon's own state, every number labelled.
+    const live = r.stdout.split('\n').filter((l) => /^\[\d\d:\d\d:\d\d\] /.test(l))
+    expect(live.length, r.stdout).toBeGreaterThan(0)
+    for (const line of live)
+      expect(line).toMatch(/^\[\d\d:\d\d:\d\d\] webhooks: \+\d+ received, \+\d+ applied(, .*)?; .*mirror: \+\d+ rows changed(; |$)/)
+    expect(live.join('\n')).toMatch(/; sweeps: \d+ finished, \d+ requests?, (no rows changed|rows changed: [a-z_]+ \d+)/)
     const summary = /(\d+) webhooks received, (\d+) applied into the mirror/.exec(r.stdout)
     expect(summary, r.stdout).not.toBeNull()
     expect(Number(summary![1])).toBeGreaterThan(0)

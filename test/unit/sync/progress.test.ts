@@ -1,18 +1,50 @@
+// The backfill estimate's arithmetic (src/model/backfill-estimate.ts) and the live line that shows it.
+import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
-import { etaSeconds, formatDuration } from '../../../src/sync/progress.js'
+import { createLogger } from '../../../src/log/logger.js'
+import { estimateBackfill, formatDuration, formatEstimate, requestsFor, secondsAt } from '../../../src/model/backfill-estimate.js'
+import { createProgress } from '../../../src/sync/progress.js'
 
-describe('backfill progress', () => {
+describe('backfill estimate', () => {
   test.each([
-    [{ rows: 0, total: 6000 }, 100, 60, 60],
-    [{ rows: 3000, total: 6000 }, 100, 60, 30],
-    [{ rows: 0, total: 20000 }, 100, 60, 200],
-    [{ rows: 6000, total: 6000 }, 100, 60, 0],
-  ])('ETA from the budget: %o, page %i, %i/min -> %i s', (p, page, budget, eta) => {
-    expect(etaSeconds(p, page, budget)).toBe(eta)
+    [0, 100, 0],
+    [1, 100, 1],
+    [100, 100, 1],
+    [101, 100, 2],
+    [6000, 100, 60],
+    [61, 20, 4],
+  ])('%i rows at %i a page take %i requests', (rows, page, requests) => expect(requestsFor(rows, page)).toBe(requests))
+
+  test.each([
+    [60, 60, 60],
+    [48, 60, 48],
+    [1, 60, 1],
+    [3, 6, 30],
+    [200, 60, 200],
+    [1, 7, 9],
+  ])('%i requests at %i a minute take %i s', (requests, perMinute, seconds) => expect(secondsAt(requests, perMinute)).toBe(seconds))
+
+  test('no budget, no time', () => {
+    expect(secondsAt(10, 0)).toBeNull()
+    expect(secondsAt(10, null)).toBeNull()
   })
 
-  test('no total, no ETA', () => {
-    expect(etaSeconds({ rows: 5, total: undefined }, 100, 60)).toBeUndefined()
+  test('requests add up per stream (each stream ends on a page of its own); streams not started are named, not guessed', () => {
+    const e = estimateBackfill(
+      [
+        { stream: 'clients', left: { rows: 150, requests: requestsFor(150, 100) } },
+        { stream: 'jobs', left: { rows: 50, requests: requestsFor(50, 100) } },
+        { stream: 'visits', left: null },
+        { stream: 'invoices', left: { rows: 0, requests: 0 } },
+      ],
+      60,
+    )
+    // 200 rows would fit two pages; as two streams they take three requests.
+    expect(e).toEqual({ rowsRemaining: 200, requestsRemaining: 3, secondsRemaining: 3, budgetPerMinute: 60, sizeUnknown: ['visits'] })
+    expect(formatEstimate(e)).toBe('~200 rows, ~3 requests, ~3s at 60 requests/min (+ visits: size not known yet)')
+    expect(formatEstimate(estimateBackfill([{ stream: 'clients', left: { rows: 12_000, requests: 120 } }], 30))).toBe(
+      '~12,000 rows, ~120 requests, ~4m00s at 30 requests/min',
+    )
   })
 
   test.each([
@@ -20,4 +52,38 @@ describe('backfill progress', () => {
     [65, '1m05s'],
     [3725, '1h02m'],
   ])('%i s reads %s', (s, text) => expect(formatDuration(s)).toBe(text))
+})
+
+describe('the live line', () => {
+  function sink() {
+    let text = ''
+    const tty = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        text += chunk.toString()
+        done()
+      },
+    })
+    const logger = createLogger({ level: 'silent' })
+    const progress = createProgress({ logger, now: () => 0, budgetPerMinute: () => 60, pageSize: 100, tty })
+    return { progress, lines: () => text.split('\r\x1b[2K').filter((l) => l !== '') }
+  }
+
+  test('rows read and rows changed apart, and the backfill left over every planned stream', () => {
+    const { progress, lines } = sink()
+    progress.plan?.(['clients', 'jobs'])
+    progress.update({ stream: 'clients', rowsRead: 100, rowsChanged: 98, rowsRemaining: 150, requests: 1, backfill: true, done: false })
+    progress.update({ stream: 'clients', rowsRead: 250, rowsChanged: 248, rowsRemaining: 0, requests: 3, backfill: true, done: true })
+    progress.update({ stream: 'jobs', rowsRead: 100, rowsChanged: 100, rowsRemaining: 1_900, requests: 1, backfill: true, done: false })
+    expect(lines()).toEqual([
+      'clients: 100 rows read, 98 changed, 1 request | backfill left: ~150 rows, ~2 requests, ~2s at 60 requests/min (+ jobs: size not known yet)',
+      'clients: 250 rows read, 248 changed, 3 requests (done) | backfill left: jobs: size not known yet\n',
+      'jobs: 100 rows read, 100 changed, 1 request | backfill left: ~1,900 rows, ~19 requests, ~19s at 60 requests/min',
+    ])
+  })
+
+  test('an incremental sweep shows no backfill', () => {
+    const { progress, lines } = sink()
+    progress.update({ stream: 'jobs', rowsRead: 3, rowsChanged: 1, rowsRemaining: 0, requests: 1, backfill: false, done: true })
+    expect(lines()).toEqual(['jobs: 3 rows read, 1 changed, 1 request (done)\n'])
+  })
 })
