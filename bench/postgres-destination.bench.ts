@@ -7,7 +7,12 @@
 //   of 10 every 10 ms) while the destination follows in the same process, as in the daemon. Lag of a
 //   change: from its write to the commit of the batch that holds it, sampled every 20 ms. Goal: p99
 //   <= 1 s; peak RSS of the process with the mirror at 100,000 records < 200 MB.
-import { spawn } from 'node:child_process'
+// - The destination's CPU share of the daemon: `fsm-sync run` on the same mirror while this bench
+//   writes 1,000 changes/s into it for 15 s, with the destination configured and without, in the
+//   order with, without, without, with (so that a drifting machine load weighs on both sides alike).
+//   The daemon's CPU time (utime + stime of /proc/<pid>/stat) over the window from the first write to
+//   the destination's lag back at 0; share = (with - without) / with, from the sums of each side.
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -174,7 +179,22 @@ export default async function postgresDestination(): Promise<BenchResult> {
     await new Promise((resolve) => child.on('close', resolve))
     const steady = JSON.parse(out) as Steady
     const { p50, p99, rssMb, changes, seconds, sampled, pending } = steady
-    const daemon = await daemonPeakRss(m.path, url)
+    // ABBA: the daemon with the destination, without, without, with.
+    const runs: DaemonRun[] = []
+    for (const [k, withDestination] of [true, false, false, true].entries()) {
+      runs.push(await daemonRun(m.path, withDestination ? url : undefined, 10 * (k + 1)))
+    }
+    const withRuns = runs.filter((r) => r.destination)
+    const withoutRuns = runs.filter((r) => !r.destination)
+    // The RSS figure is the first run's: the last one starts by catching up the changes written while
+    // the daemon ran without the destination.
+    const daemon = runs[0]!
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
+    const cpuWith = sum(withRuns.map((r) => r.cpuSeconds))
+    const cpuWithout = sum(withoutRuns.map((r) => r.cpuSeconds))
+    const share = (cpuWith - cpuWithout) / cpuWith
+    const core = (rs: DaemonRun[]) => sum(rs.map((r) => r.cpuSeconds)) / sum(rs.map((r) => r.windowSeconds))
+    const cpuText = (rs: DaemonRun[]) => rs.map((r) => `${r.cpuSeconds.toFixed(2)} s in ${r.windowSeconds.toFixed(1)} s`).join(', ')
     return {
       name: 'postgres-destination',
       topic: 'destination',
@@ -205,9 +225,17 @@ export default async function postgresDestination(): Promise<BenchResult> {
           ...atMost(daemon.rssMb, 200),
           baseline: `mirror writer and destination alone: ${Math.round(rssMb)} MB`,
         },
+        {
+          metric: `destination's share of the CPU time of fsm-sync run (${daemon.how}) while ${RATE} changes/s are written into its mirror`,
+          value: Number(share.toFixed(3)),
+          unit: '',
+          goal: '',
+          baseline: `daemon CPU with the destination ${cpuWith.toFixed(2)} s (${cpuText(withRuns)}; ${(core(withRuns) * 100).toFixed(1)} % of a core), without ${cpuWithout.toFixed(2)} s (${cpuText(withoutRuns)}; ${(core(withoutRuns) * 100).toFixed(1)} % of a core)`,
+        },
       ],
       notes: [
-        `Lag and the baseline RSS come from a process holding the mirror writer and the destination only; the daemon's RSS is its kernel high-water mark (VmHWM) while this bench wrote ${RATE} changes/s into its mirror for ${DAEMON_SECONDS} s from another process, every schedule off; its destination applied ${daemon.applied} changes.`,
+        `Lag and the baseline RSS come from a process holding the mirror writer and the destination only; the daemon's RSS is its kernel high-water mark (VmHWM) while this bench wrote ${RATE} changes/s into its mirror for ${DAEMON_SECONDS} s from another process, every schedule off; its destination applied ${daemon.applied} changes (${runs[3]!.applied} in the last run of the CPU share, whose VmHWM was ${Math.round(runs[3]!.rssMb)} MB after catching up, at its start, the changes written while the daemon ran without the destination).`,
+        `CPU share: the daemon ran four times on the same mirror at the same rate (with the destination, without, without, with); its CPU time is utime + stime from /proc/<pid>/stat (clock ticks of ${CLK_TCK}/s) from the first write to the destination's lag back at 0 (without it, to the last write). The changes are written by this bench, not fetched by the daemon: without the destination the daemon only idles (HTTP server, metrics, timers), so the share is that of the destination over an otherwise idle daemon, not over one also taking webhooks; the absolute cost is the CPU time with it less that without.`,
         `Changes written ${changes}, lags sampled ${sampled}, still pending at the end ${pending}.`,
         `1-minute load average ${loadBefore.toFixed(1)} at the start and ${os.loadavg()[0]!.toFixed(1)} at the end (on ${os.cpus().length} cores): the figures move with it.`,
       ],
@@ -220,12 +248,32 @@ export default async function postgresDestination(): Promise<BenchResult> {
 }
 
 const DAEMON_SECONDS = 15
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+
+interface DaemonRun {
+  destination: boolean
+  rssMb: number
+  how: string
+  applied: number
+  /** The daemon's CPU time (user + system) over the window. */
+  cpuSeconds: number
+  windowSeconds: number
+}
+
+/** utime + stime of a process, in seconds (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
+function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK
+}
 
 /**
- * `fsm-sync run` on the loaded mirror with the destination on (compiled from dist/ when built, else
- * through tsx, whose compiler adds to the figure): its peak RSS while the mirror takes RATE changes/s.
+ * `fsm-sync run` on the loaded mirror, with the destination on when `url` is given (compiled from
+ * dist/ when built, else through tsx, whose compiler adds to the figures): its peak RSS and its CPU
+ * time while the mirror takes RATE changes/s. Each run writes its own `version` of the jobs, so that
+ * no write repeats a row already in the mirror (which would log no change).
  */
-async function daemonPeakRss(mirrorPath: string, url: string): Promise<{ rssMb: number; how: string; applied: number }> {
+async function daemonRun(mirrorPath: string, url: string | undefined, version: number): Promise<DaemonRun> {
   const emulator = await startEmulator({
     rateLimit: false,
     counts: { clients: 1, jobs: 1, visitsPerJob: 0, invoices: 0, customRecords: 0 },
@@ -251,7 +299,7 @@ async function daemonPeakRss(mirrorPath: string, url: string): Promise<{ rssMb: 
       FSM_BASE_URL: emulator.url,
       FSM_API_KEY: emulator.apiKey,
       FSM_DB: mirrorPath,
-      FSM_POSTGRES_URL: url,
+      ...(url === undefined ? {} : { FSM_POSTGRES_URL: url }),
       FSM_HTTP_HOST: '127.0.0.1',
       FSM_HTTP_PORT: String(port),
       FSM_LOG_LEVEL: 'warn',
@@ -270,26 +318,51 @@ async function daemonPeakRss(mirrorPath: string, url: string): Promise<{ rssMb: 
     for (let i = 0; i < 600 && !(await what()); i++) await new Promise((r) => setTimeout(r, 100))
   }
   try {
-    await until(async () => (await metric('fsm_destination_lag_changes')) === 0)
+    // Ready: the destination caught up, or without one the HTTP server answering; then settled: less
+    // than a tenth of a core over half a second, so that start-up work stays out of the window.
+    const answers = async () => {
+      try {
+        return (await (await request(`http://127.0.0.1:${port}/metrics`)).body.text()) !== ''
+      } catch {
+        return false
+      }
+    }
+    const caughtUp = async () => (url === undefined ? await answers() : (await metric('fsm_destination_lag_changes')) === 0)
+    await until(caughtUp)
+    for (let i = 0; i < 40; i++) {
+      const c0 = cpuSecondsOf(child.pid!)
+      await new Promise((r) => setTimeout(r, 500))
+      if (cpuSecondsOf(child.pid!) - c0 < 0.05) break
+    }
     const before = (await metric('fsm_destination_changes_applied_total')) ?? 0
     const m = await openMirror(mirrorPath)
+    const cpuStart = cpuSecondsOf(child.pid!)
     const writer = new RecordWriter(m.sqlite, 'jobs')
     const started = performance.now()
     let next = 0
     while (performance.now() - started < DAEMON_SECONDS * 1000) {
       const owed = Math.floor(((performance.now() - started) / 1000) * RATE) - next
       if (owed > 0) {
-        const rows = Array.from({ length: owed }, () => jobs.toRow(payload(next++ % N, 7 + Math.floor(next / N))))
+        const rows = Array.from({ length: owed }, () => jobs.toRow(payload(next++ % N, version + Math.floor(next / N))))
         writer.upsert(rows, { now: new Date().toISOString(), replaceTies: true })
       }
       await new Promise((r) => setTimeout(r, 10))
     }
     await m.close()
-    await until(async () => (await metric('fsm_destination_lag_changes')) === 0)
+    if (url !== undefined) await until(caughtUp)
+    const cpuSeconds = cpuSecondsOf(child.pid!) - cpuStart
+    const windowSeconds = (performance.now() - started) / 1000
     const applied = ((await metric('fsm_destination_changes_applied_total')) ?? 0) - before
     const status = readFileSync(`/proc/${child.pid!}/status`, 'utf8')
     const hwmKb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 'NaN')
-    return { rssMb: hwmKb / 1024, how: built ? 'compiled' : 'through tsx', applied }
+    return {
+      destination: url !== undefined,
+      rssMb: hwmKb / 1024,
+      how: built ? 'compiled' : 'through tsx',
+      applied,
+      cpuSeconds,
+      windowSeconds,
+    }
   } finally {
     child.kill('SIGTERM')
     await new Promise((r) => child.on('close', r))
