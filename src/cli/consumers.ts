@@ -4,6 +4,7 @@
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
 import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
+import { systemClock } from '../model/clock.js'
 
 export const consumersCommand: Command = {
   command: 'consumers <action> [name] [seq]',
@@ -34,7 +35,7 @@ export const consumersCommand: Command = {
     const mirror = await openMirror(config.db, { mode: config.dbMode })
     try {
       const consumers = new ChangeLogConsumers(mirror.sqlite)
-      const now = new Date().toISOString()
+      const now = new Date(systemClock.now()).toISOString()
       const print = (value: unknown, text: string) =>
         ctx.io.stdout.write(args.json === true ? JSON.stringify(value, null, 2) + '\n' : text + '\n')
       switch (action) {

@@ -12,6 +12,7 @@ import {
   type ExportManifest,
 } from '../export/export-mirror.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
+import { systemClock } from '../model/clock.js'
 
 export const exportCommand: Command = {
   command: 'export',
@@ -52,7 +53,7 @@ export const exportCommand: Command = {
         outDir: out,
         tables,
         afterSeq: after === undefined ? undefined : Number(after),
-        now: Date.now(),
+        now: systemClock.now(),
         fileMode: dbMode,
         onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
       })

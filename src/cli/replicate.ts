@@ -4,6 +4,7 @@
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
 import { createPostgresDestination } from '../destination/index.js'
+import { systemClock } from '../model/clock.js'
 
 export const replicateCommand: Command = {
   command: 'replicate',
@@ -21,7 +22,7 @@ export const replicateCommand: Command = {
       return 2
     }
     const mirror = await openMirror(config.db, { mode: config.dbMode })
-    const destination = createPostgresDestination(config, mirror, ctx.logger())!
+    const destination = createPostgresDestination(config, mirror, ctx.logger(), systemClock)!
     try {
       const summary = await destination.catchUp({ reseed: args.reseed === true })
       const status = destination.status()

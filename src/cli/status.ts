@@ -91,7 +91,7 @@ function destinationStatus(
   // A mirror from before change_log_consumers, opened read-only, has no such table yet.
   let lag: ConsumerLag | undefined
   try {
-    lag = consumerLag(sqlite, POSTGRES_CONSUMER, Date.now())
+    lag = consumerLag(sqlite, POSTGRES_CONSUMER, systemClock.now())
   } catch {
     lag = undefined
   }

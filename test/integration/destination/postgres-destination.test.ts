@@ -2,6 +2,7 @@
 // exactly once across re-applies, the type mapping, custom-object views, pruning, errors.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import pino from 'pino'
+import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
@@ -52,7 +53,7 @@ function destination(schema: string, options: { url?: string; tables?: TableSpec
     mirror: m.sqlite,
     tables: options.tables ?? tables,
     logger,
-    now: () => Date.now(),
+    clock: systemClock,
     batchSize: 7,
     retry: { minMs: 20, maxMs: 200 },
     pollMs: 20,
