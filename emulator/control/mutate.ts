@@ -178,6 +178,9 @@ function remove(ctx: EmulatorContext, resource: string, rec: StoredRecord, origi
 
 export function mutate(ctx: EmulatorContext, body: MutateBody): Doc[] {
   const { resource, op } = body
+  // The body is JSON from the caller: a missing or non-text resource is a 400 naming it, not a crash.
+  if (typeof resource !== 'string')
+    throw badRequest("'resource' is required: clients, jobs, visits, invoices, items, taxes, team, job_forms or objects/<slug>")
   const coll = collectionOf(ctx, resource)
   const origin: Origin = body.emit === false ? 'silent' : 'app'
   const fields = body.fields ?? {}

@@ -10,7 +10,10 @@ import { runReconciliations } from '../sync/sync-engine.js'
 export const reconcileCommand: Command = {
   command: 'reconcile',
   describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
-  builder: (y) => jsonOption(streamOption(y, 'reconcile', 'stream to reconcile (repeatable); all when omitted')),
+  builder: (y) =>
+    jsonOption(
+      streamOption(y, 'reconcile', "stream to reconcile (repeatable); when omitted, the reconcilable ones among the config's streams"),
+    ),
   run: (args, ctx) =>
     withApp(
       ctx,

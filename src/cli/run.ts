@@ -9,7 +9,7 @@ const STOP_BUDGET_MS = 9000
 
 export const runCommand: Command = {
   command: 'run',
-  describe: 'The daemon: scheduled sweeps, reconciliation and triggers, webhook intake, health and metrics',
+  describe: 'The daemon: continuous (or scheduled) sweeps, reconciliation and triggers, webhook intake, health and metrics',
   run: async (_args, ctx) => {
     const logger = ctx.logger()
     const daemon = await startDaemon(ctx.config(), { logger })

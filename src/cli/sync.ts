@@ -9,10 +9,10 @@ import { runSweeps } from '../sync/sync-engine.js'
 
 export const syncCommand: Command = {
   command: 'sync',
-  describe: 'One incremental pass over the named streams (all by default), then exit',
+  describe: "One incremental pass over the named streams (the config's streams by default: all of them), then exit",
   builder: (y) =>
     jsonOption(
-      streamOption(y, 'sync', 'stream to sync (repeatable); all when omitted').option('full', {
+      streamOption(y, 'sync', "stream to sync (repeatable); when omitted, the config's streams (all by default)").option('full', {
         type: 'boolean',
         default: false,
         describe: 'ignore the stored cursors and walk everything',

@@ -11,13 +11,5 @@ export {
   type ConfigInput,
   type ScheduleName,
 } from './schema.js'
-export {
-  loadConfig,
-  ENV_KEYS,
-  FLAG_KEYS,
-  POSTGRES_ENV_KEYS,
-  SCHEDULE_ENV_KEYS,
-  type ConfigSources,
-  type StreamChoice,
-} from './load-config.js'
+export { loadConfig, ENV_KEYS, ENV_VARIABLES, FLAG_KEYS, type ConfigSources, type StreamChoice } from './load-config.js'
 export { ConfigError, type ConfigIssue } from './config-error.js'

@@ -5,45 +5,24 @@ import { readFileSync } from 'node:fs'
 import type { z } from 'zod'
 import { ConfigSchema, type Config } from './schema.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
+import { schemaKeys } from './schema-keys.js'
 
-/** Environment variable → top-level config key. */
-export const ENV_KEYS = {
-  FSM_BASE_URL: 'baseUrl',
-  FSM_API_KEY: 'apiKey',
-  FSM_DB: 'db',
-  FSM_DB_MODE: 'dbMode',
-  FSM_RATE_LIMIT: 'rateLimit',
-  FSM_WEBHOOK_SECRETS: 'webhookSecrets',
-  FSM_HTTP_HOST: 'httpHost',
-  FSM_HTTP_PORT: 'httpPort',
-  FSM_LOG_LEVEL: 'logLevel',
-} as const satisfies Record<string, keyof Config>
+/**
+ * Environment variable → the key it sets, as a path (`['schedules', 'sweep']`): each key's `env` in
+ * the schema (schema.ts, KeyDoc), so a variable is declared with its key.
+ */
+export const ENV_KEYS: ReadonlyMap<string, readonly string[]> = new Map(
+  schemaKeys().flatMap((k) => (k.doc.env === undefined ? [] : [[k.doc.env, k.path] as const])),
+)
 
-/** Environment variable → key under `schedules` (a cron expression, or "off"). */
-export const SCHEDULE_ENV_KEYS = {
-  FSM_SCHEDULE_SWEEP: 'sweep',
-  FSM_SCHEDULE_REFERENCE: 'reference',
-  FSM_SCHEDULE_RECONCILE: 'reconcile',
-  FSM_SCHEDULE_CALENDAR_A: 'calendarA',
-  FSM_SCHEDULE_CALENDAR_B: 'calendarB',
-  FSM_SCHEDULE_ACCOUNTING: 'accounting',
-  FSM_SCHEDULE_DELIVERIES: 'deliveries',
-  FSM_SCHEDULE_RETENTION: 'retention',
-} as const satisfies Record<string, keyof Config['schedules']>
-
-/** Environment variable → key under `destination.postgres`. */
-export const POSTGRES_ENV_KEYS = {
-  FSM_POSTGRES_URL: 'url',
-  FSM_POSTGRES_SCHEMA: 'schema',
-} as const
+/** Every FSM_* variable fsm-sync reads. Any other is refused: a misspelt or invented one (FSM_STREAMS) would do nothing. */
+export const ENV_VARIABLES: readonly string[] = [...ENV_KEYS.keys(), 'FSM_CONFIG']
 
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
 export const FLAG_KEYS = {
   'base-url': 'baseUrl',
   db: 'db',
   'rate-limit': 'rateLimit',
-  'http-host': 'httpHost',
-  'http-port': 'httpPort',
   'log-level': 'logLevel',
 } as const satisfies Record<string, keyof Config>
 
@@ -79,6 +58,14 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   const merged: Record<string, unknown> = {}
   const origins = new Map<string, Origin>()
 
+  for (const name of Object.keys(env)
+    .filter((n) => n.startsWith('FSM_') && !ENV_VARIABLES.includes(n))
+    .sort()) {
+    issues.push({
+      key: name,
+      message: `is not a variable fsm-sync reads (it reads ${ENV_VARIABLES.join(', ')}); the other settings, \`streams\` among them, go in the config file (config/README.md)`,
+    })
+  }
   const filePath = sources.file ?? env.FSM_CONFIG
   if (filePath !== undefined && filePath !== '') {
     const fromFile = readConfigFile(filePath, issues)
@@ -91,28 +78,12 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     merged[k] = isPlainObject(v) && isPlainObject(merged[k]) ? { ...merged[k], ...v } : v
     origins.set(k, { kind: 'override' })
   }
-  for (const [name, key] of Object.entries(SCHEDULE_ENV_KEYS)) {
+  for (const [name, path] of ENV_KEYS) {
     const v = env[name]
     if (v !== undefined && v !== '') {
-      // Only this one schedule comes from the environment; the others keep the file's values.
-      merged.schedules = { ...(isPlainObject(merged.schedules) ? merged.schedules : {}), [key]: v }
-      origins.set(`schedules.${key}`, { kind: 'env', name })
-    }
-  }
-  for (const [name, key] of Object.entries(POSTGRES_ENV_KEYS)) {
-    const v = env[name]
-    if (v !== undefined && v !== '') {
-      const destination = isPlainObject(merged.destination) ? merged.destination : {}
-      const postgres = isPlainObject(destination.postgres) ? destination.postgres : {}
-      merged.destination = { ...destination, postgres: { ...postgres, [key]: v } }
-      origins.set(`destination.postgres.${key}`, { kind: 'env', name })
-    }
-  }
-  for (const [name, key] of Object.entries(ENV_KEYS)) {
-    const v = env[name]
-    if (v !== undefined && v !== '') {
-      merged[key] = v
-      origins.set(key, { kind: 'env', name })
+      // Only this one key comes from the environment; its siblings keep the file's values.
+      setAt(merged, path, v)
+      origins.set(path.join('.'), { kind: 'env', name })
     }
   }
   for (const [name, key] of Object.entries(FLAG_KEYS)) {
@@ -160,6 +131,19 @@ function readConfigFile(path: string, issues: ConfigIssue[]): Record<string, unk
   return value as Record<string, unknown>
 }
 
+/** Sets `path` in `target`, copying each object on the way so that the file's objects stay as read. */
+function setAt(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  const [head, ...rest] = path
+  if (head === undefined) return
+  if (rest.length === 0) {
+    target[head] = value
+    return
+  }
+  const child = isPlainObject(target[head]) ? { ...target[head] } : {}
+  setAt(child, rest, value)
+  target[head] = child
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
@@ -177,9 +161,10 @@ function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Ori
 
 /** The name the user wrote: `--rate-limit`, `FSM_RATE_LIMIT`, or `sync.lookbackSeconds (in FILE)`. */
 function nameOf(path: readonly string[], origins: ReadonlyMap<string, Origin>): string {
-  const top = path[0] ?? ''
-  // A nested key from its own variable (FSM_SCHEDULE_SWEEP) is named by that variable.
-  const origin = origins.get(path.slice(0, 3).join('.')) ?? origins.get(path.slice(0, 2).join('.')) ?? origins.get(top)
+  // The longest part of the path with an origin: a nested key from its own variable
+  // (FSM_SCHEDULE_SWEEP) is named by that variable, the rest of its object by the file.
+  let origin: Origin | undefined
+  for (let n = path.length; n > 0 && origin === undefined; n--) origin = origins.get(path.slice(0, n).join('.'))
   const dotted = path.join('.')
   if (origin === undefined) return dotted
   switch (origin.kind) {

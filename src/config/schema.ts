@@ -55,6 +55,7 @@ const Cron = z
     const problem = s === SCHEDULE_OFF ? undefined : cronProblem(s)
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
+  .meta({ allowed: 'cron, 5 fields or 6 with seconds first (not `@daily`), or `"off"`' })
 
 /** The sweep schedule that sweeps back to back within `sync.budgetShare` (README.md, Continuous sweeping). */
 export const SCHEDULE_CONTINUOUS = 'continuous'
@@ -73,6 +74,7 @@ const SweepSchedule = z
     if (problem !== undefined)
       ctx.addIssue({ code: 'custom', message: `${problem}; or "${SCHEDULE_CONTINUOUS}" (the default) to sweep back to back` })
   })
+  .meta({ allowed: '`"continuous"`, cron (5 fields or 6 with seconds first), or `"off"`' })
 
 const SHARE_MESSAGE = 'must be a fraction of FSM_RATE_LIMIT from 0.05 to 1, e.g. 0.85 (85 % of the budget for sweeps)'
 
@@ -85,21 +87,52 @@ const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_
   error: DAYS_MESSAGE,
 })
 
+/**
+ * What is declared of a key besides its type: the `env` variable that sets it (loadConfig reads
+ * these), and what config/README.md says of it (`npm run docs:config` writes its table from these,
+ * with the default as parsed and the allowed values): `description`, the `unit` of a number,
+ * `shownDefault` where the parsed default would read wrong (a mode, a default that follows another
+ * key), and `allowed` where the JSON Schema's form would not say it plainly.
+ */
+export type KeyDoc = {
+  description: string
+  env?: `FSM_${string}`
+  unit?: string
+  shownDefault?: string
+  allowed?: string
+}
+const doc = (description: string, extra: Omit<KeyDoc, 'description'> = {}): KeyDoc => ({ description, ...extra })
+
 export const ConfigSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' }).optional(),
+  baseUrl: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.example.com' })
+    .optional()
+    .meta(
+      doc("The API's base address; a path prefix in it is kept. Required by every command that calls the API.", { env: 'FSM_BASE_URL' }),
+    ),
   apiKey: z
     .string()
     .refine((s) => s.startsWith('svc_live_') && s.length > 'svc_live_'.length, {
       // The value itself is never echoed: it is a secret even when it is wrong.
       message: 'must be an API key starting with svc_live_ (the value is not shown)',
     })
-    .optional(),
-  db: z.string().min(1).default('./data/fsm-mirror.db'),
-  /**
-   * Mode of the mirror file and its -wal/-shm, as an octal string. The mirror holds no secret, so
-   * the group may read it (a warehouse user); the owner must keep read and write, and others get
-   * nothing: the mirror holds the account's customer data.
-   */
+    .optional()
+    .meta(
+      doc(
+        "The account's API key (`svc_live_...`). A secret: keep it in the environment or a secret store rather than this file. No command prints it, no log line holds it (its value is scrubbed from every line), and a bad one is named, never echoed.",
+        { env: 'FSM_API_KEY', allowed: 'text starting with `svc_live_`' },
+      ),
+    ),
+  db: z
+    .string()
+    .min(1)
+    .default('./data/fsm-mirror.db')
+    .meta(
+      doc(
+        'The SQLite mirror file; its folder is created when missing. Webhook signing secrets are kept beside it in `<name>.secrets.json` (mode 0600), never in the mirror.',
+        { env: 'FSM_DB' },
+      ),
+    ),
   dbMode: z
     .string()
     .regex(/^0?[0-7]{3}$/, { message: 'must be an octal file mode such as 0640 (owner read/write, group read) or 0600 (owner only)' })
@@ -111,26 +144,85 @@ export const ConfigSchema = z.strictObject({
       message: 'must give others no access (0 in the last digit), e.g. 0640: the mirror holds customer data; share it through the group',
     })
     .refine((m) => (m & 0o111) === 0, { message: 'must not be executable, e.g. 0640' })
-    .default(0o640),
-  rateLimit: int(1, 100_000).default(60),
-  webhookSecrets: commaList.default([]),
-  httpHost: z.string().min(1).default('0.0.0.0'),
-  httpPort: int(0, 65_535).default(8787),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Streams a bare `sync` or the daemon runs; absent, all of them (loadConfig fills them in when it knows them). */
-  streams: z.array(StreamName).optional(),
+    .default(0o640)
+    .meta(
+      doc(
+        'Octal file mode of the mirror and its `-wal`/`-shm`, set at every start. The mirror holds no secret, so by default its group may read it (a warehouse user in the file\'s group); it holds the account\'s customer data, so others get nothing (last digit `0`). The owner must keep read and write (first digit `6`). `"0600"` for owner only.',
+        { env: 'FSM_DB_MODE', shownDefault: '`"0640"`', allowed: 'octal mode, as text' },
+      ),
+    ),
+  rateLimit: int(1, 100_000)
+    .default(60)
+    .meta(
+      doc("The API key's request budget per sliding 60-second window, shared by every process on the mirror.", {
+        env: 'FSM_RATE_LIMIT',
+        unit: 'requests',
+      }),
+    ),
+  webhookSecrets: commaList
+    .default([])
+    .meta(
+      doc(
+        'Webhook signing secrets, comma-separated in the environment; the first is current, the rest are still accepted (rotation). Secrets: keep them in the environment; `fsm-sync webhooks register` keeps its own in the secrets file instead. Never printed or logged.',
+        { env: 'FSM_WEBHOOK_SECRETS' },
+      ),
+    ),
+  httpHost: z
+    .string()
+    .min(1)
+    .default('0.0.0.0')
+    .meta(doc('Address the daemon listens on for webhooks, `/healthz`, `/readyz` and `/metrics`.', { env: 'FSM_HTTP_HOST' })),
+  httpPort: int(0, 65_535)
+    .default(8787)
+    .meta(doc('Port of that listener; `0` takes a free one.', { env: 'FSM_HTTP_PORT' })),
+  logLevel: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .meta(
+      doc(
+        "pino level. Logs are JSON lines on stderr (stdout is for a command's result); an error's stack trace is logged at `debug` or `trace` only.",
+        { env: 'FSM_LOG_LEVEL' },
+      ),
+    ),
+  streams: z
+    .array(StreamName)
+    .optional()
+    .meta(
+      doc(
+        "Streams a bare `sync` and the daemon run (`sync --stream` overrides it for one run); config file only, no environment variable. `objects` is every custom object; `objects:<slug>` is one of them (custom-object discovery still runs, so `custom_object_types` lists them all, but only the named object's records are read). Webhook deliveries of other streams are acknowledged and recorded as skipped, not applied, and the failed-delivery check sweeps only these.",
+        { shownDefault: 'every stream' },
+      ),
+    ),
   http: z
     .strictObject({
-      connectTimeoutMs: int(100, 600_000).default(10_000),
-      headersTimeoutMs: int(100, 600_000).default(30_000),
-      /**
-       * Longest gap between two chunks of a body; under the deadline, or it could never fire. Unset,
-       * it is 15 s or the deadline if that is shorter, so lowering the deadline alone stays valid.
-       */
-      bodyTimeoutMs: int(100, 600_000).optional(),
-      /** Longest whole request (connect, headers and body); by default half the 60 s rate window. */
-      requestDeadlineMs: int(100, 600_000).default(30_000),
-      maxInFlight: int(1, 64).default(4),
+      connectTimeoutMs: int(100, 600_000)
+        .default(10_000)
+        .meta(doc('Time to open a connection to the API; past it the attempt fails and a GET is retried.', { unit: 'ms' })),
+      headersTimeoutMs: int(100, 600_000)
+        .default(30_000)
+        .meta(doc("Time from sending a request to the answer's headers.", { unit: 'ms' })),
+      // Unset, it is 15 s or the deadline if that is shorter, so lowering the deadline alone stays valid.
+      bodyTimeoutMs: int(100, 600_000)
+        .optional()
+        .meta(
+          doc(
+            "Longest gap between two chunks of an answer's body; the connection is closed past it. At most `http.requestDeadlineMs` (a longer gap could never fire before the deadline): a larger value is refused at start.",
+            { unit: 'ms', shownDefault: '`15000`, or `http.requestDeadlineMs` when that is shorter' },
+          ),
+        ),
+      requestDeadlineMs: int(100, 600_000)
+        .default(30_000)
+        .meta(
+          doc(
+            'Longest one request may take in all: connect, headers and the whole body (half the 60 s rate window by default), since `bodyTimeoutMs` alone would never end a body trickled slowly. Past it the request is aborted and its connection closed; a GET is retried like a network error, a POST is not (it may have been applied).',
+            { unit: 'ms' },
+          ),
+        ),
+      maxInFlight: int(1, 64)
+        .default(4)
+        .meta(
+          doc('Requests to the API in flight at once (the request budget still bounds how many start per minute).', { unit: 'requests' }),
+        ),
     })
     .superRefine((h, ctx) => {
       if (h.bodyTimeoutMs !== undefined && h.bodyTimeoutMs > h.requestDeadlineMs) {
@@ -145,30 +237,52 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   sync: z
     .strictObject({
-      /**
-       * Seconds subtracted from a stored cursor, against upstream commit lag: a row committed
-       * upstream just after a page was read may carry an earlier updatedAt.
-       */
-      lookbackSeconds: int(0, 86_400).default(5),
-      pageSize: int(1, 100).default(100),
-      /**
-       * Share of the request budget (of the effective FSM_RATE_LIMIT) that continuous sweeping may
-       * spend; the rest stays for webhook follow-ups, triggers, reconciliation and CLI commands.
-       */
+      lookbackSeconds: int(0, 86_400)
+        .default(5)
+        .meta(
+          doc(
+            'Upstream commit lag allowed for: rows read within this many seconds of their `updatedAt` are read once more by the next sweep (a row committed upstream just after a page was read may carry an earlier `updatedAt`).',
+            { unit: 's' },
+          ),
+        ),
+      pageSize: int(1, 100)
+        .default(100)
+        .meta(doc("Rows per list request (the API's maximum is 100).", { unit: 'rows' })),
       budgetShare: z
         .preprocess(
           (v) => (typeof v === 'string' && /^\d*\.?\d+$/.test(v.trim()) ? Number(v) : v),
           z.number({ error: SHARE_MESSAGE }).min(0.05, { error: SHARE_MESSAGE }).max(1, { error: SHARE_MESSAGE }),
         )
-        .default(0.85),
-      /** Longest time a stream may go unswept under continuous sweeping, in seconds. */
-      maxSweepIntervalSeconds: int(5, 86_400).default(60),
+        .default(0.85)
+        .meta(
+          doc(
+            'Share of the request budget (of the effective `rateLimit`) that continuous sweeping may start in any sliding minute: 51 of 60 by default. The rest is left for webhook follow-ups, triggers, reconciliation, reference data and CLI commands run beside the daemon. It follows the adaptive budget: when another client spends the key, the share shrinks with it. Only for `schedules.sweep` `"continuous"`.',
+            { unit: 'fraction' },
+          ),
+        ),
+      maxSweepIntervalSeconds: int(5, 86_400)
+        .default(60)
+        .meta(
+          doc(
+            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often.',
+            { unit: 's' },
+          ),
+        ),
     })
     .prefault({}),
   reconcile: z
     .strictObject({
-      /** Largest share of a table one reconciliation may mark deleted (a guard against outages). */
-      maxDeleteShare: z.coerce.number().min(0).max(1).default(0.1),
+      maxDeleteShare: z.coerce
+        .number()
+        .min(0)
+        .max(1)
+        .default(0.1)
+        .meta(
+          doc(
+            'Largest share of a table one reconciliation may mark deleted; past it nothing is marked and the run is recorded as `guarded` (an outage must not look like a mass deletion).',
+            { unit: 'fraction' },
+          ),
+        ),
     })
     .prefault({}),
   webhooks: z
@@ -180,18 +294,59 @@ export const ConfigSchema = z.strictObject({
         .refine((p) => !DAEMON_PATHS.includes(p), {
           message: `must not be ${DAEMON_PATHS.join(', ')}: the daemon serves those itself; use e.g. /webhooks`,
         })
-        .default('/webhooks'),
-      maxBodyBytes: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
-      maxBacklog: int(1, 10_000_000).default(100_000),
+        .default('/webhooks')
+        .meta(
+          doc("Path of the daemon's webhook intake; not `/healthz`, `/readyz` or `/metrics`, which the daemon serves itself.", {
+            allowed: 'a path starting with `/`',
+          }),
+        ),
+      maxBodyBytes: int(1024, 16 * 1024 * 1024)
+        .default(1024 * 1024)
+        .meta(doc('Largest delivery body taken; 413 past it, with or without `Content-Length`.', { unit: 'bytes' })),
+      maxBacklog: int(1, 10_000_000)
+        .default(100_000)
+        .meta(
+          doc(
+            'Deliveries stored but not applied yet; past it new ones get 503. Past half of it the processor stops yielding to the intake, so acks slow down first.',
+            { unit: 'deliveries' },
+          ),
+        ),
       rotationGraceHours: z.coerce
         .number()
         .min(0)
         .max(24 * 365)
-        .default(24),
-      /** Bounds against slow and hostile clients (src/webhooks/intake-limits.ts has the reasons). */
-      maxConnections: int(16, 1_000_000).default(INTAKE_LIMIT_DEFAULTS.maxConnections),
-      bodyTimeoutMs: int(100, 600_000).default(INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs),
-      maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024).default(INTAKE_LIMIT_DEFAULTS.maxBufferedBytes),
+        .default(24)
+        .meta(
+          doc(
+            'After `fsm-sync webhooks register` rotates the secret, how long the previous one stays accepted, so deliveries already signed with it still verify.',
+            { unit: 'hours' },
+          ),
+        ),
+      // Bounds against slow and hostile clients (src/webhooks/intake-limits.ts has the reasons).
+      maxConnections: int(16, 1_000_000)
+        .default(INTAKE_LIMIT_DEFAULTS.maxConnections)
+        .meta(
+          doc(
+            "Connections the daemon's listener keeps open at once (webhooks, `/healthz`, `/readyz`, `/metrics` alike); past it a new connection is closed on arrival (`fsm_webhook_intake_connections_dropped_total`). Keep it above the connections your sender and load balancer open. The probes share this cap (a connection cannot be told apart before its request line is read): a flood that fills it also fails `/healthz` and the image's `HEALTHCHECK` until it ends, which marks the container unhealthy but loses nothing acknowledged.",
+            { unit: 'connections' },
+          ),
+        ),
+      bodyTimeoutMs: int(100, 600_000)
+        .default(INTAKE_LIMIT_DEFAULTS.bodyTimeoutMs)
+        .meta(
+          doc(
+            'Time a request body has to arrive once its headers have: 408 and the connection closed past it (`fsm_webhook_intake_body_timeout_total`). A delivery of a few KB takes milliseconds. Headers get 10 s, a whole request this plus 5 s, idle keep-alive connections 65 s (longer than a 60 s load-balancer idle timeout); those are not configurable.',
+            { unit: 'ms' },
+          ),
+        ),
+      maxBufferedBytes: int(1024 * 1024, 4 * 1024 * 1024 * 1024)
+        .default(INTAKE_LIMIT_DEFAULTS.maxBufferedBytes)
+        .meta(
+          doc(
+            'Request body bytes held in memory at once, across all connections, counted as they arrive (a `Content-Length` alone reserves nothing): the request whose next bytes would pass it is answered 503 and the rest of its body is not read (`fsm_webhook_intake_buffer_full_total`). Bodies still incomplete, and bodies over 64 KiB, may fill only three quarters of it; the read that completes a body of up to 64 KiB may use the rest, so the few-KB deliveries of the real sender still fit while others trickle. Three quarters of it must hold one body of `webhooks.maxBodyBytes` (else a body under the cap could only ever get 503): refused at start otherwise.',
+            { unit: 'bytes' },
+          ),
+        ),
     })
     .superRefine((w, ctx) => {
       // A body over 64 KiB may hold only HELD_SHARE of the buffer: below that, a body under the cap
@@ -208,55 +363,112 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   retention: z
     .strictObject({
-      /** Days an applied delivery keeps its body in webhook_inbox; its id stays (deliveryIdsDays). */
-      deliveriesDays: Days.default(14),
-      /** Days the id of an applied delivery is kept against replays, from its receipt; never less than deliveriesDays. */
-      deliveryIdsDays: Days.default(30),
-      runsDays: Days.default(90),
-      calendarChangesDays: Days.default(90),
-      /** change_log rows older than this go once every consumer (a destination, `fsm-sync consumers`) has read them. */
-      changeLogDays: Days.default(30),
-      /** A consumer further behind than this stops holding change_log rows back (a destination is then loaded again). */
-      changeLogHoldDays: Days.default(90),
-      /** Rows per delete transaction; the event loop is yielded between them (acks wait behind each). */
-      batchRows: int(10, 100_000).default(500),
-      /** Free pages returned to the file system per retention pass at most (4 KiB each). */
-      vacuumPages: int(0, 10_000_000).default(65_536),
+      deliveriesDays: Days.default(14).meta(
+        doc(
+          'Days after receipt an applied delivery keeps its body in `webhook_inbox`; then `raw` becomes `\'\'` (`raw_bytes` NULL, `body_dropped_at` set) and a compact row stays. Deliveries not applied yet or kept with an error are never touched. `"off"`: keep every body (and so every row).',
+          { unit: 'days' },
+        ),
+      ),
+      deliveryIdsDays: Days.default(30).meta(
+        doc(
+          'Days after receipt the compact row (the delivery id) is deleted; until then a replay of that delivery is a duplicate. Never less than `deliveriesDays`. `"off"`: keep the ids for good.',
+          { unit: 'days' },
+        ),
+      ),
+      runsDays: Days.default(90).meta(
+        doc(
+          'Days after it ended a `sync_runs` row is deleted (the last run of each stream stays). A quiet sweep (successful, no row changed) goes after one day already: continuous sweeping writes about one a second. `"off"`: keep all.',
+          { unit: 'days' },
+        ),
+      ),
+      calendarChangesDays: Days.default(90).meta(
+        doc('Days after it was fetched a `calendar_changes` row is deleted. `"off"`: keep all.', { unit: 'days' }),
+      ),
+      changeLogDays: Days.default(30).meta(
+        doc(
+          'Days after it was written a `change_log` row may be deleted, once every registered consumer (the Postgres destination, `fsm-sync consumers`) has read it. `"off"`: keep all.',
+          { unit: 'days' },
+        ),
+      ),
+      changeLogHoldDays: Days.default(90).meta(
+        doc(
+          'A consumer further behind than this many days stops holding `change_log` rows back (a destination is then loaded again from a snapshot).',
+          { unit: 'days' },
+        ),
+      ),
+      batchRows: int(10, 100_000)
+        .default(500)
+        .meta(
+          doc('Rows per delete transaction (each holds the event loop a few milliseconds); webhook acks run between two.', {
+            unit: 'rows',
+          }),
+        ),
+      vacuumPages: int(0, 10_000_000)
+        .default(65_536)
+        .meta(
+          doc(
+            'Free pages (4 KiB each) one retention pass gives back to the file system at most (256 MiB); `0`: none, the file keeps its size and reuses them.',
+            {
+              unit: 'pages',
+            },
+          ),
+        ),
     })
     .prefault({}),
   destination: z
     .strictObject({
       postgres: z
         .strictObject({
-          /**
-           * A libpq-style connection URL (postgres://user:password@host:5432/db). A secret: never logged,
-           * never echoed in a message, even when it is wrong. Unset: no destination.
-           */
           url: z
             .string()
             .refine((s) => postgresUrlProblem(s) === undefined, {
               message: 'must be a URL such as postgres://user:password@host:5432/database (the value is not shown)',
             })
-            .optional(),
-          /** The schema the replica's tables and views are created in. */
+            .optional()
+            .meta(
+              doc(
+                'A `postgres://user:password@host:5432/database` URL (standard libpq query parameters such as `sslmode` are passed on). Set, `fsm-sync run` replicates the mirror into Postgres continuously and `fsm-sync replicate` catches it up once (README.md, Postgres destination); unset, no destination. A secret: never logged, never echoed in a message, even when it is wrong.',
+                { env: 'FSM_POSTGRES_URL' },
+              ),
+            ),
           schema: z
             .string()
             .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'must be a plain identifier of up to 63 letters, digits or _, e.g. fsm' })
-            .default('fsm'),
+            .default('fsm')
+            .meta(
+              doc("The Postgres schema the replica's tables and views are created in (created when missing). A plain identifier.", {
+                env: 'FSM_POSTGRES_SCHEMA',
+              }),
+            ),
         })
         .prefault({}),
     })
     .prefault({}),
   schedules: z
     .strictObject({
-      sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS),
-      reference: Cron.default('7 * * * *'),
-      reconcile: Cron.default('17 3 * * *'),
-      calendarA: Cron.default('23 * * * *'),
-      calendarB: Cron.default('29 * * * *'),
-      accounting: Cron.default('41 4 * * *'),
-      deliveries: Cron.default('*/10 * * * *'),
-      retention: Cron.default('53 * * * *'),
+      sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS).meta(
+        doc(
+          '`"continuous"`: sweep the record streams and custom objects back to back within `sync.budgetShare` (README.md, Continuous sweeping); a cron expression (e.g. `"*/5 * * * *"`) to sweep them all at start and at each tick instead; `"off"` to never sweep on its own.',
+          { env: 'FSM_SCHEDULE_SWEEP' },
+        ),
+      ),
+      reference: Cron.default('7 * * * *').meta(
+        doc('When reference data, webhook endpoints and API keys are read.', { env: 'FSM_SCHEDULE_REFERENCE' }),
+      ),
+      reconcile: Cron.default('17 3 * * *').meta(
+        doc('When deletions are reconciled (README.md, How the sync stays exact).', { env: 'FSM_SCHEDULE_RECONCILE' }),
+      ),
+      calendarA: Cron.default('23 * * * *').meta(
+        doc('When calendar-a is triggered and its status and change feed read.', { env: 'FSM_SCHEDULE_CALENDAR_A' }),
+      ),
+      calendarB: Cron.default('29 * * * *').meta(doc('When calendar-b is triggered.', { env: 'FSM_SCHEDULE_CALENDAR_B' })),
+      accounting: Cron.default('41 4 * * *').meta(doc('When the accounting integration is triggered.', { env: 'FSM_SCHEDULE_ACCOUNTING' })),
+      deliveries: Cron.default('*/10 * * * *').meta(
+        doc('When failed webhook deliveries are read, and the streams they concern swept.', { env: 'FSM_SCHEDULE_DELIVERIES' }),
+      ),
+      retention: Cron.default('53 * * * *').meta(
+        doc('When the retention pass runs (README.md, Retention).', { env: 'FSM_SCHEDULE_RETENTION' }),
+      ),
     })
     .prefault({}),
 })

@@ -83,6 +83,12 @@ describe('Control API', () => {
     })
     expect(rec[0]).toMatchObject({ stage: 'passed', data: { title: 'app record', status: 'passed' } })
   })
+  test('mutate: a body without a resource is a 400 naming it, not a crash', async () => {
+    emu = await boot()
+    const r = await emu.call('POST', '/__emulator/mutate', { op: 'update' }, { key: null })
+    expect(r.status).toBe(400)
+    expect(r.body.message).toMatch(/'resource' is required: clients, jobs/)
+  })
   test('mutate: delete is soft (404 over the API afterwards)', async () => {
     emu = await boot()
     const j = await firstLive(emu, 'jobs')
