@@ -13,12 +13,13 @@ import {
 } from '../export/export-mirror.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
+import { CommandError, jsonOption, printResult } from './output.js'
 
 export const exportCommand: Command = {
   command: 'export',
   describe: 'Write a consistent snapshot of the mirror (or the changes after a change_log seq) as Parquet, CSV or JSONL files',
   builder: (y) =>
-    y
+    jsonOption(y)
       .option('format', { choices: EXPORT_FORMATS, demandOption: true, describe: 'the file format, one file per table' })
       .option('out', {
         type: 'string',
@@ -26,7 +27,6 @@ export const exportCommand: Command = {
         describe: `the directory to write into (created if missing), with ${MANIFEST_FILE}`,
       })
       .option('tables', { type: 'string', describe: 'comma-separated tables (default: every data table; `fsm-sync schema` lists them)' })
-      .option('json', { type: 'boolean', default: false, describe: `print the manifest (${MANIFEST_FILE}) as JSON` })
       .option('after-seq', {
         type: 'string',
         describe: 'only the records changed after this change_log seq (the manifest of the last export holds its seq)',
@@ -62,14 +62,11 @@ export const exportCommand: Command = {
         ctx.io.stderr.write(
           `fsm-sync: ${t.name}: ${t.nulledValues} values did not fit their column's type and were written as NULL (its raw column keeps them)\n`,
         )
-      if (args.json === true) ctx.io.stdout.write(JSON.stringify(manifest, null, 2) + '\n')
-      else ctx.io.stdout.write(summary(manifest, out))
+      // --json: the manifest, as written to manifest.json.
+      printResult(args, ctx.io, manifest, (m) => summary(m, out))
       return 0
     } catch (err) {
-      if (err instanceof ExportUsageError) {
-        ctx.io.stderr.write(`fsm-sync: ${err.message}\n`)
-        return 2
-      }
+      if (err instanceof ExportUsageError) throw new CommandError(err.message, 2)
       throw explainMirrorError(db, err)
     } finally {
       await mirror.close()
