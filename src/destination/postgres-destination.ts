@@ -565,9 +565,9 @@ export class PostgresDestination {
     const lines: () => Iterable<string> = encodeInJs
       ? function* () {
           const encode = copyLineEncoder(t.columns)
-          for (const values of tableRows(sqlite, t.spec)) yield encode(values)
+          for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
         }
-      : () => tableLines(sqlite, t.spec, copyLineSql(t.columns))
+      : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
     let count = 0
     function* chunks(): Generator<string> {
       let chunk = ''
@@ -630,7 +630,7 @@ export class PostgresDestination {
       for (const t of this.#tables) {
         // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
         if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        const rows: MirrorValue[][] = [...tableRows(sqlite, t.spec)]
+        const rows: MirrorValue[][] = [...tableRows(sqlite, t.spec, { keyOrder: false })]
         const h = hash(rows)
         if (this.#written.get(t.spec.name) !== h) batch.snapshots.set(t, { hash: h, rows })
       }

@@ -77,16 +77,25 @@ export function changesAfter(sqlite: Sqlite, seq: number, limit: number): Logged
 export interface ReadOptions {
   /** Integers as bigint (every 64-bit value exact); numbers otherwise. */
   safeIntegers?: boolean
+  /**
+   * Rows by key (the default: the same mirror gives the same rows in the same order), or in the
+   * table's storage order: a reader to whom the order does not matter (a bulk load) then reads a
+   * table with a text key in one scan instead of through its key's index.
+   */
+  keyOrder?: boolean
 }
 
-/**
- * Every row of a declared table, its columns in declaration order, by key (by every column for a
- * table or view without one): the same mirror gives the same rows in the same order.
- */
-export function tableRows(sqlite: Sqlite, table: TableSpec, options: ReadOptions = {}): IterableIterator<MirrorCell[]> {
+function wholeTable(table: TableSpec, select: string, options: ReadOptions): string {
+  if (options.keyOrder === false) return `SELECT ${select} FROM ${quote(table.name)}`
+  // By key, or by every column for a table or view without one.
   const key = table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name)
+  return `SELECT ${select} FROM ${quote(table.name)}${orderBy('', key)}`
+}
+
+/** Every row of a declared table, its columns in declaration order (by key unless told otherwise). */
+export function tableRows(sqlite: Sqlite, table: TableSpec, options: ReadOptions = {}): IterableIterator<MirrorCell[]> {
   return sqlite
-    .prepare(`SELECT ${columnList(table.columns)} FROM ${quote(table.name)}${orderBy('', key)}`)
+    .prepare(wholeTable(table, columnList(table.columns), options))
     .raw(true)
     .safeIntegers(options.safeIntegers ?? false)
     .iterate() as IterableIterator<MirrorCell[]>
@@ -94,12 +103,11 @@ export function tableRows(sqlite: Sqlite, table: TableSpec, options: ReadOptions
 
 /**
  * Every row of a table as one text value SQLite computes with `line` (an expression over the
- * table's columns), in key order: a load encodes its rows in SQLite rather than in JavaScript.
+ * table's columns): a load encodes its rows in SQLite rather than in JavaScript.
  */
-export function tableLines(sqlite: Sqlite, table: TableSpec, line: string): IterableIterator<string> {
-  const key = table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name)
+export function tableLines(sqlite: Sqlite, table: TableSpec, line: string, options: ReadOptions = {}): IterableIterator<string> {
   return sqlite
-    .prepare(`SELECT ${line} FROM ${quote(table.name)}${orderBy('', key)}`)
+    .prepare(wholeTable(table, line, options))
     .pluck()
     .iterate() as IterableIterator<string>
 }
