@@ -14,6 +14,7 @@ import {
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { CommandError, jsonOption, printResult } from './output.js'
+import { requireSynced } from './require-synced.js'
 
 export const exportCommand: Command = {
   command: 'export',
@@ -46,6 +47,9 @@ export const exportCommand: Command = {
     const after = args['after-seq'] as string | undefined
     const out = args.out as string
     const tables = (args.tables as string | undefined)?.split(',').map((t) => t.trim())
+    // A load job pointed at a mirror never synced (a wrong FSM_DB or volume) would replace the
+    // warehouse's tables with empty files: refused, as reconcile is.
+    await requireSynced(db)
     const mirror = await openMirror(db, { readonly: true })
     try {
       const manifest = await exportMirror(mirror.sqlite, mirrorCatalog(mirror.sqlite), {

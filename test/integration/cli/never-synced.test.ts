@@ -41,23 +41,26 @@ const FIX = /point FSM_DB .* Compose names a volume <project>_<volume>/
 
 describe('commands on a mirror that was never synced exit 1 with the fix', () => {
   test.concurrent(
-    'replicate and consumers on a mirror with only a failed sweep: exit 1 before any connection, the --json error document',
+    'replicate, consumers and export on a mirror with only a failed sweep: exit 1 before any connection or file, the --json error document',
     async () => {
       const runsBefore = await runCount(neverSynced)
       // Nothing listens on port 1: the refusal comes before the destination is reached.
       const pg = { FSM_POSTGRES_URL: 'postgres://fsm:secret-5521@127.0.0.1:1/warehouse' }
-      const [replicate, list, ack] = await Promise.all([
+      const out = path.join(tempDir(), 'export')
+      const [replicate, list, ack, exported] = await Promise.all([
         runCli(['replicate', '--json'], { ...env(neverSynced), ...pg }),
+        runCli(['export', '--format', 'csv', '--out', out, '--json'], env(neverSynced)),
         runCli(['consumers', 'list', '--json'], env(neverSynced)),
         runCli(['consumers', 'ack', 'etl', '3', '--json'], env(neverSynced)),
       ])
-      for (const r of [replicate, list, ack]) {
+      for (const r of [replicate, list, ack, exported]) {
         expect(r.code, r.stderr).toBe(1)
         expect(r.stderr).toContain(`the mirror ${neverSynced} was never synced`)
         expect(JSON.parse(r.stdout)).toEqual({ error: { message: expect.stringContaining('was never synced'), exitCode: 1 } })
         expect(r.stdout + r.stderr).not.toContain('secret-5521')
       }
       expect(await runCount(neverSynced)).toBe(runsBefore)
+      expect(existsSync(out)).toBe(false)
     },
   )
 
