@@ -31,6 +31,7 @@ import { destinationTables, PostgresDestination } from '../src/destination/index
 import { createTableSql, qualified } from '../src/destination/postgres-ddl.js'
 import { copyLineEncoder } from '../src/destination/postgres-types.js'
 import { openMirror, type Mirror } from '../src/store/mirror-database.js'
+import { systemClock } from '../src/model/clock.js'
 import { RecordWriter } from '../src/store/record-writer.js'
 import type { RecordRow } from '../src/model/rows.js'
 import { createDatabase, startPostgres } from '../test/support/postgres-server.js'
@@ -155,7 +156,15 @@ export default async function postgresDestination(): Promise<BenchResult> {
       bareRates.push(bare.rows / bare.seconds)
       await d?.close()
       url = await createDatabase(server.url, 'fsm_bench')
-      d = new PostgresDestination({ url, schema: 'fsm', mirrorPath: m.path, mirror: m.sqlite, tables: benchTables(), logger: silent })
+      d = new PostgresDestination({
+        url,
+        schema: 'fsm',
+        mirrorPath: m.path,
+        mirror: m.sqlite,
+        tables: benchTables(),
+        logger: silent,
+        clock: systemClock,
+      })
       const t0 = performance.now()
       const load = await d.catchUp()
       ourRates.push(load.loadedRows / ((performance.now() - t0) / 1000))
@@ -390,6 +399,7 @@ async function steady(mirrorPath: string, url: string): Promise<Steady> {
     mirror: m.sqlite,
     tables: benchTables(),
     logger: silent,
+    clock: systemClock,
     pollMs: 20,
   })
   await d.catchUp()

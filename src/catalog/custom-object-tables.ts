@@ -3,16 +3,11 @@
 // from, so the catalog describes exactly the columns each view has.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
 import { columnNames, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { CustomObjectTypes, type TypeWithView } from '../store/custom-object-types.js'
 import type { Sqlite } from '../store/mirror-database.js'
 
 /** One stored custom object type as custom_object_types holds it. */
-export interface StoredObjectType {
-  slug: string
-  nameSingular: string | null
-  /** The schema's fields as stored (JSON text of an array), or null before a schema was read. */
-  fields: string | null
-  disabledAt: string | null
-}
+export type StoredObjectType = TypeWithView
 
 /** The column kind of a schema field: a multi relation is a JSON array, every other value text. */
 function fieldKind(field: FieldDescriptor): ColumnKind {
@@ -73,14 +68,5 @@ export function customObjectViewSpec(type: StoredObjectType): TableSpec {
  * no custom_object_types table (a file from before custom objects) or no type yet.
  */
 export function customObjectViewSpecs(sqlite: Sqlite): TableSpec[] {
-  const table = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'custom_object_types'`).get()
-  if (table === undefined) return []
-  const rows = sqlite
-    .prepare(`SELECT slug, name_singular AS nameSingular, fields, disabled_at AS disabledAt FROM custom_object_types ORDER BY slug`)
-    .all() as StoredObjectType[]
-  const views = new Set(
-    (sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'view'`).pluck().all() as string[]).map((n) => n.toLowerCase()),
-  )
-  // A type whose view was never built (no schema read yet) has nothing to describe.
-  return rows.filter((r) => views.has(viewName(r.slug).toLowerCase())).map(customObjectViewSpec)
+  return new CustomObjectTypes(sqlite).withViews().map(customObjectViewSpec)
 }

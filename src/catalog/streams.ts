@@ -12,7 +12,7 @@ import { catalogTables } from './catalog.js'
  * from the catalog, in catalog order; undefined when the name is neither.
  */
 export function tablesOfStream(catalog: readonly TableSpec[], name: string): TableSpec[] | undefined {
-  const object = OBJECT_STREAM.exec(name)
+  const object = name.match(OBJECT_STREAM)
   if (object !== null && STREAMS.some((s) => s.kind === 'objects' && s.name === object[1])) {
     const view = viewName(object[2]!)
     return catalog.filter((t) => t.name === view)

@@ -4,39 +4,37 @@
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
 import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
+import { systemClock } from '../model/clock.js'
+import { CommandError, jsonOption, printResult } from './output.js'
+import { requireSynced } from './require-synced.js'
 
 export const consumersCommand: Command = {
   command: 'consumers <action> [name] [seq]',
   describe: 'list | add NAME | ack NAME SEQ | remove NAME: readers of change_log that retention waits for',
   builder: (y) =>
-    y
+    jsonOption(y)
       .positional('action', { choices: ['list', 'add', 'ack', 'remove'] as const })
       .positional('name', { type: 'string', describe: 'the consumer' })
-      .positional('seq', { type: 'string', describe: 'with ack: the last change_log seq it has read' })
-      .option('json', { type: 'boolean', default: false, describe: 'print JSON for scripts' }),
+      .positional('seq', { type: 'string', describe: 'with ack: the last change_log seq it has read' }),
   run: async (args, ctx) => {
     const action = args.action as 'list' | 'add' | 'ack' | 'remove'
     const name = typeof args.name === 'string' ? args.name : undefined
-    if (action !== 'list' && name === undefined) {
-      ctx.io.stderr.write(`fsm-sync consumers ${action}: a consumer name is required\n`)
-      return 2
-    }
-    if (name !== undefined && consumerNameProblem(name) !== null) {
-      ctx.io.stderr.write(`fsm-sync consumers ${action}: the name ${consumerNameProblem(name)}\n`)
-      return 2
-    }
+    if (action !== 'list' && name === undefined) throw new CommandError(`consumers ${action}: a consumer name is required`, 2)
+    if (name !== undefined && consumerNameProblem(name) !== null)
+      throw new CommandError(`consumers ${action}: the name ${consumerNameProblem(name)}`, 2)
     const seqText = typeof args.seq === 'string' || typeof args.seq === 'number' ? String(args.seq) : undefined
     if (action === 'ack' && (seqText === undefined || !/^\d+$/.test(seqText))) {
-      ctx.io.stderr.write('fsm-sync consumers ack: SEQ must be the change_log seq the consumer has read, a whole number\n')
-      return 2
+      throw new CommandError('consumers ack: SEQ must be the change_log seq the consumer has read, a whole number', 2)
     }
     const config = ctx.config()
+    // Every action reads or moves positions in change_log: on a mirror never synced (a wrong FSM_DB or
+    // volume) it is refused, as reconcile is, rather than creating an empty mirror there.
+    await requireSynced(config.db)
     const mirror = await openMirror(config.db, { mode: config.dbMode })
     try {
       const consumers = new ChangeLogConsumers(mirror.sqlite)
-      const now = new Date().toISOString()
-      const print = (value: unknown, text: string) =>
-        ctx.io.stdout.write(args.json === true ? JSON.stringify(value, null, 2) + '\n' : text + '\n')
+      const now = new Date(systemClock.now()).toISOString()
+      const print = (value: unknown, text: string) => printResult(args, ctx.io, value, () => text + '\n')
       switch (action) {
         case 'list': {
           const last = lastChangeSeq(mirror.sqlite)
@@ -50,10 +48,8 @@ export const consumersCommand: Command = {
           return 0
         }
         case 'ack': {
-          if (!consumers.ack(name!, Number(seqText), now)) {
-            ctx.io.stderr.write(`fsm-sync consumers ack: no consumer named ${name!}; add it first (fsm-sync consumers add ${name!})\n`)
-            return 1
-          }
+          if (!consumers.ack(name!, Number(seqText), now))
+            throw new CommandError(`consumers ack: no consumer named ${name!}; add it first (fsm-sync consumers add ${name!})`)
           const c = consumers.get(name!)!
           print(c, `consumer ${c.name} has read change_log up to seq ${c.seq}`)
           return 0

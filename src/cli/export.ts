@@ -12,12 +12,15 @@ import {
   type ExportManifest,
 } from '../export/export-mirror.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
+import { systemClock } from '../model/clock.js'
+import { CommandError, jsonOption, printResult } from './output.js'
+import { requireSynced } from './require-synced.js'
 
 export const exportCommand: Command = {
   command: 'export',
   describe: 'Write a consistent snapshot of the mirror (or the changes after a change_log seq) as Parquet, CSV or JSONL files',
   builder: (y) =>
-    y
+    jsonOption(y)
       .option('format', { choices: EXPORT_FORMATS, demandOption: true, describe: 'the file format, one file per table' })
       .option('out', {
         type: 'string',
@@ -25,7 +28,6 @@ export const exportCommand: Command = {
         describe: `the directory to write into (created if missing), with ${MANIFEST_FILE}`,
       })
       .option('tables', { type: 'string', describe: 'comma-separated tables (default: every data table; `fsm-sync schema` lists them)' })
-      .option('json', { type: 'boolean', default: false, describe: `print the manifest (${MANIFEST_FILE}) as JSON` })
       .option('after-seq', {
         type: 'string',
         describe: 'only the records changed after this change_log seq (the manifest of the last export holds its seq)',
@@ -45,6 +47,9 @@ export const exportCommand: Command = {
     const after = args['after-seq'] as string | undefined
     const out = args.out as string
     const tables = (args.tables as string | undefined)?.split(',').map((t) => t.trim())
+    // A load job pointed at a mirror never synced (a wrong FSM_DB or volume) would replace the
+    // warehouse's tables with empty files: refused, as reconcile is.
+    await requireSynced(db)
     const mirror = await openMirror(db, { readonly: true })
     try {
       const manifest = await exportMirror(mirror.sqlite, mirrorCatalog(mirror.sqlite), {
@@ -52,7 +57,7 @@ export const exportCommand: Command = {
         outDir: out,
         tables,
         afterSeq: after === undefined ? undefined : Number(after),
-        now: Date.now(),
+        now: systemClock.now(),
         fileMode: dbMode,
         onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
       })
@@ -61,14 +66,11 @@ export const exportCommand: Command = {
         ctx.io.stderr.write(
           `fsm-sync: ${t.name}: ${t.nulledValues} values did not fit their column's type and were written as NULL (its raw column keeps them)\n`,
         )
-      if (args.json === true) ctx.io.stdout.write(JSON.stringify(manifest, null, 2) + '\n')
-      else ctx.io.stdout.write(summary(manifest, out))
+      // --json: the manifest, as written to manifest.json.
+      printResult(args, ctx.io, manifest, (m) => summary(m, out))
       return 0
     } catch (err) {
-      if (err instanceof ExportUsageError) {
-        ctx.io.stderr.write(`fsm-sync: ${err.message}\n`)
-        return 2
-      }
+      if (err instanceof ExportUsageError) throw new CommandError(err.message, 2)
       throw explainMirrorError(db, err)
     } finally {
       await mirror.close()

@@ -4,31 +4,36 @@
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
 import { createPostgresDestination } from '../destination/index.js'
+import { systemClock } from '../model/clock.js'
+import { CommandError, jsonOption, printResult } from './output.js'
+import { requireSynced } from './require-synced.js'
 
 export const replicateCommand: Command = {
   command: 'replicate',
   describe: 'Bring the Postgres destination (FSM_POSTGRES_URL) up to the mirror and exit',
   builder: (y) =>
-    y
-      .option('json', { type: 'boolean', default: false, describe: 'print a JSON summary for scripts' })
-      .option('reseed', { type: 'boolean', default: false, describe: 'load every table again from a snapshot of the mirror' }),
+    jsonOption(y).option('reseed', { type: 'boolean', default: false, describe: 'load every table again from a snapshot of the mirror' }),
   run: async (args, ctx) => {
     const config = ctx.config()
     if (config.destination.postgres.url === undefined) {
-      ctx.io.stderr.write(
-        'fsm-sync: no destination is configured: set FSM_POSTGRES_URL (or destination.postgres.url in the config file) to a postgres:// URL\n',
+      throw new CommandError(
+        'no destination is configured: set FSM_POSTGRES_URL (or destination.postgres.url in the config file) to a postgres:// URL',
+        2,
       )
-      return 2
     }
+    // A mirror never synced (a wrong FSM_DB or volume) would load an empty replica: refused, as reconcile does.
+    await requireSynced(config.db)
     const mirror = await openMirror(config.db, { mode: config.dbMode })
-    const destination = createPostgresDestination(config, mirror, ctx.logger())!
+    const destination = createPostgresDestination(config, mirror, ctx.logger(), systemClock)!
     try {
       const summary = await destination.catchUp({ reseed: args.reseed === true })
       const status = destination.status()
       const out = { schema: destination.schema, ...summary, lagChanges: status.lagChanges }
-      if (args.json === true) ctx.io.stdout.write(JSON.stringify(out, null, 2) + '\n')
-      else {
-        ctx.io.stdout.write(
+      printResult(
+        args,
+        ctx.io,
+        out,
+        () =>
           [
             summary.loaded === null ? undefined : `loaded from a snapshot (${summary.loaded}): ${summary.loadedRows} rows`,
             `applied ${summary.changesApplied} changes; ${summary.rowsWritten} rows written to schema ${destination.schema} in all`,
@@ -36,8 +41,7 @@ export const replicateCommand: Command = {
           ]
             .filter((l) => l !== undefined)
             .join('\n') + '\n',
-        )
-      }
+      )
       return 0
     } finally {
       await destination.close()

@@ -9,18 +9,17 @@ import { schemaText } from '../catalog/render.js'
 import { streamNames, streamOfTable, tablesOfStream } from '../catalog/streams.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { explainMirrorError } from '../store/mirror-database.js'
+import { CommandError, jsonOption, printResult } from './output.js'
 
 export const schemaCommand: Command = {
   command: 'schema',
   describe: 'Every table of the mirror: columns, SQLite types and kinds, keys, meaning and upstream field; --json for JSON Schemas',
   builder: (y) =>
-    y
-      .option('stream', {
-        type: 'string',
-        array: true,
-        describe: 'only the tables of these streams (clients, jobs, objects, objects:<slug>, ...) or tables',
-      })
-      .option('json', { type: 'boolean', default: false, describe: 'one JSON document: a JSON Schema per table (Airbyte catalog shape)' }),
+    jsonOption(y).option('stream', {
+      type: 'string',
+      array: true,
+      describe: 'only the tables of these streams (clients, jobs, objects, objects:<slug>, ...) or tables',
+    }),
   run: async (args, ctx) => {
     const db = ctx.config().db
     let catalog: TableSpec[]
@@ -40,15 +39,14 @@ export const schemaCommand: Command = {
             found === undefined
               ? `no such stream or table; streams: ${streamNames().join(', ')}, objects:<slug>; or a table name (\`fsm-sync schema\` lists them)`
               : `the mirror ${db} holds no view for it (custom objects appear after their first sync)`
-          ctx.io.stderr.write(`fsm-sync: --stream ${name}: ${why}\n`)
-          return 2
+          throw new CommandError(`--stream ${name}: ${why}`, 2)
         }
         for (const t of found) picked.add(t.name)
       }
       tables = catalog.filter((t) => picked.has(t.name))
     }
-    if (args.json === true) ctx.io.stdout.write(JSON.stringify(catalogDocument(tables, streamOfTable), null, 2) + '\n')
-    else ctx.io.stdout.write(schemaText(tables))
+    // --json: a JSON Schema per table, in the shape of an Airbyte catalog.
+    printResult(args, ctx.io, catalogDocument(tables, streamOfTable), () => schemaText(tables))
     return 0
   },
 }

@@ -138,7 +138,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   m.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   // The destination follows the mirror on its own: /readyz does not look at it (a warehouse that is
   // down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
-  const destination = createPostgresDestination(config, app.mirror, logger)
+  const destination = createPostgresDestination(config, app.mirror, logger, app.clock)
   if (destination !== undefined) registerDestinationMetrics(m.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,

@@ -1,6 +1,7 @@
 // The destination layer: what the daemon and the CLI use to run the Postgres replica.
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
 import type { Mirror } from '../store/mirror-database.js'
 import { destinationTables } from './destination-tables.js'
 import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'
@@ -14,7 +15,8 @@ export function createPostgresDestination(
   config: Config,
   mirror: Mirror,
   logger: Logger,
-  options: Partial<Pick<PostgresDestinationOptions, 'now' | 'batchSize' | 'pollMs' | 'retry'>> = {},
+  clock: Clock,
+  options: Partial<Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry'>> = {},
 ): PostgresDestination | undefined {
   const { url, schema } = config.destination.postgres
   if (url === undefined) return undefined
@@ -25,6 +27,7 @@ export function createPostgresDestination(
     mirror: mirror.sqlite,
     tables: destinationTables(),
     logger,
+    clock,
     ...options,
   })
 }

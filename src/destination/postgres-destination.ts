@@ -21,9 +21,22 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq } from '../store/change-log-consumers.js'
+import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt } from '../store/change-log-consumers.js'
+import { CustomObjectTypes } from '../store/custom-object-types.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
+import {
+  changesAfter,
+  childRowsOf,
+  inReadSnapshot,
+  rowsWithKeys,
+  snapshotSeq,
+  tableLines,
+  tableRows,
+  type LoggedChange,
+} from '../store/mirror-snapshot.js'
+import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
   createTableSql,
@@ -39,7 +52,7 @@ import {
   type ObjectType,
 } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
-import { copyLineEncoder, copyLinesSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
+import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 
 /** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -54,7 +67,8 @@ export interface PostgresDestinationOptions {
   /** Every table to replicate, change_log included (destinationTables()). */
   tables: readonly TableSpec[]
   logger: Logger
-  now?: () => number
+  /** The process's clock: lag, timestamps, polling and back-off run on it. */
+  clock: Clock
   /** Changes per Postgres transaction. */
   batchSize?: number
   /** How often an idle destination looks for new changes. */
@@ -95,20 +109,11 @@ interface Table {
   spec: TableSpec
   role: TableRole
   columns: readonly ColumnSpec[]
-  /** `SELECT <columns> FROM <table>` in the mirror. */
-  select: string
   children: Table[]
   hasUpdatedAt: boolean
 }
 
-interface Change {
-  seq: number
-  table_name: string
-  record_id: string
-  op: string
-  updated_at: string | null
-  changed_at: string
-}
+type Change = LoggedChange
 
 interface Batch {
   changes: Change[]
@@ -156,7 +161,6 @@ export function planTables(specs: readonly TableSpec[]): Table[] {
     spec,
     role: roleOf(spec, logged),
     columns: spec.columns,
-    select: `SELECT ${spec.columns.map((c) => quote(c.name)).join(', ')} FROM ${quote(spec.name)}`,
     children: [],
     hasUpdatedAt: spec.columns.some((c) => c.name === 'updated_at' && c.kind === 'time'),
   }))
@@ -216,7 +220,6 @@ export class PostgresDestination {
 
   constructor(options: PostgresDestinationOptions) {
     this.#o = {
-      now: Date.now,
       batchSize: 1000,
       pollMs: 200,
       snapshotCheckMs: 5_000,
@@ -275,11 +278,8 @@ export class PostgresDestination {
     const behind = cursor === null ? last : Math.max(0, last - cursor)
     let lagSeconds = 0
     if (behind > 0) {
-      const next = sqlite
-        .prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`)
-        .pluck()
-        .get(cursor ?? 0) as string | undefined
-      if (next !== undefined) lagSeconds = Math.max(0, (this.#o.now() - Date.parse(next)) / 1000)
+      const next = nextChangeAt(sqlite, cursor ?? 0)
+      if (next !== undefined) lagSeconds = Math.max(0, (this.#o.clock.now() - parseInstant(next)) / 1000)
     }
     return {
       state: this.#state,
@@ -297,7 +297,7 @@ export class PostgresDestination {
    * it needs a load, and returns what it did. Throws a DestinationError on failure.
    */
   async catchUp(options: { reseed?: boolean } = {}): Promise<CatchUpSummary> {
-    const started = performance.now()
+    const started = this.#o.clock.now()
     const before = { ...this.#counts }
     try {
       await this.#connect()
@@ -326,7 +326,7 @@ export class PostgresDestination {
         changesApplied: this.#counts.changesApplied - before.changesApplied,
         rowsWritten: this.#counts.rowsReplicated - before.rowsReplicated,
         cursor: this.#cursor ?? 0,
-        durationMs: Math.round(performance.now() - started),
+        durationMs: Math.round(this.#o.clock.now() - started),
       }
     } catch (err) {
       const e = explainDestinationError(err, this.#o.url, this.#o.schema)
@@ -359,7 +359,7 @@ export class PostgresDestination {
           this.#syncConsumer(this.#cursor ?? 0)
         }
         delay = this.#o.retry.minMs
-        if (n === 0) await sleep(this.#o.pollMs, undefined, { signal }).catch(() => undefined)
+        if (n === 0) await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
         const e = explainDestinationError(err, this.#o.url, this.#o.schema)
@@ -368,7 +368,7 @@ export class PostgresDestination {
         await this.#dropConnection()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
         const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#o.retry.maxMs
-        await sleep(wait, undefined, { signal }).catch(() => undefined)
+        await this.#o.clock.sleep(wait, signal).catch(() => undefined)
         delay = Math.min(delay * 2, this.#o.retry.maxMs)
       }
     }
@@ -377,7 +377,7 @@ export class PostgresDestination {
   #recordError(e: DestinationError): void {
     this.#counts.errors++
     this.#state = 'error'
-    const at = new Date(this.#o.now()).toISOString()
+    const at = new Date(this.#o.clock.now()).toISOString()
     if (this.#lastError?.message !== e.message) {
       this.#log.error({ kind: e.kind }, `Postgres destination: ${e.message}`)
     } else {
@@ -494,7 +494,7 @@ export class PostgresDestination {
   }
 
   #syncConsumer(seq: number): void {
-    const now = new Date(this.#o.now()).toISOString()
+    const now = new Date(this.#o.clock.now()).toISOString()
     try {
       this.#consumers.add(POSTGRES_CONSUMER, 'destination', now, seq)
       this.#consumers.reset(POSTGRES_CONSUMER, seq, now)
@@ -521,54 +521,53 @@ export class PostgresDestination {
 
   async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
     this.#state = 'loading'
-    const started = performance.now()
+    const started = this.#o.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
     const client = this.#client!
     const sqlite = this.#reader!.sqlite
     const schema = this.#o.schema
     let rows = 0
-    sqlite.exec('BEGIN')
-    try {
-      // The snapshot starts with this read: every table below is read as of this change.
-      const seq = lastChangeSeq(sqlite)
-      await client.query('BEGIN')
-      await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
-      for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
-      const types = this.#objectTypes(sqlite)
-      await this.#rebuildViews(client, types)
-      const now = new Date(this.#o.now()).toISOString()
-      await client.query(
-        `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, loaded_seq, loaded_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)
+    // The snapshot starts with the read of its seq: every table below is read as of this change.
+    return inReadSnapshot(sqlite, async () => {
+      try {
+        const seq = snapshotSeq(sqlite)
+        await client.query('BEGIN')
+        await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
+        for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
+        const types = this.#objectTypes(sqlite)
+        await this.#rebuildViews(client, types)
+        const now = new Date(this.#o.clock.now()).toISOString()
+        await client.query(
+          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, loaded_seq, loaded_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, loaded_seq = excluded.loaded_seq,
            loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
-        [POSTGRES_CONSUMER, seq, this.#tablesHash, now],
-      )
-      await client.query('COMMIT')
-      this.#written.clear()
-      this.#written.set('views', hash(types))
-      this.#cursor = seq
-      this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
-      this.#counts.loads++
-      this.#counts.rowsReplicated += rows
-      this.#syncConsumer(seq)
-      this.#log.info({ rows, seq, durationMs: Math.round(performance.now() - started) }, 'the Postgres destination is loaded')
-      return rows
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    } finally {
-      if (sqlite.inTransaction) sqlite.exec('COMMIT')
-    }
+          [POSTGRES_CONSUMER, seq, this.#tablesHash, now],
+        )
+        await client.query('COMMIT')
+        this.#written.clear()
+        this.#written.set('views', hash(types))
+        this.#cursor = seq
+        this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
+        this.#counts.loads++
+        this.#counts.rowsReplicated += rows
+        this.#syncConsumer(seq)
+        this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
+        return rows
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined)
+        throw err
+      }
+    })
   }
 
   async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
-    // SQLite writes each row's COPY line itself (copyLinesSql): JavaScript only joins them into chunks.
+    // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
     const lines: () => Iterable<string> = encodeInJs
       ? function* () {
           const encode = copyLineEncoder(t.columns)
-          for (const values of sqlite.prepare(t.select).raw().iterate() as IterableIterator<MirrorValue[]>) yield encode(values)
+          for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
         }
-      : () => sqlite.prepare(copyLinesSql(t.spec.name, t.columns)).pluck().iterate() as IterableIterator<string>
+      : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
     let count = 0
     function* chunks(): Generator<string> {
       let chunk = ''
@@ -588,7 +587,7 @@ export class PostgresDestination {
   }
 
   #objectTypes(sqlite: Sqlite): ObjectType[] {
-    return sqlite.prepare(`SELECT slug, fields FROM custom_object_types ORDER BY slug`).all() as ObjectType[]
+    return new CustomObjectTypes(sqlite).fields()
   }
 
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<void> {
@@ -602,9 +601,7 @@ export class PostgresDestination {
   /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
   #readBatch(sqlite: Sqlite, cursor: number): Batch {
     const read = sqlite.transaction((): Batch => {
-      const changes = sqlite
-        .prepare(`SELECT seq, table_name, record_id, op, updated_at, changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?`)
-        .all(cursor, this.#o.batchSize) as Change[]
+      const changes = changesAfter(sqlite, cursor, this.#o.batchSize)
       const batch: Batch = {
         changes,
         upserts: new Map(),
@@ -624,7 +621,7 @@ export class PostgresDestination {
         set.add(c.record_id)
       }
       for (const [t, set] of ids) this.#readRows(sqlite, t, [...set], batch)
-      const now = this.#o.now()
+      const now = this.#o.clock.now()
       const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
       if (checkAll) {
         this.#lastSnapshotCheck = now
@@ -633,7 +630,7 @@ export class PostgresDestination {
       for (const t of this.#tables) {
         // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
         if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        const rows = sqlite.prepare(t.select).raw().all() as MirrorValue[][]
+        const rows: MirrorValue[][] = [...tableRows(sqlite, t.spec, { keyOrder: false })]
         const h = hash(rows)
         if (this.#written.get(t.spec.name) !== h) batch.snapshots.set(t, { hash: h, rows })
       }
@@ -650,17 +647,13 @@ export class PostgresDestination {
     const pkIndex = pk.map((k) => t.columns.findIndex((c) => c.name === k))
     const found = new Set<string>()
     const present: MirrorValue[][] = []
-    for (let i = 0; i < recordIds.length; i += CHUNK) {
-      const keys = recordIds.slice(i, i + CHUNK).map((id) => keyOf(id, pk.length))
-      const where =
-        pk.length === 1
-          ? `${quote(pk[0]!)} IN (${keys.map(() => '?').join(', ')})`
-          : `(${pk.map(quote).join(', ')}) IN (VALUES ${keys.map(() => `(${pk.map(() => '?').join(', ')})`).join(', ')})`
-      const rows = sqlite.prepare(`${t.select} WHERE ${where}`).raw().all(keys.flat()) as MirrorValue[][]
-      for (const r of rows) {
-        present.push(r)
-        found.add(pkIndex.map((k) => String(r[k])).join('\u0000'))
-      }
+    for (const r of rowsWithKeys(
+      sqlite,
+      t.spec,
+      recordIds.map((id) => keyOf(id, pk.length)),
+    )) {
+      present.push(r)
+      found.add(pkIndex.map((k) => String(r[k])).join('\u0000'))
     }
     const absent = recordIds.map((id) => keyOf(id, pk.length)).filter((k) => !found.has(k.join('\u0000')))
     batch.upserts.set(t, present)
@@ -668,17 +661,7 @@ export class PostgresDestination {
     // Children follow their parent: replaced for every parent that changed, present or not.
     const parentIds = recordIds.map((id) => keyOf(id, pk.length)[pk.length - 1]!)
     for (const child of t.children) {
-      const column = child.spec.parent!.column
-      const rows: MirrorValue[][] = []
-      for (let i = 0; i < parentIds.length; i += CHUNK) {
-        const chunk = parentIds.slice(i, i + CHUNK)
-        rows.push(
-          ...(sqlite
-            .prepare(`${child.select} WHERE ${quote(column)} IN (${chunk.map(() => '?').join(', ')})`)
-            .raw()
-            .all(chunk) as MirrorValue[][]),
-        )
-      }
+      const rows: MirrorValue[][] = childRowsOf(sqlite, child.spec, parentIds)
       batch.childParents.set(child, parentIds)
       batch.childRows.set(child, rows)
     }
@@ -746,7 +729,7 @@ export class PostgresDestination {
       await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3 WHERE id = $1`, [
         POSTGRES_CONSUMER,
         to,
-        new Date(this.#o.now()).toISOString(),
+        new Date(this.#o.clock.now()).toISOString(),
       ])
       await client.query('COMMIT')
     } catch (err) {
@@ -761,7 +744,7 @@ export class PostgresDestination {
     this.#counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
-        this.#consumers.ack(POSTGRES_CONSUMER, to, new Date(this.#o.now()).toISOString())
+        this.#consumers.ack(POSTGRES_CONSUMER, to, new Date(this.#o.clock.now()).toISOString())
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }

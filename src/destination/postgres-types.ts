@@ -3,6 +3,7 @@
 // sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
 // (initial loads). Pure.
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** A value as better-sqlite3 reads it from the mirror. */
 export type MirrorValue = string | number | bigint | Buffer | null | undefined
@@ -49,7 +50,7 @@ export function instantOrNull(value: unknown): string | null {
   if (typeof value !== 'string' || !CANONICAL.test(value)) return null
   // Days 29 to 31 exist only in some months: a round trip tells.
   if (value.slice(8, 10) <= '28') return value
-  const ms = Date.parse(value)
+  const ms = parseInstant(value)
   return Number.isFinite(ms) && new Date(ms).toISOString() === value ? value : null
 }
 
@@ -177,14 +178,14 @@ function copyFieldSql(column: ColumnSpec): string {
 
 const JSON_NUL_FUNCTION = 'fsm_json_without_nul'
 
-/** Registers the functions copyLinesSql's queries call on a SQLite connection (once per connection). */
+/** Registers the functions copyLineSql's expressions call on a SQLite connection (once per connection). */
 export function registerCopyFunctions(db: {
   function(name: string, options: { deterministic: boolean }, fn: (text: string) => string): unknown
 }): void {
   db.function(JSON_NUL_FUNCTION, { deterministic: true }, (text: string) => jsonWithoutNul(text))
 }
 
-/** A SQLite query giving one line of COPY text per row of `table` (newline included); see registerCopyFunctions. */
-export function copyLinesSql(table: string, columns: readonly ColumnSpec[]): string {
-  return `SELECT ${columns.map(copyFieldSql).join(` || char(9) || `)} || char(10) FROM ${ident(table)}`
+/** A SQLite expression giving a row's line of COPY text (newline included); see registerCopyFunctions. */
+export function copyLineSql(columns: readonly ColumnSpec[]): string {
+  return `${columns.map(copyFieldSql).join(` || char(9) || `)} || char(10)`
 }

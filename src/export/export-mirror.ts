@@ -10,6 +10,15 @@ import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs
 import path from 'node:path'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import {
+  changedRows,
+  inReadSnapshot,
+  mirrorColumns,
+  mirrorObjects,
+  snapshotSeq,
+  tableRows,
+  tablesChangedBetween,
+} from '../store/mirror-snapshot.js'
 import { duckdbType, ParquetWriters } from './parquet-writer.js'
 import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
 import { nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
@@ -67,13 +76,11 @@ const CHANGE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'change_op', kind: 'text', nullable: false, description: 'The latest change: upsert or delete.' },
 ]
 
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`
-
 interface Plan {
   table: TableSpec
   columns: readonly ColumnSpec[]
-  sql: string
-  params: (string | number)[]
+  /** The file's rows, read from the snapshot (the columns' values in order). */
+  rows: () => Iterable<SqliteCell[]>
 }
 
 /** Writes the files and the manifest (last, so a reader that finds it finds every file). */
@@ -85,74 +92,64 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
   rmSync(manifestFile, { force: true })
   const parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
   const written: string[] = []
-  let reading = false
   try {
     // One read transaction: the first read fixes the snapshot every later read sees.
-    sqlite.exec('BEGIN')
-    reading = true
-    const seq = Number(sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM change_log`).pluck().get())
-    const afterSeq = options.afterSeq ?? null
-    if (afterSeq !== null && afterSeq > seq)
-      throw new ExportUsageError(`--after-seq ${afterSeq} is past the mirror's last change (seq ${seq}): nothing can follow it yet`)
-    const plans = plan(sqlite, catalog, options, seq)
-    const tables: ExportedTable[] = []
-    for (const p of plans) {
-      const file = `${p.table.name}.${EXTENSIONS[options.format]}`
-      const target = path.join(options.outDir, file)
-      const partial = `${target}.partial`
-      written.push(partial)
-      const writer: RowWriter =
-        parquet !== undefined
-          ? await parquet.writer(partial, p.columns)
-          : options.format === 'csv'
-            ? csvWriter(partial, p.columns, mode)
-            : jsonlWriter(partial, p.columns, mode)
-      const coerced: Coercions = { count: 0 }
-      const kinds = p.columns.map((c) => c.kind)
-      let rows = 0
-      const values: Typed[] = new Array<Typed>(kinds.length)
-      for (const cells of sqlite
-        .prepare(p.sql)
-        .raw(true)
-        .safeIntegers(true)
-        .iterate(...p.params) as Iterable<SqliteCell[]>) {
-        for (let i = 0; i < kinds.length; i++) values[i] = typed(kinds[i]!, cells[i] ?? null, coerced)
-        writer.row(values)
-        rows++
+    return await inReadSnapshot(sqlite, async () => {
+      const seq = snapshotSeq(sqlite)
+      const afterSeq = options.afterSeq ?? null
+      if (afterSeq !== null && afterSeq > seq)
+        throw new ExportUsageError(`--after-seq ${afterSeq} is past the mirror's last change (seq ${seq}): nothing can follow it yet`)
+      const plans = plan(sqlite, catalog, options, seq)
+      const tables: ExportedTable[] = []
+      for (const p of plans) {
+        const file = `${p.table.name}.${EXTENSIONS[options.format]}`
+        const target = path.join(options.outDir, file)
+        const partial = `${target}.partial`
+        written.push(partial)
+        const writer: RowWriter =
+          parquet !== undefined
+            ? await parquet.writer(partial, p.columns)
+            : options.format === 'csv'
+              ? csvWriter(partial, p.columns, mode)
+              : jsonlWriter(partial, p.columns, mode)
+        const coerced: Coercions = { count: 0 }
+        const kinds = p.columns.map((c) => c.kind)
+        let rows = 0
+        const values: Typed[] = new Array<Typed>(kinds.length)
+        for (const cells of p.rows()) {
+          for (let i = 0; i < kinds.length; i++) values[i] = typed(kinds[i]!, cells[i] ?? null, coerced)
+          writer.row(values)
+          rows++
+        }
+        await writer.close()
+        chmodSync(partial, mode)
+        renameSync(partial, target)
+        const exported: ExportedTable = {
+          name: p.table.name,
+          file,
+          rows,
+          nulledValues: coerced.count,
+          primaryKey: p.table.primaryKey,
+          columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
+        }
+        tables.push(exported)
+        await options.onTable?.(exported)
       }
-      await writer.close()
-      chmodSync(partial, mode)
-      renameSync(partial, target)
-      const exported: ExportedTable = {
-        name: p.table.name,
-        file,
-        rows,
-        nulledValues: coerced.count,
-        primaryKey: p.table.primaryKey,
-        columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
-      }
-      tables.push(exported)
-      await options.onTable?.(exported)
-    }
-    const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
-    writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
-    chmodSync(manifestFile, mode)
-    return manifest
+      const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
+      writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
+      chmodSync(manifestFile, mode)
+      return manifest
+    })
   } catch (err) {
     for (const f of written) rmSync(f, { force: true })
     throw err
   } finally {
-    if (reading) sqlite.exec('COMMIT')
     parquet?.close()
   }
 }
 
 function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOptions, seq: number): Plan[] {
-  const objects = new Map(
-    (sqlite.prepare(`SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')`).all() as { name: string; type: string }[]).map(
-      (o) => [o.name, o.type],
-    ),
-  )
+  const objects = mirrorObjects(sqlite)
   const byName = new Map(catalog.map((t) => [t.name, t]))
   const afterSeq = options.afterSeq
   let selected: TableSpec[]
@@ -164,9 +161,7 @@ function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOpti
   } else if (afterSeq === undefined) {
     selected = catalog.filter((t) => t.role === 'data' && objects.has(t.name))
   } else {
-    const changed = new Set(
-      sqlite.prepare(`SELECT DISTINCT table_name FROM change_log WHERE seq > ? AND seq <= ?`).pluck().all(afterSeq, seq) as string[],
-    )
+    const changed = tablesChangedBetween(sqlite, afterSeq, seq)
     selected = catalog.filter(
       (t) => objects.has(t.name) && (changed.has(t.name) || (t.parent !== undefined && changed.has(t.parent.table))),
     )
@@ -176,9 +171,8 @@ function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOpti
     return selected.map((table) => ({
       table,
       columns: table.columns,
-      // By key, or by every column for a table or view without one: the same mirror gives the same files.
-      sql: `SELECT ${table.columns.map((c) => q(c.name)).join(', ')} FROM ${q(table.name)}${orderBy('', table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name))}`,
-      params: [],
+      // By key: the same mirror gives the same files.
+      rows: () => tableRows(sqlite, table, { safeIntegers: true }),
     }))
   }
   return selected.map((table) => {
@@ -187,26 +181,13 @@ function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOpti
         `--after-seq: changes are recorded for data tables only, not for ${table.name} (${objects.get(table.name) === 'view' ? 'a view' : 'the daemon\u2019s own state'}); export it whole without --after-seq`,
       )
     const owner = table.parent?.table ?? table.name
-    const ownerSpec = byName.get(owner)
-    const ownerKey = ownerSpec?.primaryKey ?? table.primaryKey
-    const match =
-      table.parent !== undefined
-        ? `t.${q(table.parent.column)} = c.record_id`
-        : ownerKey.length === 1
-          ? `t.${q(ownerKey[0]!)} = c.record_id`
-          : `(${ownerKey.map((k) => `t.${q(k)}`).join(` || '/' || `)}) = c.record_id`
-    const sql =
-      `SELECT c.seq, l.op, ${table.columns.map((c) => `t.${q(c.name)}`).join(', ')}
-       FROM (SELECT record_id, max(seq) AS seq FROM change_log WHERE table_name = ? AND seq > ? AND seq <= ? GROUP BY record_id) c
-       JOIN change_log l ON l.seq = c.seq
-       JOIN ${q(table.name)} t ON ${match}` + orderBy('t.', table.primaryKey, 'c.seq')
-    return { table, columns: [...CHANGE_COLUMNS, ...table.columns], sql, params: [owner, afterSeq, seq] }
+    const ownerKey = byName.get(owner)?.primaryKey ?? table.primaryKey
+    return {
+      table,
+      columns: [...CHANGE_COLUMNS, ...table.columns],
+      rows: () => changedRows(sqlite, table, { name: owner, primaryKey: ownerKey }, afterSeq, seq, { safeIntegers: true }),
+    }
   })
-}
-
-function orderBy(prefix: string, key: readonly string[], first?: string): string {
-  const terms = [...(first === undefined ? [] : [first]), ...key.map((k) => `${prefix}${q(k)}`)]
-  return terms.length === 0 ? '' : ` ORDER BY ${terms.join(', ')}`
 }
 
 /** Every declared column must be in the mirror: a mirror older than the declarations says how to fix it. */
@@ -215,7 +196,7 @@ function checkColumns(sqlite: Sqlite, table: TableSpec, type: string | undefined
     throw new ExportUsageError(
       `the mirror has no table ${table.name}: it was last migrated by an older fsm-sync; run \`fsm-sync sync\` once to bring it up to date`,
     )
-  const present = new Set(sqlite.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table.name) as string[])
+  const present = mirrorColumns(sqlite, table.name)
   const missing = table.columns.filter((c) => !present.has(c.name)).map((c) => c.name)
   if (missing.length > 0)
     throw new ExportUsageError(

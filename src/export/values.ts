@@ -4,7 +4,7 @@
 // holding text that is not JSON) becomes NULL and is counted: a warehouse load job would otherwise
 // reject the whole file. The row's `raw` keeps such a value as upstream sent it.
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
-import { canonicalTime } from '../model/timestamps.js'
+import { canonicalTime, parseInstant } from '../model/timestamps.js'
 
 /**
  * Whether a column's exported values may be NULL: when the column is nullable, and for the kinds a
@@ -55,7 +55,7 @@ export function typed(kind: ColumnKind, cell: SqliteCell, coerced: Coercions): T
       }
       // '' (a legacy record without a time) is no instant.
       if (value === null) return miss()
-      return { kind, value, micros: BigInt(Date.parse(value)) * 1000n }
+      return { kind, value, micros: BigInt(parseInstant(value)) * 1000n }
     }
     case 'real':
       if (typeof cell === 'number') return { kind, value: cell }

@@ -5,6 +5,7 @@
 // read them and they are older than `retention.changeLogDays`; a consumer further behind than
 // `retention.changeLogHoldDays` stops holding rows back, and a destination that finds its next
 // change pruned loads itself again from a snapshot.
+import { parseInstant } from '../model/timestamps.js'
 import type { Sqlite } from './mirror-database.js'
 
 export type ConsumerKind = 'destination' | 'user'
@@ -59,6 +60,11 @@ export function lastChangeSeq(sqlite: Sqlite): number {
 }
 
 /** The oldest change still kept, or undefined when change_log is empty. */
+/** When the first change after `seq` was logged (a consumer's lag), or undefined when none follows. */
+export function nextChangeAt(sqlite: Sqlite, seq: number): string | undefined {
+  return sqlite.prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`).pluck().get(seq) as string | undefined
+}
+
 export function firstKeptSeq(sqlite: Sqlite): number | undefined {
   return (sqlite.prepare(`SELECT min(seq) FROM change_log`).pluck().get() as number | null) ?? undefined
 }
@@ -143,8 +149,7 @@ export function pruneHorizon(sqlite: Sqlite, now: number, settings: ChangeLogPru
   for (const c of new ChangeLogConsumers(sqlite).list()) {
     if (c.seq >= horizon) continue
     // How old the consumer's next unread change is: past the hold, it stops holding rows back.
-    const next = sqlite.prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`).pluck().get(c.seq) as
-      string | undefined
+    const next = nextChangeAt(sqlite, c.seq)
     if (holdCutoff !== undefined && next !== undefined && next < holdCutoff) continue
     horizon = c.seq
   }
@@ -170,13 +175,12 @@ export function consumerLag(sqlite: Sqlite, name: string, now: number): Consumer
   const c = new ChangeLogConsumers(sqlite).get(name)
   if (c === undefined) return undefined
   const last = lastChangeSeq(sqlite)
-  const next = sqlite.prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`).pluck().get(c.seq) as
-    string | undefined
+  const next = nextChangeAt(sqlite, c.seq)
   return {
     name,
     seq: c.seq,
     lagChanges: Math.max(0, last - c.seq),
-    lagSeconds: next === undefined ? 0 : Math.max(0, Math.round((now - Date.parse(next)) / 1000)),
+    lagSeconds: next === undefined ? 0 : Math.max(0, Math.round((now - parseInstant(next)) / 1000)),
     lastError: c.lastError,
     lastErrorAt: c.lastErrorAt,
     updatedAt: c.updatedAt,

@@ -11,8 +11,41 @@ export interface StoredType {
   disabledAt: string | null
 }
 
+/** A type whose view the mirror holds, as the catalog describes it. */
+export interface TypeWithView {
+  slug: string
+  nameSingular: string | null
+  /** The schema's fields as stored (JSON text of an array), or null before a schema was read. */
+  fields: string | null
+  disabledAt: string | null
+}
+
 export class CustomObjectTypes {
   constructor(private readonly sqlite: Sqlite) {}
+
+  /**
+   * The types whose view was built (a type with no schema read yet has none), in slug order; none
+   * on a mirror without custom_object_types (a file from before custom objects).
+   */
+  withViews(): TypeWithView[] {
+    const table = this.sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'custom_object_types'`).get()
+    if (table === undefined) return []
+    const types = this.sqlite
+      .prepare(`SELECT slug, name_singular AS nameSingular, fields, disabled_at AS disabledAt FROM custom_object_types ORDER BY slug`)
+      .all() as TypeWithView[]
+    const views = new Set(
+      (this.sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'view'`).pluck().all() as string[]).map((n) => n.toLowerCase()),
+    )
+    return types.filter((t) => views.has(viewName(t.slug).toLowerCase()))
+  }
+
+  /** Each type's slug and stored fields, in slug order (what the destination builds its views from). */
+  fields(): { slug: string; fields: string | null }[] {
+    return this.sqlite.prepare(`SELECT slug, fields FROM custom_object_types ORDER BY slug`).all() as {
+      slug: string
+      fields: string | null
+    }[]
+  }
 
   all(): StoredType[] {
     return (

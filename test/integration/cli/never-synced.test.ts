@@ -40,6 +40,30 @@ const env = (db: string) => cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.a
 const FIX = /point FSM_DB .* Compose names a volume <project>_<volume>/
 
 describe('commands on a mirror that was never synced exit 1 with the fix', () => {
+  test.concurrent(
+    'replicate, consumers and export on a mirror with only a failed sweep: exit 1 before any connection or file, the --json error document',
+    async () => {
+      const runsBefore = await runCount(neverSynced)
+      // Nothing listens on port 1: the refusal comes before the destination is reached.
+      const pg = { FSM_POSTGRES_URL: 'postgres://fsm:secret-5521@127.0.0.1:1/warehouse' }
+      const out = path.join(tempDir(), 'export')
+      const [replicate, list, ack, exported] = await Promise.all([
+        runCli(['replicate', '--json'], { ...env(neverSynced), ...pg }),
+        runCli(['export', '--format', 'csv', '--out', out, '--json'], env(neverSynced)),
+        runCli(['consumers', 'list', '--json'], env(neverSynced)),
+        runCli(['consumers', 'ack', 'etl', '3', '--json'], env(neverSynced)),
+      ])
+      for (const r of [replicate, list, ack, exported]) {
+        expect(r.code, r.stderr).toBe(1)
+        expect(r.stderr).toContain(`the mirror ${neverSynced} was never synced`)
+        expect(JSON.parse(r.stdout)).toEqual({ error: { message: expect.stringContaining('was never synced'), exitCode: 1 } })
+        expect(r.stdout + r.stderr).not.toContain('secret-5521')
+      }
+      expect(await runCount(neverSynced)).toBe(runsBefore)
+      expect(existsSync(out)).toBe(false)
+    },
+  )
+
   test.concurrent('reconcile with no mirror file: exit 1, nothing created, the --json error document', async () => {
     const db = path.join(tempDir(), 'fsm-mirror.db')
     const r = await runCli(['reconcile', '--json'], env(db))

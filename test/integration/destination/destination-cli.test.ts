@@ -3,6 +3,7 @@
 import { rmSync } from 'node:fs'
 import { expect, inject, test } from 'vitest'
 import { RecordWriter } from '../../../src/store/record-writer.js'
+import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempMirror } from '../../support/temp-mirror.js'
@@ -15,6 +16,9 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
     Array.from({ length: 5 }, (_, i) => ({ id: `j${i}`, updated_at: now, raw: '{}', columns: { job_status: 'open' } })),
     { now, replaceTies: true },
   )
+  // A mirror a sweep succeeded in: replicate and consumers refuse one never synced (never-synced.test.ts).
+  const state = new SyncStateStore(m.sqlite)
+  state.finishRun(state.startRun('sweep', 'jobs', now), { outcome: 'success', rows: 5, requests: 1 }, now)
   await m.close()
   const env = (extra: Record<string, string>) => cleanEnv({ FSM_DB: m.path, ...extra })
   try {
@@ -51,6 +55,13 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
 
     const add = await runCli(['consumers', 'add', 'etl', '--json'], env({}))
     expect(JSON.parse(add.stdout)).toMatchObject({ name: 'etl', kind: 'user', seq: 5 })
+    // A usage error is one JSON document on stdout too, with exit 2.
+    const bad = await runCli(['consumers', 'ack', 'etl', 'five', '--json'], env({}))
+    expect(bad.code).toBe(2)
+    expect(JSON.parse(bad.stdout)).toEqual({ error: { message: expect.stringContaining('SEQ must be'), exitCode: 2 } })
+    const unknown = await runCli(['consumers', 'ack', 'nobody', '3', '--json'], env({}))
+    expect(unknown.code).toBe(1)
+    expect(JSON.parse(unknown.stdout).error.message).toContain('no consumer named nobody; add it first')
   } finally {
     rmSync(m.dir, { recursive: true, force: true })
   }

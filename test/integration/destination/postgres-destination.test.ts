@@ -1,7 +1,8 @@
 // The Postgres destination against a real server and a real mirror: initial load, changes in order,
 // exactly once across re-applies, the type mapping, custom-object views, pruning, errors.
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
 import pino from 'pino'
+import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
@@ -10,6 +11,8 @@ import type { RecordRow } from '../../../src/model/rows.js'
 import { runRetention } from '../../../src/store/retention.js'
 import type { TableSpec } from '../../../src/model/table-spec.js'
 import { comparePostgres } from '../../support/compare-postgres.js'
+import { FakeClock } from '../../support/fake-clock.js'
+import { freePort } from '../../support/free-port.js'
 import { destinationTables } from '../../../src/destination/destination-tables.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
@@ -52,7 +55,7 @@ function destination(schema: string, options: { url?: string; tables?: TableSpec
     mirror: m.sqlite,
     tables: options.tables ?? tables,
     logger,
-    now: () => Date.now(),
+    clock: systemClock,
     batchSize: 7,
     retry: { minMs: 20, maxMs: 200 },
     pollMs: 20,
@@ -270,6 +273,40 @@ describe('the Postgres destination', () => {
       ],
     )
     expect(await comparePostgres(m.sqlite, url, 'nul', tables)).toEqual([])
+  })
+
+  test('back-off runs on the injected Clock: a refused connection is retried when the clock reaches the delay, which doubles', async () => {
+    const clock = new FakeClock()
+    // Nothing listens on a free port: each attempt is refused at once.
+    const d = new PostgresDestination({
+      url: `postgres://fsm:secret@127.0.0.1:${await freePort()}/warehouse`,
+      schema: 'fsm',
+      mirrorPath: m.path,
+      mirror: m.sqlite,
+      tables,
+      logger,
+      clock,
+      retry: { minMs: 1_000, maxMs: 4_000 },
+    })
+    const failedOnce = async (errors: number) =>
+      vi.waitFor(() => {
+        expect(d.status().errors).toBe(errors)
+        expect(clock.pending).toBe(1)
+      })
+    d.start()
+    try {
+      await failedOnce(1)
+      await clock.advance(999)
+      expect(d.status().errors).toBe(1)
+      await clock.advance(1)
+      await failedOnce(2)
+      await clock.advance(1_999)
+      expect(d.status()).toMatchObject({ errors: 2, state: 'error' })
+      await clock.advance(1)
+      await failedOnce(3)
+    } finally {
+      await d.stop()
+    }
   })
 
   test('clear errors: a wrong password, a missing database, a table of another shape', async () => {

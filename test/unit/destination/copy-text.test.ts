@@ -5,7 +5,7 @@ import { expect, test } from 'vitest'
 import type { ColumnSpec } from '../../../src/model/table-spec.js'
 import {
   copyLineEncoder,
-  copyLinesSql,
+  copyLineSql,
   jsonValue,
   registerCopyFunctions,
   type MirrorValue,
@@ -37,7 +37,7 @@ test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
   const insert = db.prepare(`INSERT INTO x VALUES (?, ?, ?, ?, ?, ?, ?)`)
   for (const r of rows) insert.run(...r)
   const fromSqlite = db
-    .prepare(`${copyLinesSql('x', columns)} ORDER BY rowid`)
+    .prepare(`SELECT ${copyLineSql(columns)} FROM x ORDER BY rowid`)
     .pluck()
     .all() as string[]
   const encode = copyLineEncoder(columns)
