@@ -10,48 +10,11 @@ import type { RecordRow } from '../src/model/rows.js'
 import { RecordWriter } from '../src/store/record-writer.js'
 import { SyncStateStore } from '../src/store/sync-state.js'
 import { atLeast, type BenchResult } from './lib.js'
+import { jobPayload } from './job-payload.js'
 import { tempDir } from '../test/support/temp-mirror.js'
 
 const N = 100_000
 const PAGE = 100
-
-function payload(i: number): Record<string, unknown> {
-  const hex = i.toString(16).padStart(24, '0')
-  return {
-    id: hex,
-    recordId: `00000000-0000-4000-8000-${hex.slice(-12)}`,
-    jobNumber: `J-${i}`,
-    clientId: 'c'.repeat(24),
-    clientName: 'Ada Lovelace',
-    jobPhone: { countryCode: '+1', number: '5550100', countryIdentifier: 'US' },
-    jobAddress: {
-      street: '1 Main St',
-      city: 'Springfield',
-      state: 'IL',
-      country: 'US',
-      zipCode: '62701',
-      latitude: 39.8,
-      longitude: -89.6,
-    },
-    assignedToTeams: ['a'.repeat(24), 'b'.repeat(24)],
-    jobType: 'one-off',
-    jobStatus: 'scheduled',
-    startDateTime: '2026-01-02T09:00:00.000Z',
-    endDateTime: '2026-01-02T11:00:00.000Z',
-    timezone: 'America/Chicago',
-    scheduleLater: false,
-    anyTime: false,
-    priority: 'medium',
-    subTotal: 100,
-    discount: 0,
-    tax: 8.25,
-    total: 108.25,
-    notes: 'Gate code 1234',
-    visits: [{ id: 'd'.repeat(24), visitStatus: 'scheduled' }],
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: new Date(Date.UTC(2026, 0, 1) + i).toISOString(),
-  }
-}
 
 async function withMirror<T>(fn: (m: Awaited<ReturnType<typeof openMirror>>) => T): Promise<T> {
   const dir = tempDir('fsm-bench-')
@@ -66,7 +29,7 @@ async function withMirror<T>(fn: (m: Awaited<ReturnType<typeof openMirror>>) => 
 
 function pages(from: number, count: number): Record<string, unknown>[][] {
   const out: Record<string, unknown>[][] = []
-  for (let i = from; i < from + count; i += PAGE) out.push(Array.from({ length: PAGE }, (_, k) => payload(i + k)))
+  for (let i = from; i < from + count; i += PAGE) out.push(Array.from({ length: PAGE }, (_, k) => jobPayload(i + k)))
   return out
 }
 
@@ -98,7 +61,7 @@ function ourLoad(parsed: Record<string, unknown>[][]): Promise<number> {
  */
 function plainLoad(parsed: Record<string, unknown>[][]): Promise<number> {
   return withMirror((m) => {
-    const sample = jobs.toRow(payload(0))
+    const sample = jobs.toRow(jobPayload(0))
     const cols = ['id', 'updated_at', 'raw', 'synced_at', ...Object.keys(sample.columns)]
     const stmt = m.sqlite.prepare(`INSERT INTO jobs (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`)
     const child = m.sqlite.prepare('INSERT INTO job_assignees (job_id, user_id) VALUES (?, ?)')

@@ -37,6 +37,7 @@ import type { RecordRow } from '../src/model/rows.js'
 import { createDatabase, startPostgres } from '../test/support/postgres-server.js'
 import { tempDir } from '../test/support/temp-mirror.js'
 import { atLeast, atMost, type BenchResult } from './lib.js'
+import { jobPayload } from './job-payload.js'
 
 const N = 100_000
 const PAGE = 1_000
@@ -44,51 +45,13 @@ const RATE = 1_000
 const STEADY_SECONDS = 20
 const ROUNDS = 3
 
-function payload(i: number, version = 0): Record<string, unknown> {
-  const hex = i.toString(16).padStart(24, '0')
-  return {
-    id: hex,
-    recordId: `00000000-0000-4000-8000-${hex.slice(-12)}`,
-    jobNumber: `J-${i}`,
-    clientId: 'c'.repeat(24),
-    clientName: 'Ada Lovelace',
-    jobPhone: { countryCode: '+1', number: '5550100', countryIdentifier: 'US' },
-    jobAddress: {
-      street: '1 Main St',
-      city: 'Springfield',
-      state: 'IL',
-      country: 'US',
-      zipCode: '62701',
-      latitude: 39.8,
-      longitude: -89.6,
-    },
-    assignedToTeams: ['a'.repeat(24), 'b'.repeat(24)],
-    jobType: 'one-off',
-    jobStatus: version % 2 === 0 ? 'scheduled' : 'in_progress',
-    startDateTime: '2026-01-02T09:00:00.000Z',
-    endDateTime: '2026-01-02T11:00:00.000Z',
-    timezone: 'America/Chicago',
-    scheduleLater: false,
-    anyTime: false,
-    priority: 'medium',
-    subTotal: 100,
-    discount: 0,
-    tax: 8.25,
-    total: 108.25 + version,
-    notes: 'Gate code 1234',
-    visits: [{ id: 'd'.repeat(24), visitStatus: 'scheduled' }],
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: new Date(Date.UTC(2026, 0, 1) + i + version * 1_000_000_000).toISOString(),
-  }
-}
-
 async function filledMirror(): Promise<Mirror & { dir: string }> {
   const dir = tempDir('fsm-bench-')
   const m = await openMirror(path.join(dir, 'mirror.db'))
   const writer = new RecordWriter(m.sqlite, 'jobs')
   const now = new Date().toISOString()
   for (let i = 0; i < N; i += PAGE) {
-    const rows: RecordRow[] = Array.from({ length: PAGE }, (_, k) => jobs.toRow(payload(i + k)))
+    const rows: RecordRow[] = Array.from({ length: PAGE }, (_, k) => jobs.toRow(jobPayload(i + k)))
     m.sqlite.transaction(() => writer.upsert(rows, { now, replaceTies: true }))()
   }
   return Object.assign(m, { dir })
@@ -352,7 +315,7 @@ async function daemonRun(mirrorPath: string, url: string | undefined, version: n
     while (performance.now() - started < DAEMON_SECONDS * 1000) {
       const owed = Math.floor(((performance.now() - started) / 1000) * RATE) - next
       if (owed > 0) {
-        const rows = Array.from({ length: owed }, () => jobs.toRow(payload(next++ % N, version + Math.floor(next / N))))
+        const rows = Array.from({ length: owed }, () => jobs.toRow(jobPayload(next++ % N, version + Math.floor(next / N))))
         writer.upsert(rows, { now: new Date().toISOString(), replaceTies: true })
       }
       await new Promise((r) => setTimeout(r, 10))
@@ -438,7 +401,7 @@ async function steady(mirrorPath: string, url: string): Promise<Steady> {
       const rows = Array.from({ length: owed }, () => {
         const i = next++ % N
         if (i === N - 1) version++
-        return jobs.toRow(payload(i, version))
+        return jobs.toRow(jobPayload(i, version))
       })
       writer.upsert(rows, { now: new Date().toISOString(), replaceTies: true })
       pending.push([lastSeq.get() as number, performance.now()])

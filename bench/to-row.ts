@@ -5,6 +5,7 @@
 // connectors in the same process, rounds interleaved, for a before/after comparison.
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { jobPayload } from './job-payload.js'
 
 interface Mapper {
   toRow(p: Record<string, unknown>): { raw: string }
@@ -13,43 +14,18 @@ interface Mapper {
 const N = 100_000
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
+/** A job payload with the fields the client and invoice mappings read as well. */
 function payload(i: number): Record<string, unknown> {
-  const hex = i.toString(16).padStart(24, '0')
-  const phone = { countryCode: '+1', number: '5550100', countryIdentifier: 'US' }
+  const job = jobPayload(i)
   return {
-    id: hex,
-    recordId: `00000000-0000-4000-8000-${hex.slice(-12)}`,
-    jobNumber: `J-${i}`,
-    clientId: 'c'.repeat(24),
-    clientName: 'Ada Lovelace',
+    ...job,
     firstName: 'Ada',
     email: 'ada@example.com',
-    jobPhone: phone,
-    phoneNumber: phone,
-    jobAddress: {
-      street: '1 Main St',
-      city: 'Springfield',
-      state: 'IL',
-      country: 'US',
-      zipCode: '62701',
-      latitude: 39.8,
-      longitude: -89.6,
-    },
-    assignedToTeams: ['a'.repeat(24), 'b'.repeat(24)],
-    jobType: 'one-off',
-    jobStatus: 'scheduled',
-    startDateTime: '2026-01-02T09:00:00.000Z',
-    endDateTime: '2026-01-02T11:00:00.000Z',
-    scheduleLater: false,
-    anyTime: false,
-    subTotal: 100,
-    total: 108.25,
+    phoneNumber: job['jobPhone'],
     items: [
       { itemId: 'x', name: 'n', quantity: 1, rate: 2, taxes: [] },
       { itemId: 'y', name: 'm', quantity: 3, rate: 4 },
     ],
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: new Date(Date.UTC(2026, 0, 1) + i).toISOString(),
   }
 }
 

@@ -2,8 +2,8 @@
 // secret. Any key that could hold a secret or a plaintext key is dropped from the stored payload.
 import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
 import type { MetadataListing, MetadataStream } from '../src/model/streams.js'
-import { canonicalTimeOrText } from '../src/model/timestamps.js'
 import { col, compileColumns, recordTable, type MappedColumn } from './columns.js'
+import { lenientRow } from './define-stream.js'
 import { text } from './mapping.js'
 
 const SECRET_KEYS = /^(secret|signingSecret|key|apiKey|plaintext|plainTextKey|token|hash|keyHash)$/i
@@ -30,12 +30,7 @@ export function metadataRow(stream: MetadataListing, raw: Payload, extra: Record
   const p = withoutSecrets(raw)
   const id = text(p.id) ?? text(p._id)
   if (id === null) return undefined
-  return {
-    id,
-    updated_at: canonicalTimeOrText(p.updatedAt) ?? '',
-    raw: JSON.stringify(p),
-    columns: { created_at: canonicalTimeOrText(p.createdAt), ...stream.mapColumns(p), ...extra },
-  }
+  return lenientRow(id, p, { ...stream.mapColumns(p), ...extra })
 }
 
 const IS_ACTIVE = col('is_active', 'flag', 'isActive', 'Active.')

@@ -1,7 +1,7 @@
 // A stream is data: what to read, how to page, which table with which columns, and how deletions
 // show; the row mapping is compiled from the declared columns (columns.ts). Connectors are
 // declarations and do no I/O (docs/architecture.md, Layers).
-import type { Payload, RecordRow } from '../src/model/rows.js'
+import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
 import type { RecordStream } from '../src/model/streams.js'
 import { canonicalTime, canonicalTimeOrText } from '../src/model/timestamps.js'
 import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn } from './columns.js'
@@ -52,4 +52,18 @@ export function recordBase(payload: Payload): Pick<RecordRow, 'id' | 'updated_at
   }
   if (updated_at === null) throw new TypeError(`record ${id} without a valid updatedAt`)
   return { id, updated_at, raw: JSON.stringify(payload), created_at: canonicalTimeOrText(payload.createdAt) }
+}
+
+/**
+ * The row of a payload read leniently (reference data, account metadata): the id as the caller found
+ * it, the timestamps as they come (an updatedAt that is not an instant is kept as text, a missing one
+ * as ''), `columns` after created_at.
+ */
+export function lenientRow(id: string, payload: Payload, columns: Record<string, SqlValue>): RecordRow {
+  return {
+    id,
+    updated_at: canonicalTimeOrText(payload.updatedAt) ?? '',
+    raw: JSON.stringify(payload),
+    columns: { created_at: canonicalTimeOrText(payload.createdAt), ...columns },
+  }
 }

@@ -3,8 +3,8 @@
 // `_id`; list bodies hold the array in `data` or in one property of it (`data.taxes`, `data.team`).
 import type { Payload, RecordRow } from '../src/model/rows.js'
 import type { ReferenceStream } from '../src/model/streams.js'
-import { canonicalTimeOrText } from '../src/model/timestamps.js'
 import { col, compileColumns, recordTable, type MappedColumn } from './columns.js'
+import { lenientRow } from './define-stream.js'
 import { obj, text } from './mapping.js'
 
 type ReferenceDefinition = Omit<ReferenceStream, 'kind' | 'tables' | 'mapColumns'> & {
@@ -30,12 +30,7 @@ export function legacyId(p: Payload): string | undefined {
 export function referenceRow(stream: ReferenceStream, p: Payload): RecordRow | undefined {
   const id = legacyId(p) ?? stream.single?.fallbackId
   if (id === undefined) return undefined
-  return {
-    id,
-    updated_at: canonicalTimeOrText(p.updatedAt) ?? '',
-    raw: JSON.stringify(p),
-    columns: { created_at: canonicalTimeOrText(p.createdAt), ...stream.mapColumns(p) },
-  }
+  return lenientRow(id, p, stream.mapColumns(p))
 }
 
 const IS_ACTIVE = col('is_active', 'flag', 'isActive', 'Active (inactive ones are not selectable).')

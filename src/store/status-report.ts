@@ -8,7 +8,8 @@ import { RunHistory } from './run-history.js'
 import { RunOwnerStore } from './run-owners.js'
 import { readRunProgress, type RunProgress } from './sync-state.js'
 import { parseInstant } from '../model/timestamps.js'
-import { firstRow, mirrorQuery, rows } from './typed-query.js'
+import { mirrorQuery, rows } from './typed-query.js'
+import { inboxCounts } from './webhook-inbox-store.js'
 
 export interface StreamStatus {
   stream: string
@@ -116,7 +117,7 @@ export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams):
   })
   const history = new RunHistory(sqlite)
   const requestsLastMinute = history.requestsSince(new Date(now - 60_000).toISOString())
-  const webhookInbox = tables.has('webhook_inbox') ? inboxTotals(sqlite) : null
+  const webhookInbox = tables.has('webhook_inbox') ? inboxCounts(sqlite) : null
   const running = runningStatus(sqlite, history, tables.has('run_owners'), now)
   return { streams, running, backfill: backfillLeft(running), requestsLastMinute, webhookInbox }
 }
@@ -179,21 +180,4 @@ function liveAndDeleted(sqlite: Sqlite, table: string): Counts {
       `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${quote(table)}`,
     )
     .get() as Counts
-}
-
-function inboxTotals(sqlite: Sqlite): { backlog: number; failed: number; skipped: number } {
-  // A mirror the daemon has not migrated yet (read-only here) has no skipped column: none skipped.
-  const hasSkipped = sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
-  const totals = firstRow(
-    sqlite,
-    mirrorQuery.selectFrom('webhook_inbox').select((eb) => [
-      eb.fn
-        .countAll<number>()
-        .filterWhere((w) => w.and([w('processed_at', 'is', null), w('error', 'is', null)]))
-        .as('backlog'),
-      eb.fn.countAll<number>().filterWhere('error', 'is not', null).as('failed'),
-      hasSkipped ? eb.fn.countAll<number>().filterWhere('skipped', 'is not', null).as('skipped') : eb.lit(0).as('skipped'),
-    ]),
-  )
-  return { backlog: totals?.backlog ?? 0, failed: totals?.failed ?? 0, skipped: totals?.skipped ?? 0 }
 }

@@ -5,7 +5,7 @@ import { z } from 'zod'
 import type { Sqlite } from './mirror-database.js'
 import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
-import type { RunKind, RunOutcome } from './mirror-schema.js'
+import type { RunKind, RunOutcome, SyncStateTable } from './mirror-schema.js'
 
 export type { RunKind, RunOutcome } from './mirror-schema.js'
 
@@ -60,15 +60,6 @@ export function readRunProgress(details: string | null): RunProgress | undefined
   }
 }
 
-interface StateRow {
-  stream: string
-  cursor: string | null
-  last_success_at: string | null
-  last_error: string | null
-  last_error_at: string | null
-  last_run_id: number | null
-}
-
 export class SyncStateStore {
   private readonly getStmt
   private readonly allStmt
@@ -116,17 +107,17 @@ export class SyncStateStore {
   }
 
   get(stream: string): StreamState | undefined {
-    const row = this.getStmt.get(stream) as StateRow | undefined
+    const row = this.getStmt.get(stream) as SyncStateTable | undefined
     return row === undefined ? undefined : toState(row)
   }
 
   all(): StreamState[] {
-    return (this.allStmt.all() as StateRow[]).map(toState)
+    return (this.allStmt.all() as SyncStateTable[]).map(toState)
   }
 
   /** The stored cursor of `stream` parsed with `schema`; a row that does not parse is reported, not thrown. */
   readCursor<T>(stream: string, schema: z.ZodType<T>): StoredCursor<T> {
-    const row = this.getStmt.get(stream) as StateRow | undefined
+    const row = this.getStmt.get(stream) as SyncStateTable | undefined
     return parseStoredCursor(row?.cursor ?? null, schema)
   }
 
@@ -188,7 +179,7 @@ function empty(stream: string, now: string) {
   return { stream, now, cursor: null, successAt: null, error: null, errorAt: null, runId: null }
 }
 
-function toState(row: StateRow): StreamState {
+function toState(row: SyncStateTable): StreamState {
   return {
     stream: row.stream,
     lastSuccessAt: row.last_success_at,

@@ -31,6 +31,8 @@ export interface InboxCounts {
   backlog: number
   /** Kept with an error (not applied). */
   failed: number
+  /** Set aside unapplied, with the reason in the `skipped` column. */
+  skipped: number
 }
 
 export class WebhookInboxStore {
@@ -162,8 +164,10 @@ export class WebhookInboxStore {
   }
 }
 
-/** Rows waiting to be applied and rows kept with an error (one pass over the table), for reports. */
+/** Rows waiting to be applied, kept with an error, and set aside (one pass over the table), for reports. */
 export function inboxCounts(sqlite: Sqlite): InboxCounts {
+  // A mirror the daemon has not migrated yet (read-only in status) has no skipped column: none skipped.
+  const hasSkipped = sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
   const row = firstRow(
     sqlite,
     mirrorQuery.selectFrom('webhook_inbox').select((eb) => [
@@ -172,9 +176,10 @@ export function inboxCounts(sqlite: Sqlite): InboxCounts {
         .filterWhere((w) => w.and([w('processed_at', 'is', null), w('error', 'is', null)]))
         .as('backlog'),
       eb.fn.countAll<number>().filterWhere('error', 'is not', null).as('failed'),
+      hasSkipped ? eb.fn.countAll<number>().filterWhere('skipped', 'is not', null).as('skipped') : eb.lit(0).as('skipped'),
     ]),
   )
-  return { backlog: row?.backlog ?? 0, failed: row?.failed ?? 0 }
+  return { backlog: row?.backlog ?? 0, failed: row?.failed ?? 0, skipped: row?.skipped ?? 0 }
 }
 
 /**

@@ -3,10 +3,9 @@
 // and what to do; exit 1; no stack trace.
 import { copyFileSync, mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
-import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { main } from '../../../src/cli/main.js'
+import { cliInProcess } from '../../support/cli-in-process.js'
 import { loadConfig } from '../../../src/config/index.js'
 import { mirrorChecks } from '../../../src/daemon/doctor-checks.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
@@ -63,18 +62,6 @@ function corruptPages(): string {
   return p
 }
 
-async function cli(args: string[], db: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = ''
-  let stderr = ''
-  const sink = (f: (s: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (f(c.toString('utf8')), cb()) })
-  const code = await main(args, {
-    stdout: sink((s) => (stdout += s)),
-    stderr: sink((s) => (stderr += s)),
-    env: { FSM_DB: db, FSM_LOG_LEVEL: 'silent' },
-  })
-  return { code, stdout, stderr }
-}
-
 describe('status, query and doctor on an unreadable or corrupt mirror name the path and the cause', () => {
   const cases: [string, () => string, RegExp][] = [
     ['a folder', folder, /is a folder, not a file: point FSM_DB at the mirror file/],
@@ -85,7 +72,7 @@ describe('status, query and doctor on an unreadable or corrupt mirror name the p
   test.each(cases)('%s: one line with the path, the cause and the fix; exit 1', async (_name, make, cause) => {
     const db = make()
     for (const args of [['status'], ['query', 'SELECT count(*), max(raw) FROM clients']]) {
-      const r = await cli(args, db)
+      const r = await cliInProcess(args, db)
       expect(r.code, `${args[0]!}: ${r.stderr}`).toBe(1)
       const lines = r.stderr.trimEnd().split('\n')
       expect(lines, args[0]).toHaveLength(1)

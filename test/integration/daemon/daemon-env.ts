@@ -10,8 +10,7 @@ import type { EmulatorEnv } from '../../support/emulator-env.js'
 
 export { freePort } from '../../support/free-port.js'
 
-/** Never fires in a test run (1 January at midnight). */
-export const NEVER = '0 0 1 1 *'
+export { NEVER } from '../../support/schedules.js'
 
 export function daemonEnv(
   emu: EmulatorEnv,

@@ -3,7 +3,8 @@
 import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', async () => {
   const emu = await emulatorEnv({ counts: { clients: 40, jobs: 3, visitsPerJob: 1, invoices: 2, customRecords: 0 } })
@@ -11,15 +12,7 @@ test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', as
   const env = daemonEnv(emu, dir, await freePort(), {
     streams: ['clients', 'jobs'],
     sync: { pageSize: 5 },
-    schedules: {
-      sweep: NEVER,
-      reference: NEVER,
-      reconcile: NEVER,
-      calendarA: NEVER,
-      calendarB: NEVER,
-      accounting: NEVER,
-      deliveries: NEVER,
-    },
+    schedules: idleSchedules(),
   })
   const db = env.FSM_DB!
   await emu.control('POST', '/faults', { route: 'GET /api/v1/*', latencyMs: 200 })

@@ -12,7 +12,8 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
@@ -22,15 +23,7 @@ describe('runs of live processes', () => {
     const dir = tempDir()
     const env = daemonEnv(emu, dir, await freePort(), {
       streams: ['clients', 'jobs'],
-      schedules: {
-        sweep: NEVER,
-        reference: NEVER,
-        reconcile: NEVER,
-        calendarA: NEVER,
-        calendarB: NEVER,
-        accounting: NEVER,
-        deliveries: NEVER,
-      },
+      schedules: idleSchedules(),
     })
     const db = env.FSM_DB!
     // The daemon's first sweep hangs on the jobs list, so its jobs run stays `running`.

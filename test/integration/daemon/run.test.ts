@@ -6,7 +6,8 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { runCli } from '../../support/run-cli.js'
 import { compareWithEmulator, type SyncEnv } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 const successesAfter = (db: string, kind: string, mark: number) =>
   new Set(
@@ -22,15 +23,7 @@ describe('fsm-sync run', () => {
     const dir = tempDir()
     const port = await freePort()
     const env = daemonEnv(emu, dir, port, {
-      schedules: {
-        sweep: '*/2 * * * * *',
-        reconcile: '*/3 * * * * *',
-        reference: NEVER,
-        calendarA: NEVER,
-        calendarB: NEVER,
-        accounting: NEVER,
-        deliveries: NEVER,
-      },
+      schedules: idleSchedules({ sweep: '*/2 * * * * *', reconcile: '*/3 * * * * *' }),
     })
     const db = env.FSM_DB!
     // The daemon's endpoint receives the account's webhooks (deletions included).

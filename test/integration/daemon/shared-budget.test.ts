@@ -8,7 +8,8 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { spawnCli } from '../../support/run-cli.js'
 import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, startRun, until } from './daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 const LIMIT = 6
 /**
@@ -27,15 +28,7 @@ test('the daemon, a reconcile and a sync running at once never start more than F
     await freePort(),
     {
       streams: ['invoices'],
-      schedules: {
-        sweep: NEVER,
-        reference: NEVER,
-        reconcile: NEVER,
-        calendarA: NEVER,
-        calendarB: NEVER,
-        accounting: NEVER,
-        deliveries: NEVER,
-      },
+      schedules: idleSchedules(),
     },
     { FSM_RATE_LIMIT: String(LIMIT) },
   )

@@ -3,20 +3,13 @@
 import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 test('SIGHUP is logged and stops `fsm-sync run` cleanly, like SIGTERM (exit 0)', async () => {
   const emu = await emulatorEnv({ counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const port = await freePort()
-  const schedules = {
-    sweep: 'off',
-    reference: NEVER,
-    reconcile: NEVER,
-    calendarA: NEVER,
-    calendarB: NEVER,
-    accounting: NEVER,
-    deliveries: NEVER,
-  }
+  const schedules = idleSchedules({ sweep: 'off' })
   const run = startRun(daemonEnv(emu, tempDir(), port, { schedules }, { FSM_LOG_LEVEL: 'info' }))
   await until('/readyz 200', async () => (await get(`http://127.0.0.1:${port}/readyz`)).status === 200)
   run.child.kill('SIGHUP')

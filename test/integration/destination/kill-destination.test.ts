@@ -12,7 +12,8 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, query, startRun, until } from '../daemon/daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from '../daemon/daemon-env.js'
+import { idleSchedules } from '../../support/schedules.js'
 
 async function cursor(url: string): Promise<number> {
   try {
@@ -28,16 +29,7 @@ test('SIGKILL at any moment: the next start goes on from the cursor and the repl
   const url = await createDatabase(inject('postgresUrl'))
   const dir = tempDir()
   const db = path.join(dir, 'mirror.db')
-  const schedules = {
-    sweep: '*/1 * * * * *',
-    reference: NEVER,
-    reconcile: NEVER,
-    calendarA: NEVER,
-    calendarB: NEVER,
-    accounting: NEVER,
-    deliveries: NEVER,
-    retention: NEVER,
-  }
+  const schedules = idleSchedules({ sweep: '*/1 * * * * *' })
   const env = daemonEnv(emu, dir, await freePort(), { schedules }, { FSM_POSTGRES_URL: url })
   const lastSeq = () => (query(db, `SELECT coalesce(max(seq), 0) AS n FROM change_log`)[0]?.n as number | undefined) ?? 0
 

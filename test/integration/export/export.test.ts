@@ -4,14 +4,13 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { Writable } from 'node:stream'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clients, jobs, STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
 import { rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
-import { main } from '../../../src/cli/main.js'
+import { cliInProcess } from '../../support/cli-in-process.js'
 import {
   exportMirror,
   ExportUsageError,
@@ -143,17 +142,7 @@ function schemaProblems(schema: JsonSchema, row: Record<string, unknown>): strin
 }
 
 /** The CLI in this process (no child to start) against the test's mirror. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = ''
-  let stderr = ''
-  const sink = (f: (s: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (f(c.toString('utf8')), cb()) })
-  const code = await main(args, {
-    stdout: sink((s) => (stdout += s)),
-    stderr: sink((s) => (stderr += s)),
-    env: { FSM_DB: env.db, FSM_LOG_LEVEL: 'silent' },
-  })
-  return { code, stdout, stderr }
-}
+const cli = (args: string[]) => cliInProcess(args, env.db)
 
 function manifestOf(dir: string): ExportManifest {
   return JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as ExportManifest

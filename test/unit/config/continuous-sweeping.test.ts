@@ -1,26 +1,8 @@
 // The sweep schedule is "continuous" by default, a cron expression to go back to timed sweeps, or
 // "off"; the sweeps' budget share and staleness bound are checked with messages naming the key.
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { ConfigError, loadConfig, SCHEDULE_CONTINUOUS } from '../../../src/config/index.js'
-
-function issuesOf(fn: () => unknown): { key: string; message: string }[] {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return [...(err as ConfigError).issues]
-  }
-  throw new Error('expected a ConfigError')
-}
-
-function configFile(content: unknown): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'fsm-config-')), 'config.json')
-  writeFileSync(file, JSON.stringify(content))
-  return file
-}
+import { loadConfig, SCHEDULE_CONTINUOUS } from '../../../src/config/index.js'
+import { configFile, issuesOf } from '../../support/config-file.js'
 
 describe('continuous sweeping in the configuration', () => {
   test('FSM_SCHEDULE_SWEEP takes "continuous" (any case), a cron expression, or "off"', () => {

@@ -2,17 +2,8 @@
 // which reads FSM_RATE_LIMIT=0x10 as 16 (and "1e2", " 60 ", "" as numbers too). Only decimal
 // integers are accepted now, each refusal naming the key as written.
 import { describe, expect, test } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
-
-function issuesOf(fn: () => unknown): { key: string; message: string }[] {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return [...(err as ConfigError).issues]
-  }
-  throw new Error('expected a ConfigError')
-}
+import { loadConfig } from '../../../src/config/index.js'
+import { issuesOf } from '../../support/config-file.js'
 
 describe('integer settings take decimal integers only', () => {
   test.each(['0x10', '1e2', ' 60', '60 ', '0b11', '0o17', '12.0', '+60', 'Infinity', 'abc'])('FSM_RATE_LIMIT=%j is refused, named', (v) => {

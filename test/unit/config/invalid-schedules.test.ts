@@ -1,21 +1,9 @@
 // A schedule croner refuses, or one that can never fire, is a configuration error naming the key
 // as written; what the README promises (5 fields, or 6 with seconds first) is accepted.
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
+import { loadConfig } from '../../../src/config/index.js'
 import { cronProblem } from '../../../src/config/cron-check.js'
-
-function issuesOf(fn: () => unknown): { key: string; message: string }[] {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return [...(err as ConfigError).issues]
-  }
-  throw new Error('expected a ConfigError')
-}
+import { configFile, issuesOf } from '../../support/config-file.js'
 
 describe('an invalid cron value is refused at config time', () => {
   test.each([
@@ -40,8 +28,7 @@ describe('an invalid cron value is refused at config time', () => {
   })
 
   test('FSM_SCHEDULE_SWEEP names itself; a file key names its path and file', () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'fsm-config-')), 'config.json')
-    writeFileSync(file, JSON.stringify({ schedules: { reconcile: '17 25 * * *', accounting: '0 0 30 2 *' } }))
+    const file = configFile({ schedules: { reconcile: '17 25 * * *', accounting: '0 0 30 2 *' } })
     const issues = issuesOf(() => loadConfig({ file, env: { FSM_SCHEDULE_SWEEP: '99 * * * *' } }))
     expect(issues).toEqual([
       {

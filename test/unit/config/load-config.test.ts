@@ -1,27 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
+import { loadConfig } from '../../../src/config/index.js'
+import { configFile, issuesOf } from '../../support/config-file.js'
 
 const KEY = 'svc_live_0123456789abcdef0123456789abcdef'
-
-function issuesOf(fn: () => unknown): { key: string; message: string }[] {
-  try {
-    fn()
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return [...(err as ConfigError).issues]
-  }
-  throw new Error('expected a ConfigError')
-}
-
-function tempFile(content: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fsm-config-'))
-  const file = path.join(dir, 'config.json')
-  writeFileSync(file, content)
-  return file
-}
 
 describe('configuration', () => {
   test('defaults match the README and config/example.json', () => {
@@ -39,7 +21,7 @@ describe('configuration', () => {
   })
 
   test('precedence: flags > environment > file > defaults', () => {
-    const file = tempFile(JSON.stringify({ rateLimit: 30, db: '/file.db', logLevel: 'debug', httpPort: 9000 }))
+    const file = configFile({ rateLimit: 30, db: '/file.db', logLevel: 'debug', httpPort: 9000 })
     const c = loadConfig({ file, env: { FSM_RATE_LIMIT: '40', FSM_DB: '/env.db' }, flags: { 'rate-limit': '50' } })
     expect(c.rateLimit).toBe(50)
     expect(c.db).toBe('/env.db')
@@ -48,7 +30,7 @@ describe('configuration', () => {
   })
 
   test('FSM_CONFIG names the file when no flag does', () => {
-    const file = tempFile(JSON.stringify({ sync: { lookbackSeconds: 30 } }))
+    const file = configFile({ sync: { lookbackSeconds: 30 } })
     expect(loadConfig({ env: { FSM_CONFIG: file } }).sync.lookbackSeconds).toBe(30)
   })
 
@@ -111,15 +93,15 @@ describe('configuration', () => {
   })
 
   test('file keys are named with their path and file; unknown keys are errors', () => {
-    const file = tempFile(JSON.stringify({ sync: { lookbackSeconds: -1 }, rateLimt: 5 }))
+    const file = configFile({ sync: { lookbackSeconds: -1 }, rateLimt: 5 })
     const issues = issuesOf(() => loadConfig({ file, env: {} }))
     expect(issues.map((i) => i.key).sort()).toEqual([`rateLimt (in ${file})`, `sync.lookbackSeconds (in ${file})`].sort())
   })
 
   test('an unreadable or invalid config file is one clear problem', () => {
     expect(issuesOf(() => loadConfig({ file: '/nonexistent/fsm.json', env: {} }))[0]!.message).toContain('no such file')
-    expect(issuesOf(() => loadConfig({ file: tempFile('{ nope'), env: {} }))[0]!.message).toContain('not valid JSON')
-    expect(issuesOf(() => loadConfig({ file: tempFile('[]'), env: {} }))[0]!.message).toContain('JSON object')
+    expect(issuesOf(() => loadConfig({ file: configFile('{ nope'), env: {} }))[0]!.message).toContain('not valid JSON')
+    expect(issuesOf(() => loadConfig({ file: configFile('[]'), env: {} }))[0]!.message).toContain('JSON object')
   })
 
   test('the documented example file is valid', () => {

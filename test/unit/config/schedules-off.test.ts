@@ -1,23 +1,15 @@
 // A schedule set to "off" (config file or FSM_SCHEDULE_*) is switched off; the scheduler never
 // starts it and says so.
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { ConfigError, loadConfig, schedulesOff } from '../../../src/config/index.js'
 import { Scheduler } from '../../../src/daemon/scheduler.js'
 import { createLogger } from '../../../src/log/logger.js'
-
-function tempFile(content: unknown): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'fsm-config-')), 'config.json')
-  writeFileSync(file, JSON.stringify(content))
-  return file
-}
+import { configFile } from '../../support/config-file.js'
 
 describe('schedules switched off', () => {
   test('"off" in the config file, any case, and the other schedules keep their values', () => {
-    const c = loadConfig({ file: tempFile({ schedules: { reconcile: 'off', accounting: ' OFF ', sweep: '*/2 * * * *' } }), env: {} })
+    const c = loadConfig({ file: configFile({ schedules: { reconcile: 'off', accounting: ' OFF ', sweep: '*/2 * * * *' } }), env: {} })
     expect(c.schedules.reconcile).toBe('off')
     expect(c.schedules.accounting).toBe('off')
     expect(c.schedules.sweep).toBe('*/2 * * * *')
@@ -25,7 +17,7 @@ describe('schedules switched off', () => {
   })
 
   test("FSM_SCHEDULE_* sets one schedule over the file, leaving the file's others", () => {
-    const file = tempFile({ schedules: { reconcile: '0 2 * * *', calendarA: '5 * * * *' } })
+    const file = configFile({ schedules: { reconcile: '0 2 * * *', calendarA: '5 * * * *' } })
     const c = loadConfig({ file, env: { FSM_SCHEDULE_CALENDAR_A: 'off', FSM_SCHEDULE_SWEEP: '*/1 * * * *' } })
     expect(c.schedules).toMatchObject({ reconcile: '0 2 * * *', calendarA: 'off', sweep: '*/1 * * * *' })
     expect(schedulesOff(c.schedules)).toEqual(['calendarA'])
@@ -43,7 +35,7 @@ describe('schedules switched off', () => {
   })
 
   test('overrides sit above the file and below the environment', () => {
-    const file = tempFile({ schedules: { reconcile: '0 2 * * *' }, rateLimit: 10 })
+    const file = configFile({ schedules: { reconcile: '0 2 * * *' }, rateLimit: 10 })
     const c = loadConfig({ file, env: { FSM_RATE_LIMIT: '30' }, overrides: { schedules: { sweep: '*/15 * * * * *' }, rateLimit: 20 } })
     expect(c.schedules).toMatchObject({ reconcile: '0 2 * * *', sweep: '*/15 * * * * *' })
     expect(c.rateLimit).toBe(30)

@@ -2,17 +2,8 @@
 // config layer checks the shape, and loadConfig checks the names against the choice it is given.
 import { describe, expect, test } from 'vitest'
 import { SELECTABLE_STREAMS, STREAM_CHOICE } from '../../../connectors/selection.js'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
-
-function issuesOf(fn: () => unknown): { key: string; message: string }[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues]
-    throw err
-  }
-  throw new Error('expected a ConfigError')
-}
+import { loadConfig } from '../../../src/config/index.js'
+import { issuesOf } from '../../support/config-file.js'
 
 describe('stream names in the config', () => {
   test('absent, every selectable stream of the registry is selected', () => {

@@ -2,11 +2,12 @@
 // static import of the product trees. The rule is data: which layer may import which, plus a short
 // list of edges allowed file by file. A new folder under src/ has no place in the table until someone
 // gives it one, so the rule cannot be bypassed by adding a layer.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { ROOT } from '../../support/run-cli.js'
+import { sourceFiles } from '../../support/source-files.js'
 
 type Layer =
   | 'src/model'
@@ -121,17 +122,8 @@ function layerOf(file: string): Layer | undefined {
   return name !== undefined && name in MAY_IMPORT ? (name as Layer) : undefined
 }
 
-function walk(dir: string, out: string[] = []): string[] {
-  for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    const rel = `${dir}/${entry.name}`
-    if (entry.isDirectory()) walk(rel, out)
-    else if (entry.isFile() && entry.name.endsWith('.ts')) out.push(rel)
-  }
-  return out
-}
-
 function productEdges(): Edge[] {
-  return TREES.flatMap((t) => walk(t))
+  return TREES.flatMap((t) => sourceFiles(t))
     .sort()
     .flatMap((file) =>
       importsOf(file, readFileSync(path.join(ROOT, file), 'utf8'))

@@ -4,11 +4,12 @@
 // reads every source with the TypeScript parser; the few texts that must stay (SQL shown to the
 // operator, never run by the product outside `fsm-sync query`) are listed below with the reason,
 // and each entry must still be needed.
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { ROOT } from '../../support/run-cli.js'
+import { sourceFiles } from '../../support/source-files.js'
 
 /** Calls that run SQL on a better-sqlite3 connection. `exec` on a regular expression is not one. */
 const SQL_CALLS = new Set(['prepare', 'pragma', 'exec', 'iterate'])
@@ -90,20 +91,11 @@ function findings(file: string, source: string): Finding[] {
   return out
 }
 
-function walk(dir: string, out: string[] = []): string[] {
-  for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    const rel = `${dir}/${entry.name}`
-    if (entry.isDirectory()) walk(rel, out)
-    else if (entry.isFile() && entry.name.endsWith('.ts')) out.push(rel)
-  }
-  return out
-}
-
 const fileMatches = (a: Allowance, file: string) => (typeof a.file === 'string' ? a.file === file : a.file.test(file))
 const allowanceFor = (f: Finding) => ALLOWED.find((a) => fileMatches(a, f.file) && f.text !== undefined && a.text.test(f.text))
 
 describe('SQL stays in src/store', () => {
-  const files = [...walk('src'), ...walk('connectors')].filter((f) => !f.startsWith('src/store/')).sort()
+  const files = [...sourceFiles('src'), ...sourceFiles('connectors')].filter((f) => !f.startsWith('src/store/')).sort()
   const found = files.flatMap((f) => findings(f, readFileSync(path.join(ROOT, f), 'utf8')))
 
   test('the scan finds each kind of SQL a source can hold', () => {

@@ -3,11 +3,12 @@
 // reads every file of src/ with the TypeScript parser and fails on a system-clock read or a timer
 // outside the list below, where each file says why it keeps real time. Each entry must still be
 // needed, so the list shrinks when the code stops needing one.
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { ROOT } from '../../support/run-cli.js'
+import { sourceFiles } from '../../support/source-files.js'
 
 type Source = 'Date.now' | 'new Date()' | 'performance.now' | 'setTimeout' | 'setInterval'
 
@@ -104,19 +105,10 @@ function timeSources(file: string, text: string): Found[] {
   return found
 }
 
-function walk(dir: string, out: string[] = []): string[] {
-  for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    const rel = `${dir}/${entry.name}`
-    if (entry.isDirectory()) walk(rel, out)
-    else if (entry.isFile() && entry.name.endsWith('.ts')) out.push(rel)
-  }
-  return out
-}
-
 const allowed = (f: Pick<Found, 'file' | 'source'>) => ALLOWED.some((a) => a.file === f.file && a.sources.includes(f.source))
 
 describe('src/ reads the time through the one Clock', () => {
-  const found = walk('src')
+  const found = sourceFiles('src')
     .sort()
     .flatMap((file) => timeSources(file, readFileSync(path.join(ROOT, file), 'utf8')))
 

@@ -153,17 +153,18 @@ describe('record tables', () => {
 })
 
 describe('the inbox counts and the file checks', () => {
-  test('backlog and failed counted alike by the store and the report', () => {
+  test('backlog, failed and skipped counted alike by the store and the report', () => {
     const inbox = new WebhookInboxStore(m.sqlite)
     const d = (id: string) => ({
       delivery: { deliveryId: id, event: 'job.created', body: Buffer.from('{}'), verifiedWith: 'x' },
       receivedAt: T(0),
     })
-    expect(inbox.insertGroup([d('a'), d('b'), d('c'), d('a')], false)).toEqual([true, true, true, false])
+    expect(inbox.insertGroup([d('a'), d('b'), d('c'), d('e'), d('a')], false)).toEqual([true, true, true, true, false])
     inbox.markFailed('b', 'bad')
     inbox.markProcessed('c', T(1))
+    inbox.markSkipped('e', 'unknown event', T(1))
     expect(inbox.backlog()).toBe(1)
-    expect(inboxCounts(m.sqlite)).toEqual({ backlog: 1, failed: 1 })
+    expect(inboxCounts(m.sqlite)).toEqual({ backlog: 1, failed: 1, skipped: 1 })
   })
 
   test('migrations recorded, pages, and an intact mirror', () => {
