@@ -2,6 +2,7 @@
 import type { TableSpec } from '../model/table-spec.js'
 import { mirrorType } from './column-type.js'
 import { customObjectViewSpec } from './custom-object-tables.js'
+import { viewName } from '../store/custom-object-views.js'
 
 function keyText(table: TableSpec): string {
   const key = table.primaryKey.length === 0 ? 'no key' : `key ${table.primaryKey.join(', ')}`
@@ -55,7 +56,8 @@ export function tablesMarkdown(tables: readonly TableSpec[]): string {
   const data = tables.filter((t) => t.role === 'data')
   const state = tables.filter((t) => t.role === 'state')
   const index = (list: readonly TableSpec[]) => list.map((t) => code(t.name)).join(', ')
-  const example = customObjectViewSpec({ slug: '<slug>', nameSingular: null, fields: null, disabledAt: null })
+  // Named as a plain slug's view is: `<slug>` itself would be normalised and hashed (viewName).
+  const example = { ...customObjectViewSpec({ slug: '<slug>', nameSingular: null, fields: null, disabledAt: null }), name: 'obj_<slug>' }
   return [
     '# Tables',
     '',
@@ -83,6 +85,12 @@ export function tablesMarkdown(tables: readonly TableSpec[]): string {
     `Each custom object the account defines gets a view ${code(example.name)} over \`custom_records\`, rebuilt when`,
     'its schema changes. Between `stage` and `created_at` it has one column per schema field, named after the field (a',
     'multi relation is JSON, every other field text); `fsm-sync schema` lists the fields of the mirror at hand.',
+    'A slug of lower-case letters, digits and `_` gives `obj_<slug>`; any other slug (another character, a capital,',
+    'a name over 63 bytes, or one ending in `_` and eight hex digits) gives `obj_` plus the slug with every other',
+    'character replaced by `_`, cut to fit 63 bytes, plus `_` and eight hex digits of its SHA-256 (`pet-care` gives',
+    `${code(viewName('pet-care'))}), so no two objects share a view, in the mirror or in Postgres. A field name over 63`,
+    'bytes is cut the same way, with the hash of the name; one that collides with another (case aside) or with the',
+    "view's own columns gets `data_` before it or `_2`, `_3` after it.",
     '',
     tableMarkdown(example),
     '',

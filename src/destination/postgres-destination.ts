@@ -418,6 +418,8 @@ export class PostgresDestination {
     })
     await client.connect()
     this.#client = client
+    // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
+    await client.query('SET standard_conforming_strings = on')
     await this.#ensureSchema(client)
   }
 

@@ -59,7 +59,7 @@ export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
   if (value === null || value === undefined) return null
   switch (kind) {
     case 'text':
-      return typeof value === 'string' ? stripNul(value) : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
+      return typeof value === 'string' ? forPostgres(value) : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
     case 'time':
       return instantOrNull(value)
     case 'real':
@@ -81,23 +81,38 @@ export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
 function parseJson(value: MirrorValue): unknown {
   if (typeof value !== 'string') return typeof value === 'bigint' ? value.toString() : value
   try {
-    return JSON.parse(jsonWithoutNul(value)) as unknown
+    return JSON.parse(jsonForJsonb(value)) as unknown
   } catch {
-    return stripNul(value)
+    return forPostgres(value)
   }
 }
 
+/** A JSON escape: a surrogate pair, a lone surrogate or NUL (group 1), or any other (an escaped backslash included). */
+const JSON_ESCAPE = /\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u([dD][89a-fA-F][0-9a-fA-F]{2}|0000)|\\[^]/g
+
 /**
- * jsonb refuses the escape `\u0000` (and text cannot hold NUL): it is dropped from JSON text, as
- * from text columns. A lone `\\u0000` (an escaped backslash, then `u0000`) is left alone.
+ * JSON text as jsonb takes it. jsonb refuses the escape `\u0000` (and text cannot hold NUL): it is
+ * dropped, as from text columns. It refuses an escaped UTF-16 surrogate without its pair (JSON.stringify
+ * writes one for an emoji cut in half): that becomes `\ufffd`, the replacement character. Escapes are
+ * read left to right, so `\\u0000` (an escaped backslash, then `u0000`) is left alone.
  */
-function jsonWithoutNul(text: string): string {
-  return text.includes('\\u0000') ? text.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : text
+export function jsonForJsonb(text: string): string {
+  const escaped = text.includes('\\u')
+    ? text.replace(JSON_ESCAPE, (m, lone?: string) => (lone === undefined ? m : lone === '0000' ? '' : '\\ufffd'))
+    : text
+  return forPostgres(escaped)
 }
 
-/** Postgres text cannot hold NUL; SQLite text can. It is dropped (raw keeps the value in the mirror). */
-function stripNul(text: string): string {
-  return text.includes('\0') ? text.replaceAll('\0', '') : text
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/**
+ * Text as Postgres takes it. It cannot hold NUL, which SQLite text can: NUL is dropped (raw keeps the
+ * value in the mirror). A UTF-16 surrogate without its pair, which UTF-8 cannot encode (and JSON.stringify
+ * would write as an escape jsonb refuses), becomes U+FFFD.
+ */
+function forPostgres(text: string): string {
+  const withoutNul = text.includes('\0') ? text.replaceAll('\0', '') : text
+  return withoutNul.replace(LONE_SURROGATE, '\uFFFD')
 }
 
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '' }
@@ -113,10 +128,10 @@ export function copyField(kind: ColumnKind, value: MirrorValue): string {
   if (value === null || value === undefined) return '\\N'
   switch (kind) {
     case 'text':
-      return copyText(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+      return copyText(forPostgres(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
     case 'json':
-      // JSON text goes as it is (jsonb parses it), without the NUL escape jsonb refuses.
-      return copyText(jsonWithoutNul(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
+      // JSON text goes as it is (jsonb parses it), without the escapes jsonb refuses.
+      return copyText(jsonForJsonb(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
     case 'time':
       return instantOrNull(value) ?? '\\N'
     case 'real':
@@ -161,8 +176,9 @@ function copyFieldSql(column: ColumnSpec): string {
     case 'text':
       return `coalesce(${escaped(x)}, '\\N')`
     case 'json':
-      // The rare value holding jsonb's refused NUL escape goes through jsonWithoutNul (registerCopyFunctions).
-      return `coalesce(${escaped(`CASE WHEN instr(${x}, '\\u0000') > 0 THEN ${JSON_NUL_FUNCTION}(${x}) ELSE ${x} END`)}, '\\N')`
+      // The rare value holding an escape jsonb refuses (NUL, a UTF-16 surrogate) goes through jsonForJsonb
+      // (registerCopyFunctions); a surrogate pair (an escaped emoji) goes too, and is kept.
+      return `coalesce(${escaped(`CASE WHEN instr(${x}, '\\u0000') > 0 OR ${x} GLOB '*\\u[dD][89a-fA-F]*' THEN ${JSON_FUNCTION}(${x}) ELSE ${x} END`)}, '\\N')`
     case 'time':
       return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${x}) = ${x} AND ${x} GLOB '[0-9][0-9][0-9][0-9]-*' THEN ${x} ELSE '\\N' END`
     case 'real':
@@ -176,13 +192,13 @@ function copyFieldSql(column: ColumnSpec): string {
   }
 }
 
-const JSON_NUL_FUNCTION = 'fsm_json_without_nul'
+const JSON_FUNCTION = 'fsm_json_for_jsonb'
 
 /** Registers the functions copyLineSql's expressions call on a SQLite connection (once per connection). */
 export function registerCopyFunctions(db: {
   function(name: string, options: { deterministic: boolean }, fn: (text: string) => string): unknown
 }): void {
-  db.function(JSON_NUL_FUNCTION, { deterministic: true }, (text: string) => jsonWithoutNul(text))
+  db.function(JSON_FUNCTION, { deterministic: true }, (text: string) => jsonForJsonb(text))
 }
 
 /** A SQLite expression giving a row's line of COPY text (newline included); see registerCopyFunctions. */

@@ -1,7 +1,7 @@
 // custom_object_types: discovery item, schema fields and pipeline per slug, and the view built from
 // them. A schema change rebuilds the view in the same transaction that stores the schema.
 import type { DiscoveryItem, ObjectSchema } from '../model/custom-objects.js'
-import { viewName, viewStatements } from './custom-object-views.js'
+import { quoteIdent, viewName, viewStatements } from './custom-object-views.js'
 import type { Sqlite } from './mirror-database.js'
 
 export interface StoredType {
@@ -66,8 +66,10 @@ export class CustomObjectTypes {
     // The fields as the schema gave them (options, relation, flags): a select option added shows here.
     const fields = JSON.stringify(Array.isArray(schema.raw.fields) ? schema.raw.fields : schema.fields)
     const pipeline = JSON.stringify(schema.pipeline)
-    const current = this.sqlite.prepare('SELECT fields, pipeline, disabled_at FROM custom_object_types WHERE slug = ?').get(item.slug) as
-      { fields: string | null; pipeline: string | null; disabled_at: string | null } | undefined
+    const current = this.sqlite
+      .prepare('SELECT fields, pipeline, disabled_at, view_name FROM custom_object_types WHERE slug = ?')
+      .get(item.slug) as
+      { fields: string | null; pipeline: string | null; disabled_at: string | null; view_name: string | null } | undefined
     const changed = current === undefined || current.fields !== fields || current.pipeline !== pipeline
     const view = viewName(item.slug)
     const raw = item.raw
@@ -94,7 +96,13 @@ export class CustomObjectTypes {
           raw: JSON.stringify({ discovery: raw, schema: schema.raw }),
           now,
         })
-      if (changed || !this.viewExists(view)) for (const s of viewStatements(item.slug, schema.fields)) this.sqlite.exec(s)
+      // A view named by an older rule (custom-object-views.ts, viewName) goes, unless another object's view has that name now.
+      const old = current?.view_name
+      if (old !== undefined && old !== null && old !== view) {
+        const claimed = this.sqlite.prepare('SELECT 1 FROM custom_object_types WHERE view_name = ? AND slug <> ?').get(old, item.slug)
+        if (claimed === undefined) this.sqlite.exec(`DROP VIEW IF EXISTS ${quoteIdent(old)}`)
+      }
+      if (changed || old !== view || !this.viewExists(view)) for (const s of viewStatements(item.slug, schema.fields)) this.sqlite.exec(s)
     })()
     return changed
   }

@@ -1,6 +1,10 @@
 // One SQL view per custom object, `obj_<slug>`, with one column per schema field. Slugs
 // and field names come from the account, so they are only ever SQL string literals or quoted
 // identifiers, never pasted into SQL as they are. Pure: returns the statements to run.
+//
+// The names are the same in the mirror and in the Postgres destination (src/destination/postgres-ddl.ts),
+// and unique in both: SQLite compares identifiers without case, and Postgres cuts them at 63 bytes.
+import { createHash } from 'node:crypto'
 
 export interface FieldDescriptor {
   name: string
@@ -20,23 +24,59 @@ export function quoteText(value: string): string {
   return `'${value.replace(/'/g, "''")}'`
 }
 
-/** The view's name for a slug: `obj_` plus the slug with anything unusual replaced. */
+/** Postgres keeps the first 63 bytes of an identifier (NAMEDATALEN - 1): every name is kept within them. */
+export const MAX_IDENTIFIER_BYTES = 63
+
+/** Eight hex digits of the SHA-256 of a name: the stable suffix that keeps a normalised name unique. */
+function shortHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 8)
+}
+
+/** `base` cut (on a character boundary) so that `base + suffix` holds in MAX_IDENTIFIER_BYTES, then the suffix. */
+function fit(base: string, suffix: string): string {
+  const room = MAX_IDENTIFIER_BYTES - Buffer.byteLength(suffix)
+  if (Buffer.byteLength(base) <= room) return base + suffix
+  let out = ''
+  let bytes = 0
+  for (const ch of base) {
+    bytes += Buffer.byteLength(ch)
+    if (bytes > room) break
+    out += ch
+  }
+  return out + suffix
+}
+
+const PLAIN_SLUG = /^[a-z0-9_]+$/
+const HASHED = /_[0-9a-f]{8}$/
+
+/**
+ * The view's name for a slug. A slug of lower-case letters, digits and `_` gives `obj_<slug>`. Any
+ * other slug (another character, a capital, too long for 63 bytes, or ending like a suffix below)
+ * gives `obj_` plus the slug with every other character replaced by `_`, cut to fit, plus `_` and
+ * eight hex digits of the slug's SHA-256: `pet-care` and `pet_care` get two views. The name depends
+ * on the slug alone, so a new object never renames another's view.
+ */
 export function viewName(slug: string): string {
-  return `obj_${slug.replace(/[^A-Za-z0-9_]/g, '_')}`
+  const plain = `obj_${slug}`
+  if (PLAIN_SLUG.test(slug) && !HASHED.test(slug) && plain.length <= MAX_IDENTIFIER_BYTES) return plain
+  return fit(`obj_${slug.replace(/[^A-Za-z0-9_]/g, '_')}`, `_${shortHash(slug)}`)
 }
 
 /**
  * Column names for the fields, in display order, each unique and not clashing with the view's own
  * columns: a field whose name collides after normalisation (case, or a reserved name) gets a
- * suffix, so two fields named `Status` and `status` both stay reachable.
+ * suffix, so two fields named `Status` and `status` both stay reachable. A name longer than 63
+ * bytes is cut and given `_` plus eight hex digits of the field name's SHA-256, so two long names
+ * sharing their first 63 bytes stay two columns in Postgres.
  */
 export function columnNames(fields: readonly FieldDescriptor[]): string[] {
   const taken = new Set([...RESERVED])
   return fields.map((f) => {
     let base = f.name.trim() === '' ? 'field' : f.name
     if (taken.has(base.toLowerCase())) base = `data_${base}`
+    if (Buffer.byteLength(base) > MAX_IDENTIFIER_BYTES) base = fit(base, `_${shortHash(f.name)}`)
     let name = base
-    for (let n = 2; taken.has(name.toLowerCase()); n++) name = `${base}_${n}`
+    for (let n = 2; taken.has(name.toLowerCase()); n++) name = fit(base, `_${n}`)
     taken.add(name.toLowerCase())
     return name
   })
@@ -44,8 +84,8 @@ export function columnNames(fields: readonly FieldDescriptor[]): string[] {
 
 /** The expression reading one field of `data`, whatever characters its name holds. */
 function fieldExpression(name: string): string {
-  // A JSON path label cannot hold a double quote; json_each compares the key as plain text.
-  if (name.includes('"')) return `(SELECT value FROM json_each(r.data) WHERE key = ${quoteText(name)})`
+  // A JSON path label cannot hold a double quote or a backslash; json_each compares the key as plain text.
+  if (name.includes('"') || name.includes('\\')) return `(SELECT value FROM json_each(r.data) WHERE key = ${quoteText(name)})`
   return `json_extract(r.data, ${quoteText(`$."${name}"`)})`
 }
 

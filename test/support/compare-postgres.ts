@@ -44,9 +44,14 @@ function fromPostgres(kind: string, v: unknown): unknown {
   }
 }
 
-/** JSON with object keys sorted (jsonb keeps its own key order), NUL dropped (Postgres text cannot hold it). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/**
+ * JSON with object keys sorted (jsonb keeps its own key order), NUL dropped (Postgres text cannot hold
+ * it), a UTF-16 surrogate without its pair as U+FFFD (jsonb cannot hold it either).
+ */
 function canonical(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.replaceAll('\0', ''))
+  if (typeof v === 'string') return JSON.stringify(v.replaceAll('\0', '').replace(LONE_SURROGATE, '\uFFFD'))
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`
   if (v !== null && typeof v === 'object') {
     return `{${Object.keys(v)

@@ -5,6 +5,7 @@ import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
+import { columnNames, viewName } from '../../../src/store/custom-object-views.js'
 import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import type { RecordRow } from '../../../src/model/rows.js'
@@ -325,5 +326,77 @@ describe('the Postgres destination', () => {
     await expect(destination('odd').catchUp()).rejects.toThrow(
       /"odd"."jobs" has column "id" of type bigint where text is expected: drop it/,
     )
+  })
+
+  test('a UTF-16 surrogate without its pair, which jsonb refuses, is loaded and applied as U+FFFD', async () => {
+    // The server refuses the escape JSON.stringify writes for half an emoji.
+    await expect(pgQuery(url, `SELECT '"\\ud800"'::jsonb`)).rejects.toMatchObject({ code: '22P02' })
+    const cut = '\ud83d' // the first half of an emoji
+    const payload = JSON.stringify({ id: 'sur1', cut, pair: '\ud83d\ude00' })
+    expect(payload).toContain('\\ud83d"')
+    write([{ ...job('sur1', 3000, { job_address: '"\\ud800"', notes: `x${cut}y` }), raw: payload }])
+    const d = destination('sur')
+    expect((await d.catchUp()).loaded).toBe('a new destination')
+    write([{ ...job('sur2', 3001, { job_address: '{"a":"\\udc00 \\ud83d\\ude00 \\\\ud800"}', notes: cut }), raw: payload }])
+    expect((await d.catchUp()).changesApplied).toBe(1)
+    // Half an emoji in a text column: SQLite keeps its bytes, which read back as U+FFFD; the replica has what the mirror reads.
+    const notes = (id: string) => (m.sqlite.prepare('SELECT notes FROM jobs WHERE id = ?').get(id) as { notes: string }).notes
+    expect(notes('sur1')).toMatch(/^x\ufffd+y$/)
+    expect(
+      await pgQuery(
+        url,
+        `SELECT id, notes, job_address, raw->>'cut' AS cut, raw->>'pair' AS pair FROM sur.jobs WHERE id LIKE 'sur%' ORDER BY id`,
+      ),
+    ).toEqual([
+      { id: 'sur1', notes: notes('sur1'), job_address: '\ufffd', cut: '\ufffd', pair: '\ud83d\ude00' },
+      { id: 'sur2', notes: notes('sur2'), job_address: { a: '\ufffd \ud83d\ude00 \\ud800' }, cut: '\ufffd', pair: '\ud83d\ude00' },
+    ])
+    expect(await comparePostgres(m.sqlite, url, 'sur', tables)).toEqual([])
+  })
+
+  test('custom objects whose names collide after normalisation or at 63 bytes get views of their own, on a server whose strings take backslash escapes', async () => {
+    // A database where standard_conforming_strings is off: the destination turns it on for its connection.
+    const offUrl = await createDatabase(inject('postgresUrl'))
+    await pgQuery(
+      offUrl,
+      `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database()); END $$`,
+    )
+    expect(await pgQuery(offUrl, `SHOW standard_conforming_strings`)).toEqual([{ standard_conforming_strings: 'off' }])
+    const types = new CustomObjectTypes(m.sqlite)
+    const now = new Date().toISOString()
+    const long = 'é'.repeat(40) // 80 bytes: Postgres would cut both names to the same 63
+    const fields = [
+      { name: 'back\\', type: 'text' },
+      { name: `${long}one`, type: 'text' },
+      { name: `${long}two`, type: 'number' },
+    ]
+    const slugs = ['pet-care', 'pet_care', `${'p'.repeat(70)}-a`, `${'p'.repeat(70)}-b`]
+    for (const slug of slugs) {
+      types.store({ slug, raw: { slug } }, { fields, pipeline: null, raw: { fields } }, now)
+      new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: slug } }).upsert(
+        [
+          {
+            id: `${slug}/1`,
+            updated_at: at(7),
+            raw: '{}',
+            columns: { stage: 's', data: JSON.stringify({ 'back\\': slug, [`${long}one`]: 'one', [`${long}two`]: 2 }), created_at: null },
+          },
+        ],
+        { now, replaceTies: true },
+      )
+    }
+    const d = destination('fsm', { url: offUrl })
+    await d.catchUp()
+    expect(await comparePostgres(m.sqlite, offUrl, 'fsm', tables)).toEqual([])
+    for (const slug of slugs) {
+      const view = await pgQuery(offUrl, `SELECT * FROM fsm."${viewName(slug)}"`)
+      const mirrorView = m.sqlite.prepare(`SELECT * FROM "${viewName(slug)}"`).all() as Record<string, unknown>[]
+      expect(view).toHaveLength(1)
+      expect(mirrorView).toHaveLength(1)
+      expect(Object.keys(view[0]!).sort()).toEqual(Object.keys(mirrorView[0]!).sort())
+      const [back, one, two] = columnNames(fields)
+      expect(view[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })
+      expect(mirrorView[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })
+    }
   })
 })

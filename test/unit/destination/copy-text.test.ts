@@ -28,6 +28,7 @@ const rows: MirrorValue[][] = [
   ['é ü 漢字 🙂', '2024-02-29T23:59:59.999Z', -0.5, 0, 2, '"x\\ny"', null],
   ['', null, null, 42, null, '{}', null],
   ['no nul', null, null, null, null, '{"a":"x\\u0000y","b":"\\\\u0000"}', null],
+  ['lone', null, null, null, null, '["\\ud800","\\uDBFF\\uDFFF","\\\\ud800","\\udc00x","\\ud83d\\ude00"]', null],
 ]
 
 test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
@@ -50,4 +51,17 @@ test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
 test('jsonb never sees the NUL escape it refuses; an escaped backslash before u0000 is kept', () => {
   expect(jsonValue('json', '{"a":"x\\u0000y","b":"\\\\u0000"}')).toEqual({ a: 'xy', b: '\\u0000' })
   expect(jsonValue('text', 'a\0b')).toBe('ab')
+})
+
+test('jsonb never sees a UTF-16 surrogate without its pair: an escaped one, or one in a JavaScript string, becomes U+FFFD', () => {
+  expect(jsonValue('json', '["\\ud800","\\uDBFF\\uDFFF","\\\\ud800","\\udc00x","\\ud83d\\ude00"]')).toEqual([
+    '\ufffd',
+    '\udbff\udfff',
+    '\\ud800',
+    '\ufffdx',
+    '\ud83d\ude00',
+  ])
+  expect(jsonValue('json', JSON.stringify({ cut: 'a\ud83d' }))).toEqual({ cut: 'a\ufffd' })
+  expect(jsonValue('text', 'a\ud83db\ude00\ud83d\ude00')).toBe('a\ufffdb\ufffd\ud83d\ude00')
+  expect(copyLineEncoder([{ name: 't', kind: 'text', nullable: true, description: '' }])(['x\udc00'])).toBe('x\ufffd\n')
 })

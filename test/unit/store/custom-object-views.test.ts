@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { columnNames, viewName, viewStatements } from '../../../src/store/custom-object-views.js'
+import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
+import { columnNames, MAX_IDENTIFIER_BYTES, viewName, viewStatements } from '../../../src/store/custom-object-views.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
@@ -50,5 +51,60 @@ describe('obj_<slug> views', () => {
       a: 1,
       b: 'two',
     })
+  })
+
+  test('view names are unique after normalisation and within 63 bytes, and depend on the slug alone', () => {
+    const long = 'a'.repeat(70)
+    const slugs = ['pet_care', 'pet-care', 'pet care', 'Pet_care', 'pets', `${long}1`, `${long}2`, 'x_0123abcd', 'ünï', 'a'.repeat(59)]
+    const names = slugs.map(viewName)
+    expect(new Set(names.map((n) => n.toLowerCase())).size).toBe(slugs.length)
+    for (const n of names) {
+      expect(Buffer.byteLength(n)).toBeLessThanOrEqual(MAX_IDENTIFIER_BYTES)
+      expect(n).toMatch(/^obj_[A-Za-z0-9_]+$/)
+    }
+    // A plain slug keeps its plain name; the others get the slug's hash.
+    expect(viewName('pet_care')).toBe('obj_pet_care')
+    expect(viewName('pets')).toBe('obj_pets')
+    expect(viewName('a'.repeat(59))).toBe(`obj_${'a'.repeat(59)}`)
+    expect(viewName('pet-care')).toMatch(/^obj_pet_care_[0-9a-f]{8}$/)
+    expect(viewName('x_0123abcd')).toMatch(/^obj_x_0123abcd_[0-9a-f]{8}$/)
+    expect(viewName('pet-care')).toBe(viewName('pet-care'))
+  })
+
+  test('column names stay unique when fields share their first 63 bytes', () => {
+    const prefix = 'é'.repeat(40) // 80 bytes
+    const fields = [{ name: `${prefix}one` }, { name: `${prefix}two` }, { name: 'b'.repeat(63) }, { name: `${'b'.repeat(61)}_2` }]
+    const cols = columnNames(fields)
+    expect(new Set(cols.map((c) => c.toLowerCase())).size).toBe(cols.length)
+    for (const c of cols) expect(Buffer.byteLength(c)).toBeLessThanOrEqual(MAX_IDENTIFIER_BYTES)
+    expect(cols[2]).toBe('b'.repeat(63))
+    expect(cols[0]!.startsWith('é')).toBe(true)
+  })
+
+  test('the mirror keeps one view per object when slugs collide after normalisation, and drops a view named by the old rule', () => {
+    const types = new CustomObjectTypes(m.sqlite)
+    const fields = [{ name: 'name' }]
+    const slugs = ['pet-care', 'pet_care', 'pet care']
+    for (const [i, slug] of slugs.entries()) {
+      insertRecord(slug, `pc${i}`, { name: slug })
+      types.store({ slug, raw: { slug } }, { fields, pipeline: null, raw: { fields } }, 't')
+    }
+    for (const [i, slug] of slugs.entries()) {
+      expect(m.sqlite.prepare(`SELECT id, name FROM "${viewName(slug)}"`).all()).toEqual([{ id: `pc${i}`, name: slug }])
+    }
+    expect(types.withViews().map((t) => t.slug)).toEqual(expect.arrayContaining(slugs))
+    // A mirror from before holds the view named by the old rule: it goes, the new one comes.
+    const store = (slug: string) => types.store({ slug, raw: { slug } }, { fields, pipeline: null, raw: { fields } }, 't')
+    insertRecord('dog-walk', 'dw', { name: 'dog' })
+    store('dog-walk')
+    m.sqlite.exec(`DROP VIEW "${viewName('dog-walk')}"; CREATE VIEW obj_dog_walk AS SELECT 1 AS old`)
+    m.sqlite.prepare(`UPDATE custom_object_types SET view_name = 'obj_dog_walk' WHERE slug = 'dog-walk'`).run()
+    store('dog-walk')
+    expect(m.sqlite.prepare(`SELECT name FROM sqlite_master WHERE name = 'obj_dog_walk'`).all()).toEqual([])
+    expect(m.sqlite.prepare(`SELECT id, name FROM "${viewName('dog-walk')}"`).all()).toEqual([{ id: 'dw', name: 'dog' }])
+    // The old name of `pet-care` is the view of `pet_care` now: it stays.
+    m.sqlite.prepare(`UPDATE custom_object_types SET view_name = 'obj_pet_care' WHERE slug = 'pet-care'`).run()
+    store('pet-care')
+    expect(m.sqlite.prepare(`SELECT id FROM obj_pet_care`).all()).toEqual([{ id: 'pc1' }])
   })
 })
