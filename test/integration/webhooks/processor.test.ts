@@ -284,8 +284,12 @@ describe('slices', () => {
     expect(peak).toBeLessThan(200)
     await e.service.processor.drained()
     expect(e.service.metrics.processor.applied).toBe(1500)
-    expect(e.logs()).toContain('webhook backlog past half of webhooks.maxBacklog')
-    expect(e.logs()).toContain('webhook backlog back under half of webhooks.maxBacklog')
+    // Whether 24 senders outrun the processor depends on the machine's load: on a loaded machine the
+    // backlog may never pass half, and then there is nothing to log. When it did pass half (as seen
+    // between sends), the processor said so, and said so again once it was back under.
+    if (peak >= 100) expect(e.logs()).toContain('webhook backlog past half of webhooks.maxBacklog')
+    if (e.logs().includes('webhook backlog past half of webhooks.maxBacklog'))
+      expect(e.logs()).toContain('webhook backlog back under half of webhooks.maxBacklog')
   })
 })
 
