@@ -6,6 +6,7 @@ import { mirrorCatalog } from '../catalog/catalog.js'
 import {
   EXPORT_FORMATS,
   exportMirror,
+  ExportPrunedError,
   ExportUsageError,
   MANIFEST_FILE,
   type ExportFormat,
@@ -52,7 +53,8 @@ export const exportCommand: Command = {
     await requireSynced(db)
     const mirror = await openMirror(db, { readonly: true })
     try {
-      const manifest = await exportMirror(mirror.sqlite, mirrorCatalog(mirror.sqlite), {
+      // The catalog is read inside the export's snapshot (the custom objects' views are the mirror's).
+      const manifest = await exportMirror(mirror.sqlite, (sqlite) => mirrorCatalog(sqlite), {
         format: args.format as ExportFormat,
         outDir: out,
         tables,
@@ -71,6 +73,7 @@ export const exportCommand: Command = {
       return 0
     } catch (err) {
       if (err instanceof ExportUsageError) throw new CommandError(err.message, 2)
+      if (err instanceof ExportPrunedError) throw new CommandError(err.message, 1)
       throw explainMirrorError(db, err)
     } finally {
       await mirror.close()
