@@ -393,6 +393,35 @@ describe('fsm-sync export', () => {
     }
   })
 
+  test('--consumer: a registered consumer, --after-seq not past its position, acknowledged at the snapshot seq', async () => {
+    const db = path.join(tempDir(), 'consumer.db')
+    env.app.mirror.sqlite.exec(`VACUUM INTO '${db}'`)
+    const copy = await openMirror(db)
+    try {
+      const last = copy.sqlite.prepare('SELECT max(seq) FROM change_log').pluck().get() as number
+      const consumers = new ChangeLogConsumers(copy.sqlite)
+      consumers.add('loader', 'user', new Date().toISOString(), last - 2)
+      const run = (...extra: string[]) => cliInProcess(['export', '--format', 'jsonl', '--out', tempDir(), ...extra], db)
+      const unknown = await run('--consumer', 'nobody')
+      expect([unknown.code, unknown.stderr]).toEqual([
+        2,
+        expect.stringMatching(/no consumer named nobody; register it first \(fsm-sync consumers add nobody\)/),
+      ])
+      const past = await run('--after-seq', String(last), '--consumer', 'loader')
+      expect([past.code, past.stderr]).toEqual([
+        2,
+        expect.stringMatching(new RegExp(`past consumer loader's position \\(seq ${last - 2}\\)`)),
+      ])
+      expect(consumers.get('loader')!.seq).toBe(last - 2)
+      const ok = await run('--after-seq', String(last - 2), '--consumer', 'loader', '--json')
+      expect(ok.code).toBe(0)
+      expect((JSON.parse(ok.stdout) as ExportManifest).seq).toBe(last)
+      expect(consumers.get('loader')!.seq).toBe(last)
+    } finally {
+      await copy.close()
+    }
+  })
+
   test('files are written in a folder closed to others, a created --out is 0750, and files of the previous export go', async () => {
     const parent = tempDir()
     const dir = path.join(parent, 'new', 'out')
