@@ -5,8 +5,11 @@
 // writes them (flags as booleans, JSON columns as JSON values, bytes as base64, a time or JSON value
 // that does not fit its kind as null: src/export/values.ts); each property also
 // carries the mirror's SQLite type, the column kind and the upstream field as `x-` annotations.
+// `incremental` is advertised only for the tables `export --after-seq` reads changes of (the data
+// tables, not the views), with the two change columns its rows carry in front.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { nullableWhenExported } from '../export/values.js'
+import { CHANGE_COLUMNS, nullableWhenExported } from '../export/values.js'
+import { DATA_TABLES } from '../../connectors/index.js'
 import { mirrorType } from './column-type.js'
 
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
@@ -46,14 +49,24 @@ export function columnSchema(column: ColumnSpec): JsonSchema {
   }
 }
 
-/** The JSON Schema of one table's rows: every column present, nullability in each column's type. */
-export function rowSchema(table: TableSpec): JsonSchema {
+/**
+ * The JSON Schema of one table's rows: every column present, nullability in each column's type. With
+ * `incremental`, also the change columns `export --after-seq` writes in front of each row (optional:
+ * a whole-table export has none).
+ */
+export function rowSchema(table: TableSpec, incremental = false): JsonSchema {
+  const changeColumns = incremental
+    ? CHANGE_COLUMNS.map((c) => [
+        c.name,
+        { ...columnSchema(c), description: `${c.description} Only in the rows of \`fsm-sync export --after-seq\`.` },
+      ])
+    : []
   return {
     $schema: JSON_SCHEMA_DIALECT,
     title: table.name,
     description: table.description,
     type: 'object',
-    properties: Object.fromEntries(table.columns.map((c) => [c.name, columnSchema(c)])),
+    properties: Object.fromEntries([...changeColumns, ...table.columns.map((c) => [c.name, columnSchema(c)])]),
     required: table.columns.map((c) => c.name),
     additionalProperties: false,
     'x-role': table.role,
@@ -68,6 +81,9 @@ export interface CatalogStream {
   'x-fsm-stream'?: string
   json_schema: JsonSchema
   supported_sync_modes: string[]
+  /** With `incremental`: the cursor is the change_log seq, `change_seq` in the changes' rows. */
+  source_defined_cursor?: boolean
+  default_cursor_field?: string[]
   source_defined_primary_key: string[][]
 }
 
@@ -76,24 +92,34 @@ export interface CatalogDocument {
   streams: CatalogStream[]
 }
 
+const LOGGED_TABLES = new Set(DATA_TABLES.map((t) => t.name))
+
+/** Whether `export --after-seq` reads the table's changes: the declared data tables, whose writes change_log records; no view. */
+export function exportsChanges(table: TableSpec): boolean {
+  return LOGGED_TABLES.has(table.name)
+}
+
 /**
- * The catalog of the given tables. Every table is read whole by `fsm-sync export`; the data tables'
- * changes are read from change_log with `export --after-seq`, hence `incremental` for them.
+ * The catalog of the given tables. Every table is read whole by `fsm-sync export`; the tables whose
+ * changes `export --after-seq` reads from change_log (`incremental`) also say so.
  */
 export function catalogDocument(
   tables: readonly TableSpec[],
   streamOf: (table: string) => string | undefined = () => undefined,
+  incremental: (table: TableSpec) => boolean = exportsChanges,
 ): CatalogDocument {
   return {
     $comment:
       'Shaped like an Airbyte catalog (streams[].name, json_schema, supported_sync_modes, source_defined_primary_key); each json_schema is JSON Schema draft 2020-12 describing rows as `fsm-sync export --format jsonl` writes them.',
     streams: tables.map((t) => {
       const stream = streamOf(t.name)
+      const changes = incremental(t)
       return {
         name: t.name,
         ...(stream === undefined ? {} : { 'x-fsm-stream': stream }),
-        json_schema: rowSchema(t),
-        supported_sync_modes: t.role === 'data' ? ['full_refresh', 'incremental'] : ['full_refresh'],
+        json_schema: rowSchema(t, changes),
+        supported_sync_modes: changes ? ['full_refresh', 'incremental'] : ['full_refresh'],
+        ...(changes ? { source_defined_cursor: true, default_cursor_field: ['change_seq'] } : {}),
         source_defined_primary_key: t.primaryKey.map((k) => [k]),
       }
     }),

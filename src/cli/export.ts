@@ -1,16 +1,19 @@
-// `fsm-sync export --format parquet|csv|jsonl --out DIR [--tables a,b] [--after-seq N]`: a consistent
-// snapshot of the mirror as files a warehouse load job reads (src/export/export-mirror.ts), plus
-// manifest.json. The mirror is opened read-only, so a running daemon keeps writing meanwhile.
+// `fsm-sync export --format parquet|csv|jsonl --out DIR [--tables a,b] [--after-seq N] [--consumer NAME]`:
+// a consistent snapshot of the mirror as files a warehouse load job reads (src/export/export-mirror.ts),
+// plus manifest.json. The mirror is opened read-only, so a running daemon keeps writing meanwhile; only
+// `--consumer` writes, once the files are written: the consumer's acknowledged seq.
 import type { Command } from './command.js'
 import { mirrorCatalog } from '../catalog/catalog.js'
 import {
   EXPORT_FORMATS,
   exportMirror,
+  ExportPrunedError,
   ExportUsageError,
   MANIFEST_FILE,
   type ExportFormat,
   type ExportManifest,
 } from '../export/export-mirror.js'
+import { ChangeLogConsumers, consumerNameProblem } from '../store/change-log-consumers.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { CommandError, jsonOption, printResult } from './output.js'
@@ -32,7 +35,15 @@ export const exportCommand: Command = {
         type: 'string',
         describe: 'only the records changed after this change_log seq (the manifest of the last export holds its seq)',
       })
+      .option('consumer', {
+        type: 'string',
+        describe:
+          'a registered change_log consumer (fsm-sync consumers add NAME): --after-seq may not pass its position, and it is acknowledged at the snapshot seq once the files are written',
+      })
       .check((argv) => {
+        const consumer = argv.consumer
+        if (consumer !== undefined && consumerNameProblem(consumer) !== null)
+          throw new Error(`--consumer ${consumer}: the name ${consumerNameProblem(consumer)}`)
         const after = argv['after-seq']
         if (after !== undefined && !/^\d+$/.test(after))
           throw new Error(`--after-seq ${after}: must be a change_log seq, a whole number ≥ 0`)
@@ -47,12 +58,28 @@ export const exportCommand: Command = {
     const after = args['after-seq'] as string | undefined
     const out = args.out as string
     const tables = (args.tables as string | undefined)?.split(',').map((t) => t.trim())
+    const consumer = args.consumer as string | undefined
     // A load job pointed at a mirror never synced (a wrong FSM_DB or volume) would replace the
     // warehouse's tables with empty files: refused, as reconcile is.
     await requireSynced(db)
     const mirror = await openMirror(db, { readonly: true })
     try {
-      const manifest = await exportMirror(mirror.sqlite, mirrorCatalog(mirror.sqlite), {
+      if (consumer !== undefined) {
+        const c = new ChangeLogConsumers(mirror.sqlite).get(consumer)
+        if (c === undefined)
+          throw new CommandError(
+            `--consumer ${consumer}: no consumer named ${consumer}; register it first (fsm-sync consumers add ${consumer})`,
+            2,
+          )
+        // Changes after the consumer's position and up to --after-seq were never acknowledged: retention may prune them.
+        if (after !== undefined && Number(after) > c.seq)
+          throw new CommandError(
+            `--after-seq ${after} is past consumer ${consumer}'s position (seq ${c.seq}): the changes in between were not acknowledged as loaded; export with --after-seq ${c.seq}`,
+            2,
+          )
+      }
+      // The catalog is read inside the export's snapshot (the custom objects' views are the mirror's).
+      const manifest = await exportMirror(mirror.sqlite, (sqlite) => mirrorCatalog(sqlite), {
         format: args.format as ExportFormat,
         outDir: out,
         tables,
@@ -61,6 +88,7 @@ export const exportCommand: Command = {
         fileMode: dbMode,
         onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
       })
+      if (consumer !== undefined) await acknowledge(db, dbMode, consumer, manifest.seq)
       const nulled = manifest.tables.filter((t) => t.nulledValues > 0)
       for (const t of nulled)
         ctx.io.stderr.write(
@@ -71,11 +99,25 @@ export const exportCommand: Command = {
       return 0
     } catch (err) {
       if (err instanceof ExportUsageError) throw new CommandError(err.message, 2)
+      if (err instanceof ExportPrunedError) throw new CommandError(err.message, 1)
       throw explainMirrorError(db, err)
     } finally {
       await mirror.close()
     }
   },
+}
+
+/** Records that the consumer has read up to the export's seq (the export's own connection is read-only). */
+async function acknowledge(db: string, mode: number, consumer: string, seq: number): Promise<void> {
+  const writer = await openMirror(db, { mode })
+  try {
+    if (!new ChangeLogConsumers(writer.sqlite).ack(consumer, seq, new Date(systemClock.now()).toISOString()))
+      throw new CommandError(
+        `--consumer ${consumer}: the consumer was removed during the export; the files are written, nothing was acknowledged`,
+      )
+  } finally {
+    await writer.close()
+  }
 }
 
 function summary(manifest: ExportManifest, out: string): string {

@@ -6,9 +6,10 @@
 // row as it is at the snapshot; a deleted record's row carries its deleted_at. A child table's file
 // holds the current child rows of every changed parent: a loader replaces the children of each
 // parent id in the parent's file with them.
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { firstKeptSeq } from '../store/change-log-consumers.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import {
   changedRows,
@@ -21,7 +22,7 @@ import {
 } from '../store/mirror-snapshot.js'
 import { duckdbType, ParquetWriters } from './parquet-writer.js'
 import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
-import { nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
+import { CHANGE_COLUMNS, nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'jsonl'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
@@ -69,12 +70,10 @@ export interface ExportManifest {
 /** A selection or request the mirror cannot answer (exit 2 in the CLI: the command line was wrong). */
 export class ExportUsageError extends Error {}
 
-const EXTENSIONS: Readonly<Record<ExportFormat, string>> = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' }
+/** The changes asked for are no longer in change_log (retention pruned them): exit 1, a full export is needed. */
+export class ExportPrunedError extends Error {}
 
-const CHANGE_COLUMNS: readonly ColumnSpec[] = [
-  { name: 'change_seq', kind: 'integer', nullable: false, description: 'The change_log seq of the latest change to the record.' },
-  { name: 'change_op', kind: 'text', nullable: false, description: 'The latest change: upsert or delete.' },
-]
+const EXTENSIONS: Readonly<Record<ExportFormat, string>> = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' }
 
 interface Plan {
   table: TableSpec
@@ -83,15 +82,28 @@ interface Plan {
   rows: () => Iterable<SqliteCell[]>
 }
 
-/** Writes the files and the manifest (last, so a reader that finds it finds every file). */
-export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOptions): Promise<ExportManifest> {
+/**
+ * Writes the files and the manifest (last, so a reader that finds it finds every file). The catalog
+ * may be given as a function of the connection: it is then read inside the snapshot, so the custom
+ * objects' views it lists are the snapshot's.
+ */
+export async function exportMirror(
+  sqlite: Sqlite,
+  catalog: readonly TableSpec[] | ((sqlite: Sqlite) => readonly TableSpec[]),
+  options: ExportOptions,
+): Promise<ExportManifest> {
   const mode = options.fileMode ?? 0o640
-  mkdirSync(options.outDir, { recursive: true })
-  // A manifest left by an earlier export into this folder would vouch for files being replaced.
+  // A folder it creates is closed to others (umask permitting); the files' own mode is set below.
+  mkdirSync(options.outDir, { recursive: true, mode: 0o750 })
+  // A manifest left by an earlier export into this folder would vouch for files being replaced; the
+  // files it listed that this export does not write again are removed before the new manifest.
   const manifestFile = path.join(options.outDir, MANIFEST_FILE)
+  const previous = previousFiles(manifestFile)
   rmSync(manifestFile, { force: true })
+  // Every file is written in a folder only the owner can enter (mkdtemp: 0700), given its mode, then
+  // moved into place: DuckDB creates its file with the umask's mode, which may let others read it.
+  const work = mkdtempSync(path.join(options.outDir, '.export-'))
   const parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
-  const written: string[] = []
   try {
     // One read transaction: the first read fixes the snapshot every later read sees.
     return await inReadSnapshot(sqlite, async () => {
@@ -99,13 +111,20 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
       const afterSeq = options.afterSeq ?? null
       if (afterSeq !== null && afterSeq > seq)
         throw new ExportUsageError(`--after-seq ${afterSeq} is past the mirror's last change (seq ${seq}): nothing can follow it yet`)
-      const plans = plan(sqlite, catalog, options, seq)
+      if (afterSeq !== null && afterSeq < seq) {
+        // Retention prunes change_log: changes after afterSeq that are gone would be missed silently.
+        const first = firstKeptSeq(sqlite)
+        if (first === undefined || first > afterSeq + 1)
+          throw new ExportPrunedError(
+            `changes after ${afterSeq} were pruned (the oldest kept is ${first ?? 'none: every change was pruned'}); run a full export, and register the loader as a consumer (fsm-sync consumers add NAME) so retention waits for it`,
+          )
+      }
+      const plans = plan(sqlite, typeof catalog === 'function' ? catalog(sqlite) : catalog, options, seq)
       const tables: ExportedTable[] = []
       for (const p of plans) {
         const file = `${p.table.name}.${EXTENSIONS[options.format]}`
         const target = path.join(options.outDir, file)
-        const partial = `${target}.partial`
-        written.push(partial)
+        const partial = path.join(work, file)
         const writer: RowWriter =
           parquet !== undefined
             ? await parquet.writer(partial, p.columns)
@@ -135,16 +154,30 @@ export async function exportMirror(sqlite: Sqlite, catalog: readonly TableSpec[]
         tables.push(exported)
         await options.onTable?.(exported)
       }
+      const files = new Set(tables.map((t) => t.file))
+      for (const f of previous) if (!files.has(f)) rmSync(path.join(options.outDir, f), { force: true })
       const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
       writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
       chmodSync(manifestFile, mode)
       return manifest
     })
-  } catch (err) {
-    for (const f of written) rmSync(f, { force: true })
-    throw err
   } finally {
     parquet?.close()
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** The files the manifest of an earlier export lists (plain names in the folder only), or none. */
+function previousFiles(manifestFile: string): string[] {
+  if (!existsSync(manifestFile)) return []
+  try {
+    const m = JSON.parse(readFileSync(manifestFile, 'utf8')) as Partial<ExportManifest>
+    return (m.tables ?? [])
+      .map((t) => t.file)
+      .filter((f): f is string => typeof f === 'string' && f !== '' && path.basename(f) === f && !f.startsWith('.') && f !== MANIFEST_FILE)
+  } catch {
+    // Not a manifest this command wrote: nothing is known about the files beside it.
+    return []
   }
 }
 

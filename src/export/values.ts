@@ -15,6 +15,15 @@ export function nullableWhenExported(column: ColumnSpec): boolean {
   return column.nullable || column.kind === 'time' || column.kind === 'json'
 }
 
+/**
+ * The columns in front of each row `export --after-seq` writes (the catalog describes them too:
+ * src/catalog/json-schema.ts).
+ */
+export const CHANGE_COLUMNS: readonly ColumnSpec[] = [
+  { name: 'change_seq', kind: 'integer', nullable: false, description: 'The change_log seq of the latest change to the record.' },
+  { name: 'change_op', kind: 'text', nullable: false, description: 'The latest change: upsert or delete.' },
+]
+
 /** What better-sqlite3 hands back with safe integers on. */
 export type SqliteCell = string | number | bigint | Buffer | null
 

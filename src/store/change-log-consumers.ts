@@ -59,12 +59,12 @@ export function lastChangeSeq(sqlite: Sqlite): number {
   return seq ?? 0
 }
 
-/** The oldest change still kept, or undefined when change_log is empty. */
 /** When the first change after `seq` was logged (a consumer's lag), or undefined when none follows. */
 export function nextChangeAt(sqlite: Sqlite, seq: number): string | undefined {
   return sqlite.prepare(`SELECT changed_at FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1`).pluck().get(seq) as string | undefined
 }
 
+/** The oldest change still kept, or undefined when change_log is empty. */
 export function firstKeptSeq(sqlite: Sqlite): number | undefined {
   return (sqlite.prepare(`SELECT min(seq) FROM change_log`).pluck().get() as number | null) ?? undefined
 }

@@ -2,24 +2,27 @@
 // connection) still open: every format read back (DuckDB for Parquet and CSV, JSON.parse for JSONL)
 // and compared with the mirror row by row; the changes after a seq; the CLI leaving the mirror as it was.
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clients, jobs, STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
-import { rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
+import { catalogDocument, rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
 import { cliInProcess } from '../../support/cli-in-process.js'
 import {
   exportMirror,
+  ExportPrunedError,
   ExportUsageError,
   type ExportedTable,
   type ExportFormat,
   type ExportManifest,
 } from '../../../src/export/export-mirror.js'
 import type { ColumnKind, TableSpec } from '../../../src/model/table-spec.js'
+import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
+import { runRetention } from '../../../src/store/retention.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
@@ -254,6 +257,14 @@ describe('fsm-sync export', () => {
     // Each row is the record as the mirror holds it, with the change columns in front.
     const full = env.rows('SELECT * FROM clients WHERE id = ?', victim!.id)[0]!
     expect(deleted.raw).toEqual(JSON.parse(full.raw as string))
+    // Every row validates against the schema the catalog advertises for the table's incremental mode.
+    const streams = catalogDocument(mirrorCatalog(reader.sqlite)).streams
+    for (const t of manifest.tables) {
+      const stream = streams.find((s) => s.name === t.name)!
+      expect(stream.supported_sync_modes).toContain('incremental')
+      expect(stream.default_cursor_field).toEqual(['change_seq'])
+      for (const row of read(t.name)) expect(schemaProblems(stream.json_schema, row)).toEqual([])
+    }
     expect(read('jobs').map((r) => r.id)).toEqual(latest('jobs').map((r) => r.id))
     expect(read('job_assignees').map((r) => r.user_id)).toEqual(
       env.rows('SELECT user_id FROM job_assignees WHERE job_id = ? ORDER BY user_id', job!.id).map((r) => r.user_id),
@@ -279,6 +290,18 @@ describe('fsm-sync export', () => {
     const objects = STREAMS.find((s) => s.kind === 'objects')!
     expect(doc.streams.map((s) => s.name)).toEqual([...objects.tables.map((t) => t.name), ...views.map((v) => v.name)])
     expect(new Set(doc.streams.map((s) => s['x-fsm-stream']))).toEqual(new Set(['objects']))
+    // Only what export --after-seq reads changes of is incremental: the tables, not their views.
+    for (const s of doc.streams)
+      expect([s.name, s.supported_sync_modes]).toEqual([
+        s.name,
+        s.name.startsWith('obj_') ? ['full_refresh'] : ['full_refresh', 'incremental'],
+      ])
+    const kinds = new Map(env.rows(`SELECT name, type FROM sqlite_master`).map((r) => [r.name as string, r.type as string]))
+    for (const s of catalogDocument(mirrorCatalog(reader.sqlite)).streams) {
+      const table = mirrorCatalog(reader.sqlite).find((t) => t.name === s.name)!
+      const changes = kinds.get(s.name) === 'table' && table.role === 'data'
+      expect([s.name, s.supported_sync_modes.includes('incremental')]).toEqual([s.name, changes])
+    }
     // A view's schema has exactly the columns SQLite reports for it.
     for (const v of views) {
       const columns = env.rows(`SELECT name FROM pragma_table_info(?)`, v.name).map((c) => c.name)
@@ -323,5 +346,111 @@ describe('fsm-sync export', () => {
     const bad = await cli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients,nope'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--tables: no such table: nope; valid: clients, /)
+  })
+
+  test('--after-seq refuses changes retention pruned, in the API and the CLI (exit 1)', async () => {
+    // A copy of the mirror, pruned as retention prunes it (change_log: 30 days, past every consumer).
+    const db = path.join(tempDir(), 'pruned.db')
+    env.app.mirror.sqlite.exec(`VACUUM INTO '${db}'`)
+    const copy = await openMirror(db)
+    try {
+      const last = copy.sqlite.prepare('SELECT max(seq) FROM change_log').pluck().get() as number
+      const kept = last - 5
+      const later = Date.now() + 40 * 86_400_000
+      const consumers = new ChangeLogConsumers(copy.sqlite)
+      consumers.add('loader', 'user', new Date().toISOString(), kept)
+      const settings = {
+        deliveriesDays: 'off',
+        deliveryIdsDays: 'off',
+        runsDays: 'off',
+        calendarChangesDays: 'off',
+        changeLogDays: 30,
+        changeLogHoldDays: 'off',
+        batchRows: 1000,
+        vacuumPages: 0,
+      } as const
+      expect((await runRetention(copy.sqlite, later, settings)).removed.change_log).toBe(kept)
+      const exportAfter = (afterSeq: number) =>
+        exportMirror(copy.sqlite, (sqlite) => mirrorCatalog(sqlite), { format: 'jsonl', outDir: tempDir(), afterSeq, now: 0 })
+      // The consumer's position: every change after it is kept.
+      expect((await exportAfter(kept)).seq).toBe(last)
+      await expect(exportAfter(kept - 1)).rejects.toThrow(ExportPrunedError)
+      await expect(exportAfter(kept - 1)).rejects.toThrow(
+        `changes after ${kept - 1} were pruned (the oldest kept is ${kept + 1}); run a full export, and register the loader as a consumer (fsm-sync consumers add NAME) so retention waits for it`,
+      )
+      const cliRefused = await cliInProcess(['export', '--format', 'csv', '--out', tempDir(), '--after-seq', '0'], db)
+      expect(cliRefused.code).toBe(1)
+      expect(cliRefused.stderr).toMatch(/changes after 0 were pruned \(the oldest kept is \d+\); run a full export/)
+
+      // Nothing kept at all: the changes since any earlier seq are gone; the last seq still exports (nothing changed).
+      consumers.remove('loader')
+      await runRetention(copy.sqlite, later, settings)
+      expect(copy.sqlite.prepare('SELECT count(*) FROM change_log').pluck().get()).toBe(0)
+      await expect(exportAfter(kept)).rejects.toThrow(/the oldest kept is none/)
+      expect((await exportAfter(last)).tables).toEqual([])
+    } finally {
+      await copy.close()
+    }
+  })
+
+  test('--consumer: a registered consumer, --after-seq not past its position, acknowledged at the snapshot seq', async () => {
+    const db = path.join(tempDir(), 'consumer.db')
+    env.app.mirror.sqlite.exec(`VACUUM INTO '${db}'`)
+    const copy = await openMirror(db)
+    try {
+      const last = copy.sqlite.prepare('SELECT max(seq) FROM change_log').pluck().get() as number
+      const consumers = new ChangeLogConsumers(copy.sqlite)
+      consumers.add('loader', 'user', new Date().toISOString(), last - 2)
+      const run = (...extra: string[]) => cliInProcess(['export', '--format', 'jsonl', '--out', tempDir(), ...extra], db)
+      const unknown = await run('--consumer', 'nobody')
+      expect([unknown.code, unknown.stderr]).toEqual([
+        2,
+        expect.stringMatching(/no consumer named nobody; register it first \(fsm-sync consumers add nobody\)/),
+      ])
+      const past = await run('--after-seq', String(last), '--consumer', 'loader')
+      expect([past.code, past.stderr]).toEqual([
+        2,
+        expect.stringMatching(new RegExp(`past consumer loader's position \\(seq ${last - 2}\\)`)),
+      ])
+      expect(consumers.get('loader')!.seq).toBe(last - 2)
+      const ok = await run('--after-seq', String(last - 2), '--consumer', 'loader', '--json')
+      expect(ok.code).toBe(0)
+      expect((JSON.parse(ok.stdout) as ExportManifest).seq).toBe(last)
+      expect(consumers.get('loader')!.seq).toBe(last)
+    } finally {
+      await copy.close()
+    }
+  })
+
+  test('files are written in a folder closed to others, a created --out is 0750, and files of the previous export go', async () => {
+    const parent = tempDir()
+    const dir = path.join(parent, 'new', 'out')
+    const umask = process.umask(0)
+    const seen: number[] = []
+    try {
+      await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+        format: 'parquet',
+        outDir: dir,
+        tables: ['taxes', 'items'],
+        now: 0,
+        // While the export runs, its files are written in a folder only the owner can enter.
+        onTable: () => {
+          const work = readdirSync(dir).filter((f) => f.startsWith('.export-'))
+          expect(work).toHaveLength(1)
+          seen.push(statSync(path.join(dir, work[0]!)).mode & 0o777)
+        },
+      })
+    } finally {
+      process.umask(umask)
+    }
+    expect(seen).toEqual([0o700, 0o700])
+    expect(statSync(dir).mode & 0o777).toBe(0o750)
+    for (const f of ['taxes.parquet', 'items.parquet', 'manifest.json']) expect(statSync(path.join(dir, f)).mode & 0o777).toBe(0o640)
+    writeFileSync(path.join(dir, 'notes.txt'), 'not an export file')
+
+    // The next export into the folder: what the previous manifest listed and this one does not, goes.
+    await exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), { format: 'parquet', outDir: dir, tables: ['items'], now: 0 })
+    expect(readdirSync(dir).sort()).toEqual(['items.parquet', 'manifest.json', 'notes.txt'])
+    expect(manifestOf(dir).tables.map((t) => t.file)).toEqual(['items.parquet'])
   })
 })

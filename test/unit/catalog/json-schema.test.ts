@@ -28,7 +28,9 @@ test('a table becomes a draft 2020-12 schema of its rows inside an Airbyte-shape
   const [stream] = catalogDocument([fixture]).streams
   expect(stream!.name).toBe('widgets')
   expect(stream!.source_defined_primary_key).toEqual([['id']])
-  expect(stream!.supported_sync_modes).toEqual(['full_refresh', 'incremental'])
+  // Not a declared data table: export --after-seq reads no changes of it.
+  expect(stream!.supported_sync_modes).toEqual(['full_refresh'])
+  expect(stream!.default_cursor_field).toBeUndefined()
   const schema = stream!.json_schema
   expect(schema).toMatchObject({
     $schema: JSON_SCHEMA_DIALECT,
@@ -52,6 +54,20 @@ test('a table becomes a draft 2020-12 schema of its rows inside an Airbyte-shape
     shape: { description: 'Its shape.', 'x-sqlite-type': 'TEXT', 'x-kind': 'json', 'x-from': 'shape' },
     raw: { type: ['string', 'null'], contentEncoding: 'base64', description: 'Bytes.', 'x-sqlite-type': 'BLOB', 'x-kind': 'bytes' },
   })
+})
+
+test('incremental tables say so, with the change_log seq as cursor and the change columns as optional properties', () => {
+  const [stream] = catalogDocument([fixture], undefined, () => true).streams
+  expect(stream!.supported_sync_modes).toEqual(['full_refresh', 'incremental'])
+  expect(stream!.source_defined_cursor).toBe(true)
+  expect(stream!.default_cursor_field).toEqual(['change_seq'])
+  const schema = stream!.json_schema
+  const properties = schema.properties as Record<string, Record<string, unknown>>
+  expect(Object.keys(properties).slice(0, 2)).toEqual(['change_seq', 'change_op'])
+  expect(properties.change_seq).toMatchObject({ type: 'integer', 'x-kind': 'integer' })
+  expect(properties.change_op).toMatchObject({ type: 'string', 'x-kind': 'text' })
+  // A whole-table row has no change columns: they are not required.
+  expect(schema.required).toEqual(['id', 'seen_at', 'on', 'changed_at', 'shape', 'raw'])
 })
 
 test('without a mirror file the catalog is the declarations, and no file is created', async () => {
