@@ -7,7 +7,7 @@
 // carries the mirror's SQLite type, the column kind and the upstream field as `x-` annotations.
 // `incremental` is advertised only for the tables `export --after-seq` reads changes of (the data
 // tables, not the views), with the two change columns its rows carry in front.
-import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { changeTracking, type ColumnKind, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { CHANGE_COLUMNS, nullableWhenExported } from '../export/values.js'
 import { DATA_TABLES } from '../../connectors/index.js'
 import { mirrorType } from './column-type.js'
@@ -92,11 +92,12 @@ export interface CatalogDocument {
   streams: CatalogStream[]
 }
 
-const LOGGED_TABLES = new Set(DATA_TABLES.map((t) => t.name))
-
-/** Whether `export --after-seq` reads the table's changes: the declared data tables, whose writes change_log records; no view. */
+/**
+ * Whether `export --after-seq` reads the table's changes: a declared data table whose writes
+ * change_log records, or a child of one; no view, and no table kept whole (changeTracking).
+ */
 export function exportsChanges(table: TableSpec): boolean {
-  return LOGGED_TABLES.has(table.name)
+  return DATA_TABLES.includes(table) && changeTracking(table, DATA_TABLES) !== 'whole'
 }
 
 /**

@@ -8,7 +8,7 @@
 // parent id in the parent's file with them.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { firstKeptSeq } from '../store/change-log-consumers.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import {
@@ -209,6 +209,10 @@ function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOpti
     }))
   }
   return selected.map((table) => {
+    if (table.role === 'data' && objects.get(table.name) !== 'view' && changeTracking(table, catalog) === 'whole')
+      throw new ExportUsageError(
+        `--after-seq: ${table.name} is kept whole, its changes are not recorded in change_log; export it whole without --after-seq`,
+      )
     if (objects.get(table.name) === 'view' || table.role !== 'data')
       throw new ExportUsageError(
         `--after-seq: changes are recorded for data tables only, not for ${table.name} (${objects.get(table.name) === 'view' ? 'a view' : 'the daemon\u2019s own state'}); export it whole without --after-seq`,

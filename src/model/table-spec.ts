@@ -62,3 +62,18 @@ export function sqliteType(kind: ColumnKind): 'TEXT' | 'REAL' | 'INTEGER' | 'BLO
       return 'BLOB'
   }
 }
+
+/**
+ * How a table's changes can be followed: `logged` when every write of a row is recorded in
+ * change_log (the record writer keeps such tables: they have `updated_at` and `deleted_at`, and no
+ * parent), `child` when its rows are replaced with a logged parent's, `whole` when neither (reference
+ * snapshots without deletion marks, feeds, the custom-object types): those are compared or copied
+ * whole. Destinations and incremental exports both read it from here.
+ */
+export function changeTracking(table: TableSpec, all: readonly TableSpec[]): 'logged' | 'child' | 'whole' {
+  const logged = (t: TableSpec) =>
+    t.parent === undefined && t.columns.some((c) => c.name === 'updated_at') && t.columns.some((c) => c.name === 'deleted_at')
+  if (logged(table)) return 'logged'
+  const parent = table.parent === undefined ? undefined : all.find((t) => t.name === table.parent!.table)
+  return parent !== undefined && logged(parent) ? 'child' : 'whole'
+}

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import path from 'node:path'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { clients, jobs, STREAMS } from '../../../connectors/index.js'
+import { clients, DATA_TABLES, jobs, STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
 import { catalogDocument, rowSchema, type CatalogDocument, type JsonSchema } from '../../../src/catalog/json-schema.js'
@@ -19,7 +19,7 @@ import {
   type ExportFormat,
   type ExportManifest,
 } from '../../../src/export/export-mirror.js'
-import type { ColumnKind, TableSpec } from '../../../src/model/table-spec.js'
+import { changeTracking, type ColumnKind, type TableSpec } from '../../../src/model/table-spec.js'
 import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
 import { runRetention } from '../../../src/store/retention.js'
@@ -279,6 +279,16 @@ describe('fsm-sync export', () => {
         now: 0,
       }),
     ).rejects.toThrow(ExportUsageError)
+    // Nor does a data table kept whole: an incremental file of it would be silently empty.
+    await expect(
+      exportMirror(reader.sqlite, mirrorCatalog(reader.sqlite), {
+        format: 'jsonl',
+        outDir: tempDir(),
+        afterSeq: 0,
+        tables: ['custom_object_types'],
+        now: 0,
+      }),
+    ).rejects.toThrow(/custom_object_types is kept whole/)
   })
 
   test('schema: the declared tables and views and the custom-object views of the mirror, as text and as JSON Schemas', async () => {
@@ -290,16 +300,17 @@ describe('fsm-sync export', () => {
     const objects = STREAMS.find((s) => s.kind === 'objects')!
     expect(doc.streams.map((s) => s.name)).toEqual([...objects.tables.map((t) => t.name), ...views.map((v) => v.name)])
     expect(new Set(doc.streams.map((s) => s['x-fsm-stream']))).toEqual(new Set(['objects']))
-    // Only what export --after-seq reads changes of is incremental: the tables, not their views.
+    // Only what export --after-seq reads changes of is incremental: custom_records, not the types
+    // (kept whole: their writes are not in change_log) and not the views.
     for (const s of doc.streams)
       expect([s.name, s.supported_sync_modes]).toEqual([
         s.name,
-        s.name.startsWith('obj_') ? ['full_refresh'] : ['full_refresh', 'incremental'],
+        s.name === 'custom_records' ? ['full_refresh', 'incremental'] : ['full_refresh'],
       ])
     const kinds = new Map(env.rows(`SELECT name, type FROM sqlite_master`).map((r) => [r.name as string, r.type as string]))
     for (const s of catalogDocument(mirrorCatalog(reader.sqlite)).streams) {
       const table = mirrorCatalog(reader.sqlite).find((t) => t.name === s.name)!
-      const changes = kinds.get(s.name) === 'table' && table.role === 'data'
+      const changes = kinds.get(s.name) === 'table' && table.role === 'data' && changeTracking(table, DATA_TABLES) !== 'whole'
       expect([s.name, s.supported_sync_modes.includes('incremental')]).toEqual([s.name, changes])
     }
     // A view's schema has exactly the columns SQLite reports for it.
