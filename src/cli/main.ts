@@ -67,7 +67,14 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
   let logger: Logger | undefined
   const ctx: CommandContext = {
     io,
-    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined, streams: STREAM_CHOICE })),
+    config: () =>
+      (config ??= loadConfig({
+        flags: args,
+        env: io.env,
+        file: args.config as string | undefined,
+        streams: STREAM_CHOICE,
+        warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
+      })),
     logger: () => {
       const c = ctx.config()
       return (logger ??= createLogger({
