@@ -7,7 +7,7 @@ import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { namedParameters, openReadOnlyQuery, type QueryParams } from '../store/read-only-query.js'
 import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from '../store/query-format.js'
 import { writeChunks } from './write-chunks.js'
-import { CommandError, jsonOption, wantsJson } from './output.js'
+import { CommandError, jsonOption, PartialResultError, wantsJson } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import { existsSync } from 'node:fs'
 
@@ -77,18 +77,27 @@ export const queryCommand: Command = {
     const format: QueryFormat = wantsJson(args) ? 'json' : ((args.format as QueryFormat | undefined) ?? 'table')
     const sql = String(args.sql)
     const mirror = await openMirror(db, { readonly: true })
+    const progress = { batches: 0 }
     try {
       const history = readSyncHistory(db, mirror.sqlite)
       if (!history.synced) throw neverSyncedError(db, history)
       const result = openReadOnlyQuery(mirror.sqlite, sql, queryParams(sql, (args.param as string[] | undefined) ?? []))
-      await writeChunks(ctx.io.stdout, formatRows(result, format))
+      await writeChunks(ctx.io.stdout, formatRows(result, format), progress)
       return 0
     } catch (err) {
       // Whoever read the output stopped (`| head`): what they wanted was written.
       if ((err as NodeJS.ErrnoException).code === 'EPIPE') return 0
       // A corrupt or truncated mirror (found while preparing, or while streaming the rows): one line
       // naming the file, the cause and the fix. Any other error (the statement's own) passes as is.
-      throw explainMirrorError(db, err)
+      const explained = explainMirrorError(db, err)
+      if (format !== 'json' || progress.batches === 0) throw explained
+      // Rows are already out as the start of the JSON array: it is closed after them, so stdout stays
+      // one document, and the exit code and stderr say that it is incomplete (README.md, Output).
+      await writeChunks(ctx.io.stdout, ['\n]\n'])
+      throw new PartialResultError(
+        `${explained.message} (the JSON array on stdout holds only the rows written before this error)`,
+        explained instanceof CommandError ? explained.exitCode : 1,
+      )
     } finally {
       await mirror.close()
     }
