@@ -6,7 +6,8 @@ import { openMirror } from '../store/mirror-database.js'
 import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
 import { systemClock } from '../model/clock.js'
 import { CommandError, jsonOption, printResult } from './output.js'
-import { requireSynced } from './require-synced.js'
+import { noMirrorError, requireSynced } from './require-synced.js'
+import { existsSync } from 'node:fs'
 
 export const consumersCommand: Command = {
   command: 'consumers <action> [name] [seq]',
@@ -28,8 +29,12 @@ export const consumersCommand: Command = {
     }
     const config = ctx.config()
     // Every action reads or moves positions in change_log: on a mirror never synced (a wrong FSM_DB or
-    // volume) it is refused, as reconcile is, rather than creating an empty mirror there.
-    await requireSynced(config.db)
+    // volume) it is refused, as reconcile is, rather than creating an empty mirror there. Registering a
+    // reader before the first sync is legitimate (it then reads from the first change), so `add` only
+    // needs the mirror file to exist.
+    if (action === 'add') {
+      if (!existsSync(config.db)) throw noMirrorError(config.db)
+    } else await requireSynced(config.db)
     const mirror = await openMirror(config.db, { mode: config.dbMode })
     try {
       const consumers = new ChangeLogConsumers(mirror.sqlite)

@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../log/logger.js'
 import type { Args, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
 import { packageInfo } from '../config/package-info.js'
-import { CommandError, errorDocument } from './output.js'
+import { CommandError, errorDocument, PartialResultError } from './output.js'
 import { STREAM_CHOICE } from '../../connectors/selection.js'
 
 export const EXIT_USAGE = 2
@@ -67,7 +67,14 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
   let logger: Logger | undefined
   const ctx: CommandContext = {
     io,
-    config: () => (config ??= loadConfig({ flags: args, env: io.env, file: args.config as string | undefined, streams: STREAM_CHOICE })),
+    config: () =>
+      (config ??= loadConfig({
+        flags: args,
+        env: io.env,
+        file: args.config as string | undefined,
+        streams: STREAM_CHOICE,
+        warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
+      })),
     logger: () => {
       const c = ctx.config()
       return (logger ??= createLogger({
@@ -88,7 +95,8 @@ async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<numb
     const message = (err as Error).message
     const code = err instanceof CommandError ? err.exitCode : 1
     io.stderr.write(`fsm-sync: ${message}\n`)
-    if (json) io.stdout.write(errorDocument(message, code))
+    // A partial result already closed into one document (query --json) gets no second one.
+    if (json && !(err instanceof PartialResultError)) io.stdout.write(errorDocument(message, code))
     return code
   } finally {
     logger?.flush()

@@ -36,6 +36,12 @@ export class CommandError extends Error {
   }
 }
 
+/**
+ * A command that failed after part of its result was on stdout, the result then closed into one valid
+ * document (`query`'s JSON array): main adds no error document after it.
+ */
+export class PartialResultError extends CommandError {}
+
 /** The document `--json` puts on stdout when a command fails without a result. */
 export function errorDocument(message: string, exitCode: number, issues?: readonly { key: string; message: string }[]): string {
   return jsonDocument({ error: { message, exitCode, ...(issues === undefined ? {} : { issues }) } })

@@ -2,7 +2,8 @@
 // into. A container started on the wrong volume (Compose prefixes volume names with the project
 // name) would otherwise create an empty mirror, reconcile nothing and exit 0 night after night.
 // "Never synced" is defined in src/store/sync-history.ts: no mirror file, or a file in which no
-// sweep or reference read ever succeeded. Those commands then exit 1 with this message.
+// sweep or reference read ever succeeded and no webhook delivery was applied. Those commands then exit
+// 1 with this message.
 import { existsSync } from 'node:fs'
 import { explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
 import { syncHistory, type SyncHistory } from '../store/sync-history.js'
@@ -21,7 +22,7 @@ export function neverSyncedError(db: string, history: SyncHistory): CommandError
   const running =
     history.running > 0 ? ` ${history.running} run(s) are in progress: the first sync has not finished yet, try again when it has.` : ''
   return new CommandError(
-    `the mirror ${db} was never synced: no sweep or reference read has succeeded in it.${running} ${WHERE} ` +
+    `the mirror ${db} was never synced: no sweep or reference read has succeeded in it and no webhook delivery was applied.${running} ${WHERE} ` +
       'Otherwise run `fsm-sync sync` first (`fsm-sync status` shows why earlier runs failed).',
   )
 }

@@ -3,7 +3,17 @@
 // then holds one batch in memory, however slow the reader of the output is.
 const BATCH_CHARS = 64 * 1024
 
-export async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<string>): Promise<void> {
+/** How much of the text has been handed to the stream so far. */
+export interface ChunkProgress {
+  /** Batches written (0 while the first batch is still gathering). */
+  batches: number
+}
+
+export async function writeChunks(
+  out: NodeJS.WritableStream,
+  chunks: Iterable<string>,
+  progress: ChunkProgress = { batches: 0 },
+): Promise<void> {
   // A closed reader (`| head`) surfaces as an 'error' event: without a listener it would crash the process.
   let failed: Error | undefined
   const onError = (err: Error) => (failed ??= err)
@@ -16,6 +26,7 @@ export async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<s
       size += chunk.length
       if (size < BATCH_CHARS) continue
       const full = !out.write(batch.join(''))
+      progress.batches++
       batch = []
       size = 0
       if (full) await drained(out)

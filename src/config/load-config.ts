@@ -15,8 +15,49 @@ export const ENV_KEYS: ReadonlyMap<string, readonly string[]> = new Map(
   schemaKeys().flatMap((k) => (k.doc.env === undefined ? [] : [[k.doc.env, k.path] as const])),
 )
 
-/** Every FSM_* variable fsm-sync reads. Any other is refused: a misspelt or invented one (FSM_STREAMS) would do nothing. */
+/** Every FSM_* variable fsm-sync reads. For any other, see `unknownVariable`. */
 export const ENV_VARIABLES: readonly string[] = [...ENV_KEYS.keys(), 'FSM_CONFIG']
+
+/**
+ * What to do about an FSM_* variable fsm-sync does not read. A near miss of one it reads (within two
+ * edits, or the same but for underscores: FSM_RATELIMIT) or FSM_STREAMS, a guess at the config file's
+ * `streams`, is refused: it would otherwise do nothing and the setting would silently keep its
+ * default. A Kubernetes service-link variable is ignored: Kubernetes sets `<SERVICE>_SERVICE_HOST`,
+ * `<SERVICE>_SERVICE_PORT[_<name>]`, `<SERVICE>_PORT` and `<SERVICE>_PORT_<n>_<TCP|UDP|SCTP>[_ADDR|_PORT|_PROTO]`
+ * in every pod for every Service (one named `fsm` or `fsm-sync` gives FSM_* ones), and nobody can
+ * unset them. Any other (a Compose interpolation variable such as a version) draws a warning.
+ */
+export function unknownVariable(name: string): { refuse: string } | { warn: string } | 'ignore' | undefined {
+  if (!name.startsWith('FSM_') || ENV_VARIABLES.includes(name)) return undefined
+  if (name === 'FSM_STREAMS')
+    return { refuse: 'is not a variable fsm-sync reads: `streams` is set in the config file only (config/README.md)' }
+  const near = nearestVariable(name)
+  const serviceLink = /(_SERVICE_HOST|_SERVICE_PORT(_[A-Z0-9_]+)?|_PORT|_PORT_[0-9]+_(TCP|UDP|SCTP)(_[A-Z]+)?)$/.test(name)
+  if (near !== undefined) {
+    const message = `is not a variable fsm-sync reads; did you mean ${near}?`
+    // A service-link variable cannot be removed from a pod, so it never stops the process.
+    return serviceLink ? { warn: `${message} (ignored: it has the shape of a Kubernetes service-link variable)` } : { refuse: message }
+  }
+  if (serviceLink) return 'ignore'
+  return { warn: `is not a variable fsm-sync reads (it reads ${ENV_VARIABLES.join(', ')}); ignored` }
+}
+
+/** The variable fsm-sync reads that `name` is a near miss of, if any. */
+function nearestVariable(name: string): string | undefined {
+  const bare = (n: string) => n.replace(/_/g, '')
+  return ENV_VARIABLES.find((known) => bare(known) === bare(name) || editDistance(known, name) <= 2)
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    prev = row
+  }
+  return prev[b.length]!
+}
 
 /** Command-line flag → top-level config key. The API key has no flag: argv is visible in `ps`. */
 export const FLAG_KEYS = {
@@ -41,6 +82,8 @@ export interface ConfigSources {
    * must be one of them, and `streams` defaults to all of them. Without it, any well-formed name passes.
    */
   streams?: StreamChoice
+  /** Told once per load about each FSM_* variable that is ignored with a warning (see `unknownVariable`). */
+  warn?: (message: string) => void
 }
 
 /** Which stream names exist, from the stream registry. */
@@ -58,13 +101,11 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   const merged: Record<string, unknown> = {}
   const origins = new Map<string, Origin>()
 
-  for (const name of Object.keys(env)
-    .filter((n) => n.startsWith('FSM_') && !ENV_VARIABLES.includes(n))
-    .sort()) {
-    issues.push({
-      key: name,
-      message: `is not a variable fsm-sync reads (it reads ${ENV_VARIABLES.join(', ')}); the other settings, \`streams\` among them, go in the config file (config/README.md)`,
-    })
+  for (const name of Object.keys(env).sort()) {
+    const verdict = unknownVariable(name)
+    if (verdict === undefined || verdict === 'ignore') continue
+    if ('refuse' in verdict) issues.push({ key: name, message: verdict.refuse })
+    else sources.warn?.(`${name} ${verdict.warn}`)
   }
   const filePath = sources.file ?? env.FSM_CONFIG
   if (filePath !== undefined && filePath !== '') {

@@ -20,15 +20,22 @@ const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
 /** The default longest gap between two chunks of an upstream body (http.bodyTimeoutMs). */
 const DEFAULT_BODY_GAP_MS = 15_000
 
-const int = (min: number, max: number) =>
+const int = (min: number, max: number, rangeMessage?: string) =>
   z.preprocess(
     (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v),
     z
       .number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) })
       .int({ error: INT_MESSAGE })
-      .min(min)
-      .max(max),
+      .min(min, rangeMessage === undefined ? undefined : { error: rangeMessage })
+      .max(max, rangeMessage === undefined ? undefined : { error: rangeMessage }),
   )
+
+/** The smallest `sync.pageSize`: see PAGE_SIZE_MESSAGE. */
+const MIN_PAGE_SIZE = 5
+// Stepping through rows that share an updatedAt asks for pages overlapping the last row read
+// (src/api/updated-at-keyset.ts, nextStep): a page of one row brings nothing new, a page of two
+// makes one row of progress a request. Five leaves room for both.
+const PAGE_SIZE_MESSAGE = `must be a whole number from ${MIN_PAGE_SIZE} to 100: a sweep steps through rows sharing an updatedAt with pages that overlap the last row read, so smaller pages stall it`
 
 const commaList = z.preprocess(
   (v) =>
@@ -245,9 +252,16 @@ export const ConfigSchema = z.strictObject({
             { unit: 's' },
           ),
         ),
-      pageSize: int(1, 100)
+      pageSize: int(MIN_PAGE_SIZE, 100, PAGE_SIZE_MESSAGE)
         .default(100)
-        .meta(doc("Rows per list request (the API's maximum is 100).", { unit: 'rows' })),
+        .meta(
+          doc(
+            `Rows per list request (the API's maximum is 100; at least ${MIN_PAGE_SIZE}: a sweep steps through rows sharing an \`updatedAt\` with overlapping pages).`,
+            {
+              unit: 'rows',
+            },
+          ),
+        ),
       budgetShare: z
         .preprocess(
           (v) => (typeof v === 'string' && /^\d*\.?\d+$/.test(v.trim()) ? Number(v) : v),

@@ -86,6 +86,29 @@ describe('--json: one JSON document on stdout, the logs on stderr', () => {
     const rows = checkStreams(r) as { seq: number; table_name: string }[]
     expect(rows.map((row) => row.seq).slice(0, 2)).toEqual([3, 4])
   })
+
+  test.concurrent('query: a statement failing after rows went out closes the array; stdout stays one JSON document', async () => {
+    // 200-byte rows, then json_extract meets malformed JSON at row 2,000: well past the first 64 KB batch.
+    const sql = (failAt: number) =>
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+       SELECT i, printf('%.200c', 'x') AS pad, CASE WHEN i < ${failAt} THEN i ELSE json_extract('{not json', '$.a') END AS v FROM n`
+    const [late, lateFormat, early] = await Promise.all([
+      runCli(['query', sql(2000), '--json'], vars),
+      runCli(['query', sql(2000), '--format', 'json'], vars),
+      runCli(['query', sql(1), '--json'], vars),
+    ])
+    for (const r of [late, lateFormat]) {
+      expect(r.code).toBe(1)
+      const rows = checkStreams(r) as { i: number; v: number }[]
+      expect(rows.length).toBeGreaterThan(0)
+      expect(rows.length).toBeLessThan(1999)
+      expect(rows.every((row, k) => row.i === k + 1 && row.v === k + 1)).toBe(true)
+      expect(r.stderr).toMatch(/^fsm-sync: malformed JSON \(the JSON array on stdout holds only the rows written before this error\)$/m)
+    }
+    // Failing before anything was written: the error document alone, as for any command.
+    expect(early.code).toBe(1)
+    expect(checkStreams(early)).toEqual({ error: { message: 'malformed JSON', exitCode: 1 } })
+  })
 })
 
 describe('errors', () => {

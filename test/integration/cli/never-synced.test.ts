@@ -1,6 +1,7 @@
 // The cron trap: a command pointed at a mirror nothing was ever synced into (a container on the
 // wrong volume) exits 1 with the fix, instead of creating an empty mirror and succeeding quietly.
-// "Never synced": no mirror file, or a file in which no sweep or reference read ever succeeded.
+// "Never synced": no mirror file, or a file in which no sweep or reference read ever succeeded and no
+// webhook delivery was applied.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { beforeAll, describe, expect, test } from 'vitest'
@@ -98,5 +99,35 @@ describe('commands on a mirror that was never synced exit 1 with the fix', () =>
     expect(report.synced).toBe(false)
     expect(report.streams.find((s: { stream: string }) => s.stream === 'clients').lastError).toContain('401')
     expect(r.stderr).toContain('was never synced')
+  })
+})
+
+describe('what counts as synced', () => {
+  test.concurrent('a mirror filled only by webhooks (an applied delivery, no sweep or reference run) is synced', async () => {
+    const db = path.join(tempDir(), 'mirror.db')
+    const m = await openMirror(db)
+    const now = new Date().toISOString()
+    m.sqlite
+      .prepare(
+        `INSERT INTO webhook_inbox (delivery_id, seq, event, received_at, raw, verified_with, processed_at) VALUES ('d1', 1, 'client.updated', ?, '{}', 'current', ?)`,
+      )
+      .run(now, now)
+    await m.close()
+    const r = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--json'], env(db))
+    expect(r.code, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout)).toEqual([{ n: 0 }])
+  })
+
+  test.concurrent('consumers add before the first sync registers the reader; with no mirror file it is refused', async () => {
+    const db = path.join(tempDir(), 'mirror.db')
+    await (await openMirror(db)).close()
+    const added = await runCli(['consumers', 'add', 'etl', '--json'], env(db))
+    expect(added.code, added.stderr).toBe(0)
+    expect(JSON.parse(added.stdout)).toMatchObject({ name: 'etl', seq: 0 })
+    const missing = path.join(tempDir(), 'fsm-mirror.db')
+    const refused = await runCli(['consumers', 'add', 'etl'], env(missing))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`no mirror at ${missing}`)
+    expect(existsSync(missing)).toBe(false)
   })
 })

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
 import { formatQueryResult, openReadOnlyQuery, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
 import { queryParams } from '../../../src/cli/query.js'
+import { viewStatements } from '../../../src/store/custom-object-views.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let writer: TempMirror
@@ -13,6 +14,10 @@ beforeAll(async () => {
   writer.sqlite.exec(
     `INSERT INTO clients (id, first_name, updated_at, raw, synced_at) VALUES ('a', 'Ann, "the" first', 't', '{}', 't'), ('b', NULL, 't', '{}', 't')`,
   )
+  writer.sqlite.exec(
+    `INSERT INTO custom_records (slug, id, data, updated_at, raw, synced_at) VALUES ('parts', 'p1', '{"code":"42","qty":3}', 't', '{}', 't')`,
+  )
+  for (const statement of viewStatements('parts', [{ name: 'code' }, { name: 'qty' }])) writer.sqlite.exec(statement)
   reader = await openMirror(path.join(writer.dir, 'mirror.db'), { readonly: true })
 })
 afterAll(async () => {
@@ -66,6 +71,18 @@ describe('query parameters (`--param`)', () => {
     expect(rows('SELECT ? + 1, typeof(?), :n * 2, ?', ['41', '007', 'n=2.5', 'x=1'])).toEqual([[42, 'text', 5, 'x=1']])
     // `name=value` binds :name only when the statement has that parameter; in a literal it is not one.
     expect(rows("SELECT ?, ':k'", ['k=v'])).toEqual([['k=v', ':k']])
+  })
+
+  test('text:V and int:V bind V as that type; a JSON string in an obj_* view matches only as text', () => {
+    expect(rows('SELECT typeof(?), ?, typeof(:n), :n', ['text:42', 'int:007', 'n=text:3.5'])).toEqual([['text', 7, 'text', '3.5']])
+    expect(rows('SELECT ?', ['text:text:x'])).toEqual([['text:x']])
+    expect(() => queryParams('SELECT ?', ['int:1.5'])).toThrow(/--param int:1\.5: int: takes a whole number .*pass text:1\.5/)
+    expect(() => queryParams('SELECT ?', ['int:99999999999999999'])).toThrow(/int: takes a whole number/)
+    // A custom object's view: every field column is a json_extract, with no type to convert a value to.
+    const sql = 'SELECT id FROM obj_parts WHERE code = ?'
+    expect(rows(sql, ['42'])).toEqual([])
+    expect(rows(sql, ['text:42'])).toEqual([['p1']])
+    expect(rows('SELECT id FROM obj_parts WHERE qty = ?', ['3'])).toEqual([['p1']])
   })
 
   test('too few or too many values: what to pass', () => {
