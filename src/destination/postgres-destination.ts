@@ -32,6 +32,7 @@ import {
   inReadSnapshot,
   rowsWithKeys,
   snapshotSeq,
+  tableFingerprint,
   tableLines,
   tableRows,
   type LoggedChange,
@@ -123,7 +124,7 @@ interface Batch {
   /** Per child table: the parent ids whose rows are replaced, and the rows. */
   childParents: Map<Table, string[]>
   childRows: Map<Table, MirrorValue[][]>
-  /** Tables without change_log entries whose content differs from what was last written, with their rows. */
+  /** Tables without change_log entries whose fingerprint differs from what was last written, with their rows. */
   snapshots: Map<Table, { hash: string; rows: MirrorValue[][] }>
   views: { hash: string; types: ObjectType[] } | undefined
   firstKept: number | undefined
@@ -134,6 +135,19 @@ const CHUNK = 500
 /** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
 const NEEDS_LOAD = -1
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
+/** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
+const FINAL_PASSES = 1000
+
+/** The fingerprints a state row holds (JSON of table name to fingerprint); none when absent or unreadable. */
+function readFingerprints(text: string | null): Map<string, string> {
+  if (text === null) return new Map()
+  try {
+    const o = JSON.parse(text) as Record<string, unknown>
+    return new Map(Object.entries(o).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  } catch {
+    return new Map()
+  }
+}
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
@@ -207,8 +221,14 @@ export class PostgresDestination {
   #client: pg.Client | undefined
   #broken = false
   #cursor: number | null = null
-  /** What was last written for each snapshot table and for the views, this process's lifetime. */
+  /**
+   * The fingerprint (tableFingerprint) last written of each table without change_log entries, and
+   * the hash of the views' fields under `views`: kept in the state row with the cursor, so a start
+   * rewrites nothing that did not change.
+   */
   #written = new Map<string, string>()
+  /** Why a custom object's view could not be built, until a rebuild succeeds (the data goes on). */
+  #viewError: { message: string; at: string } | undefined
   #lastSnapshotCheck = -Infinity
   #forceSnapshotCheck = true
   #state: DestinationStatus['state'] = 'starting'
@@ -286,8 +306,8 @@ export class PostgresDestination {
       cursor,
       lagChanges: behind,
       lagSeconds,
-      lastError: this.#lastError?.message ?? null,
-      lastErrorAt: this.#lastError?.at ?? null,
+      lastError: (this.#lastError ?? this.#viewError)?.message ?? null,
+      lastErrorAt: (this.#lastError ?? this.#viewError)?.at ?? null,
       ...this.#counts,
     }
   }
@@ -315,9 +335,24 @@ export class PostgresDestination {
         }
         if (n === 0 || (this.#cursor ?? 0) >= target) break
       }
-      // A last pass compares the tables without change_log entries, now that the changes are in.
+      // A last pass compares the tables without change_log entries, now that the changes are in, and
+      // goes on until a pass applies nothing (changes that came meanwhile, a load the pruning asks for).
       this.#forceSnapshotCheck = true
-      await this.#applyBatch()
+      for (let pass = 0; ; pass++) {
+        if (pass >= FINAL_PASSES) {
+          throw new DestinationError(
+            'transient',
+            `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
+          )
+        }
+        const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          loaded = PRUNED_REASON
+          loadedRows += await this.#load(PRUNED_REASON)
+          continue
+        }
+        if (n === 0) break
+      }
       this.#state = 'following'
       this.#lastError = undefined
       return {
@@ -451,6 +486,7 @@ export class PostgresDestination {
     if (problems.length > 0) throw new DestinationError('shape', problems.join('; '))
     const ddl = [
       createStateTableSql(schema),
+      `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS fingerprints text`,
       ...this.#tables.flatMap((t) => [
         createTableSql(schema, t.spec),
         ...missingColumnsSql(schema, t.spec, columns),
@@ -458,7 +494,7 @@ export class PostgresDestination {
       ]),
     ]
     const haveAll =
-      columns.some((c) => c.table_name === STATE_TABLE) &&
+      columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
       this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
     if (haveAll) return
     await client.query('BEGIN')
@@ -473,14 +509,16 @@ export class PostgresDestination {
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const state = await this.#client!.query<{ seq: string; tables_hash: string }>(
-      `SELECT seq, tables_hash FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
+    const state = await this.#client!.query<{ seq: string; tables_hash: string; views_hash: string | null; fingerprints: string | null }>(
+      `SELECT seq, tables_hash, views_hash, fingerprints FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
       [POSTGRES_CONSUMER],
     )
     const row = state.rows[0]
     if (row === undefined) return 'a new destination'
     const cursor = Number(row.seq)
     this.#cursor = cursor
+    this.#written = readFingerprints(row.fingerprints)
+    if (row.views_hash !== null) this.#written.set('views', row.views_hash)
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
     const last = lastChangeSeq(sqlite)
@@ -534,18 +572,22 @@ export class PostgresDestination {
         await client.query('BEGIN')
         await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
         for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
+        const written = new Map<string, string>()
+        for (const t of this.#tables) if (t.role === 'snapshot') written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
         const types = this.#objectTypes(sqlite)
-        await this.#rebuildViews(client, types)
+        const viewsHash = hash(types)
+        const viewsBuilt = await this.#rebuildViews(client, types)
         const now = new Date(this.#o.clock.now()).toISOString()
         await client.query(
-          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, loaded_seq, loaded_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, loaded_seq = excluded.loaded_seq,
-           loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
-          [POSTGRES_CONSUMER, seq, this.#tablesHash, now],
+          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at)
+           VALUES ($1, $2, $3, $5, $6, $2, $4, $4)
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
+           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
+          [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, JSON.stringify(Object.fromEntries(written))],
         )
         await client.query('COMMIT')
-        this.#written.clear()
-        this.#written.set('views', hash(types))
+        this.#written = written
+        this.#written.set('views', viewsHash)
         this.#cursor = seq
         this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
         this.#counts.loads++
@@ -590,12 +632,62 @@ export class PostgresDestination {
     return new CustomObjectTypes(sqlite).fields()
   }
 
-  async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<void> {
-    if (!this.#byName.has('custom_records')) return
+  /**
+   * Brings the custom objects' views to `types`, each in a savepoint: a view Postgres refuses (a
+   * user's view depends on a column it would drop) is kept as it was, logged and shown as the last
+   * error, and the data goes on. A view whose columns were only appended to is replaced in place
+   * (grants and dependent views survive). Returns whether every view was built.
+   */
+  async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
+    if (!this.#byName.has('custom_records')) return true
     const schema = this.#o.schema
+    const failures: string[] = []
+    const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
+      for (const [i, sqls] of statements.entries()) {
+        await client.query('SAVEPOINT fsm_view')
+        try {
+          for (const sql of sqls) await client.query(sql)
+          await client.query('RELEASE SAVEPOINT fsm_view')
+          return
+        } catch (err) {
+          await client.query('ROLLBACK TO SAVEPOINT fsm_view')
+          await client.query('RELEASE SAVEPOINT fsm_view')
+          if (i === statements.length - 1) failures.push(`${what}: ${(err as Error).message}`)
+        }
+      }
+    }
+    const built = new Set<string>()
+    for (const type of types) {
+      const create = objectViewSql(schema, type)
+      const name = /^CREATE VIEW (.+?) AS /.exec(create)?.[1] ?? ''
+      built.add(name)
+      // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
+      await attempt(
+        `the view of custom object ${type.slug}`,
+        [create.replace(/^CREATE VIEW /, 'CREATE OR REPLACE VIEW ')],
+        [`DROP VIEW IF EXISTS ${name}`, create],
+      )
+    }
     const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
-    for (const v of old.rows) await client.query(`DROP VIEW IF EXISTS ${qualified(schema, v.table_name)}`)
-    for (const type of types) await client.query(objectViewSql(schema, type))
+    for (const v of old.rows) {
+      const name = qualified(schema, v.table_name)
+      if (!built.has(name)) await attempt(`dropping the view ${v.table_name}`, [`DROP VIEW IF EXISTS ${name}`])
+    }
+    if (failures.length === 0) {
+      if (this.#viewError !== undefined) this.#log.info('the custom objects views are built again')
+      this.#viewError = undefined
+      return true
+    }
+    const message = `cannot build the custom objects views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
+    const at = new Date(this.#o.clock.now()).toISOString()
+    if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
+    this.#viewError = { message, at }
+    try {
+      this.#consumers.recordError(POSTGRES_CONSUMER, message, at)
+    } catch (err) {
+      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
+    }
+    return false
   }
 
   /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
@@ -630,13 +722,17 @@ export class PostgresDestination {
       for (const t of this.#tables) {
         // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
         if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        const rows: MirrorValue[][] = [...tableRows(sqlite, t.spec, { keyOrder: false })]
-        const h = hash(rows)
-        if (this.#written.get(t.spec.name) !== h) batch.snapshots.set(t, { hash: h, rows })
+        // The fingerprint is computed in SQLite: the rows are read only when it moved.
+        const fp = tableFingerprint(sqlite, t.spec)
+        if (this.#written.get(t.spec.name) === fp) continue
+        batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
       }
-      const types = this.#objectTypes(sqlite)
-      const vh = hash(types)
-      if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+      const typesTable = this.#byName.get('custom_object_types')
+      if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+        const types = this.#objectTypes(sqlite)
+        const vh = hash(types)
+        if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+      }
       return batch
     })
     return read()
@@ -703,7 +799,7 @@ export class PostgresDestination {
         await client.query(`DELETE FROM ${qualified(schema, t.spec.name)}`)
         rows += await this.#insertRows(client, t, s.rows)
       }
-      if (batch.views !== undefined) await this.#rebuildViews(client, batch.views.types)
+      const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
       for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
       for (const [t, present] of batch.upserts) rows += await this.#upsertRows(client, t, present)
       for (const [child, parents] of batch.childParents) {
@@ -726,11 +822,21 @@ export class PostgresDestination {
           await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
         }
       }
-      await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3 WHERE id = $1`, [
-        POSTGRES_CONSUMER,
-        to,
-        new Date(this.#o.clock.now()).toISOString(),
-      ])
+      const written = new Map(this.#written)
+      for (const [t, s] of batch.snapshots) written.set(t.spec.name, s.hash)
+      written.delete('views')
+      // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
+      const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
+      await client.query(
+        `UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3, fingerprints = $4${viewsHash === undefined ? '' : ', views_hash = $5'} WHERE id = $1`,
+        [
+          POSTGRES_CONSUMER,
+          to,
+          new Date(this.#o.clock.now()).toISOString(),
+          JSON.stringify(Object.fromEntries(written)),
+          ...(viewsHash === undefined ? [] : [viewsHash]),
+        ],
+      )
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)

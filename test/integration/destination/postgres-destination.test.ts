@@ -176,6 +176,70 @@ describe('the Postgres destination', () => {
     expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
   })
 
+  test('a restart rewrites nothing unchanged; a view is replaced in place when fields are added, and one Postgres refuses does not stop the data', async () => {
+    const types = new CustomObjectTypes(m.sqlite)
+    const now = new Date().toISOString()
+    const store = (names: string[]) => {
+      const fields = names.map((name) => ({ name, type: 'text' }))
+      types.store({ slug: 'dogs', raw: { slug: 'dogs' } }, { fields, pipeline: null, raw: { fields } }, now)
+    }
+    const records = new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: 'dogs' } })
+    const dog = (id: string, s: number, data: Record<string, string>) =>
+      records.upsert([{ id, updated_at: at(s), raw: '{}', columns: { stage: null, data: JSON.stringify(data), created_at: null } }], {
+        now,
+        replaceTies: true,
+      })
+    store(['name'])
+    dog('d/1', 1, { name: 'Rex' })
+    await destination('keep').catchUp()
+    // A user's view over the replica's view, and a grant on it.
+    await pgQuery(url, `CREATE VIEW keep.user_dogs AS SELECT id, name FROM keep.obj_dogs`)
+    await pgQuery(url, `GRANT SELECT ON keep.obj_dogs TO PUBLIC`)
+    const grants = `SELECT grantee FROM information_schema.role_table_grants WHERE table_schema = 'keep' AND table_name = 'obj_dogs' AND grantee = 'PUBLIC'`
+    const versions = `SELECT xmin::text AS x FROM keep.custom_object_types ORDER BY slug`
+    const before = await pgQuery(url, versions)
+
+    // A restart (a new process, a `replicate`): the views and the tables compared by content are left alone.
+    await destination('keep').catchUp()
+    expect(await pgQuery(url, versions)).toEqual(before)
+    expect(await pgQuery(url, grants)).toHaveLength(1)
+    const [state] = await pgQuery(url, `SELECT views_hash, fingerprints FROM keep._fsm_sync_state`)
+    expect(state!.views_hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.parse(state!.fingerprints as string)).toHaveProperty('custom_object_types')
+
+    // A field added: the view is replaced in place, the user's view and the grant survive.
+    store(['name', 'breed'])
+    dog('d/2', 2, { name: 'Ace', breed: 'collie' })
+    const d = destination('keep')
+    await d.catchUp()
+    expect(await pgQuery(url, `SELECT id, name, breed FROM keep.obj_dogs ORDER BY id`)).toEqual([
+      { id: 'd/1', name: 'Rex', breed: null },
+      { id: 'd/2', name: 'Ace', breed: 'collie' },
+    ])
+    expect(await pgQuery(url, grants)).toHaveLength(1)
+    expect(await pgQuery(url, `SELECT id FROM keep.user_dogs ORDER BY id`)).toEqual([{ id: 'd/1' }, { id: 'd/2' }])
+
+    // A field the user's view reads goes away: Postgres refuses the new view; the data goes on, the error shows.
+    store(['breed'])
+    dog('d/3', 3, { breed: 'pug' })
+    await d.catchUp()
+    expect(await pgQuery(url, `SELECT id FROM keep.custom_records WHERE slug = 'dogs' ORDER BY id`)).toEqual([
+      { id: 'd/1' },
+      { id: 'd/2' },
+      { id: 'd/3' },
+    ])
+    expect(d.status().lastError).toMatch(/view of custom object dogs/)
+    expect(await pgQuery(url, `SELECT id FROM keep.user_dogs ORDER BY id`)).toHaveLength(3)
+
+    // Once the user's view is gone, the next start builds the view.
+    await pgQuery(url, `DROP VIEW keep.user_dogs`)
+    const again = destination('keep')
+    await again.catchUp()
+    expect(again.status().lastError).toBeNull()
+    expect(await pgQuery(url, `SELECT id, breed FROM keep.obj_dogs ORDER BY id`)).toHaveLength(3)
+    expect(await comparePostgres(m.sqlite, url, 'keep', tables)).toEqual([])
+  })
+
   test('a destination behind what retention pruned is loaded again; a lagging consumer holds rows back', async () => {
     const d = destination('fsm')
     await d.catchUp()
