@@ -9,11 +9,12 @@
 //   current content is read from the mirror (change_log holds ids only), and the batch, its
 //   change_log rows and the cursor commit in one Postgres transaction. Killed at any moment, the
 //   next start goes on from the cursor; a change applied twice changes nothing.
-// - Tables the record writer does not keep (no change_log entries) are compared by content and
-//   replaced whole when they differ, in the transaction of the next batch; a change of a custom
-//   object's schema rebuilds its view in the same transaction.
-// - It never holds the mirror up: it reads through its own read-only connection, and a failing
-//   server is retried with back-off while sweeps and webhooks go on.
+// - Tables the record writer does not keep (no change_log entries) are fingerprinted in SQLite and
+//   read and replaced whole only when the fingerprint moved, in the transaction of the next batch; a
+//   change of a custom object's schema rebuilds its view in the same transaction, in a savepoint.
+//   The fingerprints and the views' hash live in the state row, so a start rewrites nothing unchanged.
+// - It reads through its own read-only connection, and a failing server is retried with back-off
+//   while sweeps and webhooks go on; only a load holds one read transaction (and so checkpoints) open.
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -29,7 +30,9 @@ import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.j
 import {
   changesAfter,
   childRowsOf,
+  columnRange,
   inReadSnapshot,
+  rowsFrom,
   rowsWithKeys,
   snapshotSeq,
   tableFingerprint,
@@ -55,8 +58,23 @@ import {
 import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 
-/** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
+/** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
+
+/**
+ * The name a destination registers under in change_log_consumers: one per target (host, port,
+ * database, schema), so two destinations each hold retention back for themselves. It never holds
+ * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
+ * gets them replaced and a short hash of the exact target.
+ */
+export function destinationConsumerName(url: string, schema: string): string {
+  const target = `${describeTarget(url)}/${schema}`
+  const plain = `postgres:${target.replace(/\//g, ':')}`
+  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
+  if (safe === plain && safe.length <= 64) return safe
+  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
+  return safe.slice(0, 64 - suffix.length) + suffix
+}
 
 export interface PostgresDestinationOptions {
   url: string
@@ -125,12 +143,24 @@ interface Batch {
   childParents: Map<Table, string[]>
   childRows: Map<Table, MirrorValue[][]>
   /** Tables without change_log entries whose fingerprint differs from what was last written, with their rows. */
-  snapshots: Map<Table, { hash: string; rows: MirrorValue[][] }>
+  snapshots: Map<Table, Snapshot>
   views: { hash: string; types: ObjectType[] } | undefined
   firstKept: number | undefined
 }
 
+/**
+ * A table without change_log entries to write: its fingerprint and rows, all of them, or for an
+ * appended table (TableSpec.appendedBy) read before, only those at or after the watermark.
+ */
+interface Snapshot {
+  hash: string
+  rows: MirrorValue[][]
+  appended?: { column: string; incremental: boolean; min: string | null; max: string | null; count: number }
+}
+
 const quote = quoteIdent
+/** The key under which #written keeps an appended table's watermark (the newest appendedBy value written). */
+const watermarkKey = (table: string) => `${table}@`
 const CHUNK = 500
 /** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
 const NEEDS_LOAD = -1
@@ -217,6 +247,7 @@ export class PostgresDestination {
   readonly #byName: Map<string, Table>
   readonly #tablesHash: string
   readonly #consumers: ChangeLogConsumers
+  readonly #consumerName: string
   #reader: Mirror | undefined
   #client: pg.Client | undefined
   #broken = false
@@ -251,6 +282,12 @@ export class PostgresDestination {
     this.#byName = new Map(this.#tables.map((t) => [t.spec.name, t]))
     this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
     this.#consumers = new ChangeLogConsumers(options.mirror)
+    this.#consumerName = destinationConsumerName(options.url, options.schema)
+  }
+
+  /** Its name in change_log_consumers. */
+  get consumerName(): string {
+    return this.#consumerName
   }
 
   get schema(): string {
@@ -420,8 +457,8 @@ export class PostgresDestination {
     }
     this.#lastError = { message: e.message, at }
     try {
-      this.#consumers.add(POSTGRES_CONSUMER, 'destination', at, this.#cursor ?? 0)
-      this.#consumers.recordError(POSTGRES_CONSUMER, e.message, at)
+      this.#consumers.add(this.#consumerName, 'destination', at, this.#cursor ?? 0)
+      this.#consumers.recordError(this.#consumerName, e.message, at)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination error in the mirror')
     }
@@ -534,8 +571,10 @@ export class PostgresDestination {
   #syncConsumer(seq: number): void {
     const now = new Date(this.#o.clock.now()).toISOString()
     try {
-      this.#consumers.add(POSTGRES_CONSUMER, 'destination', now, seq)
-      this.#consumers.reset(POSTGRES_CONSUMER, seq, now)
+      this.#consumers.add(this.#consumerName, 'destination', now, seq)
+      this.#consumers.reset(this.#consumerName, seq, now)
+      // The one name older releases registered every destination under holds retention for nobody now.
+      if (this.#consumers.get(POSTGRES_CONSUMER)?.kind === 'destination') this.#consumers.remove(POSTGRES_CONSUMER)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination position in the mirror')
     }
@@ -573,7 +612,13 @@ export class PostgresDestination {
         await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
         for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
         const written = new Map<string, string>()
-        for (const t of this.#tables) if (t.role === 'snapshot') written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
+        for (const t of this.#tables) {
+          if (t.role !== 'snapshot') continue
+          written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
+          const by = t.spec.appendedBy
+          const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
+          if (max !== null) written.set(watermarkKey(t.spec.name), max)
+        }
         const types = this.#objectTypes(sqlite)
         const viewsHash = hash(types)
         const viewsBuilt = await this.#rebuildViews(client, types)
@@ -683,7 +728,7 @@ export class PostgresDestination {
     if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
     this.#viewError = { message, at }
     try {
-      this.#consumers.recordError(POSTGRES_CONSUMER, message, at)
+      this.#consumers.recordError(this.#consumerName, message, at)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination error in the mirror')
     }
@@ -725,7 +770,17 @@ export class PostgresDestination {
         // The fingerprint is computed in SQLite: the rows are read only when it moved.
         const fp = tableFingerprint(sqlite, t.spec)
         if (this.#written.get(t.spec.name) === fp) continue
-        batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
+        const by = t.spec.appendedBy
+        const mark = by === undefined ? undefined : this.#written.get(watermarkKey(t.spec.name))
+        if (by === undefined) {
+          batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
+          continue
+        }
+        // An appended table (calendar_changes) is followed by its appendedBy column: the new rows only.
+        const range = columnRange(sqlite, t.spec, by)
+        const incremental = mark !== undefined
+        const rows = incremental ? rowsFrom(sqlite, t.spec, by, mark) : [...tableRows(sqlite, t.spec, { keyOrder: false })]
+        batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
       }
       const typesTable = this.#byName.get('custom_object_types')
       if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
@@ -783,6 +838,7 @@ export class PostgresDestination {
     const schema = this.#o.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0
+    const written = new Map(this.#written)
     await client.query('BEGIN')
     try {
       const state = await client.query<{ seq: string }>(`SELECT seq FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`, [
@@ -796,8 +852,31 @@ export class PostgresDestination {
         return 1
       }
       for (const [t, s] of batch.snapshots) {
-        await client.query(`DELETE FROM ${qualified(schema, t.spec.name)}`)
-        rows += await this.#insertRows(client, t, s.rows)
+        const target = qualified(schema, t.spec.name)
+        written.set(t.spec.name, s.hash)
+        if (s.appended?.incremental === true) {
+          // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
+          const col = quote(s.appended.column)
+          if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
+          else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
+          // Rows are never changed once appended: those at the watermark, already there, are left alone.
+          rows += await this.#upsertRows(client, t, s.rows, { insertOnly: true })
+          const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target}`)).rows
+          if (Number(n!.n) !== s.appended.count) {
+            // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
+            this.#log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
+            written.delete(t.spec.name)
+            written.delete(watermarkKey(t.spec.name))
+            continue
+          }
+        } else {
+          await client.query(`DELETE FROM ${target}`)
+          rows += await this.#insertRows(client, t, s.rows)
+        }
+        if (s.appended !== undefined) {
+          if (s.appended.max === null) written.delete(watermarkKey(t.spec.name))
+          else written.set(watermarkKey(t.spec.name), s.appended.max)
+        }
       }
       const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
       for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
@@ -822,8 +901,6 @@ export class PostgresDestination {
           await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
         }
       }
-      const written = new Map(this.#written)
-      for (const [t, s] of batch.snapshots) written.set(t.spec.name, s.hash)
       written.delete('views')
       // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
       const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
@@ -842,15 +919,19 @@ export class PostgresDestination {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
-    for (const [t, s] of batch.snapshots) this.#written.set(t.spec.name, s.hash)
+    const views = this.#written.get('views')
+    this.#written = written
     if (batch.views !== undefined) this.#written.set('views', batch.views.hash)
+    else if (views !== undefined) this.#written.set('views', views)
     this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
     this.#cursor = to
     this.#counts.changesApplied += batch.changes.length
     this.#counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
-        this.#consumers.ack(POSTGRES_CONSUMER, to, new Date(this.#o.clock.now()).toISOString())
+        const now = new Date(this.#o.clock.now()).toISOString()
+        // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
+        if (!this.#consumers.ack(this.#consumerName, to, now)) this.#consumers.add(this.#consumerName, 'destination', now, to)
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }
@@ -881,14 +962,14 @@ export class PostgresDestination {
   }
 
   /** Newer wins on updated_at where the table has one: a change applied twice changes nothing. */
-  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
+  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][], options: { insertOnly?: boolean } = {}): Promise<number> {
     if (rows.length === 0) return 0
     const target = qualified(this.#o.schema, t.spec.name)
     const names = t.columns.map((c) => quote(c.name)).join(', ')
     const pk = t.spec.primaryKey
     const others = t.columns.filter((c) => !pk.includes(c.name))
     const onConflict =
-      others.length === 0
+      others.length === 0 || options.insertOnly === true
         ? 'DO NOTHING'
         : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
             t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''

@@ -195,3 +195,22 @@ export function tableFingerprint(sqlite: Sqlite, table: TableSpec): string {
     .get() as unknown[]
   return JSON.stringify(row)
 }
+
+/** The rows of a table whose `column` is at or after `from` (a table's appendedBy column), in declaration order. */
+export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from: string): MirrorCell[][] {
+  return sqlite
+    .prepare(`SELECT ${columnList(table.columns)} FROM ${quote(table.name)} WHERE ${quote(column)} >= ?`)
+    .raw(true)
+    .all(from) as MirrorCell[][]
+}
+
+/** The oldest and newest value of a column, and the row count: where an appended table starts and ends. */
+export function columnRange(sqlite: Sqlite, table: TableSpec, column: string): { min: string | null; max: string | null; count: number } {
+  return sqlite
+    .prepare(`SELECT min(${quote(column)}) AS min, max(${quote(column)}) AS max, count(*) AS count FROM ${quote(table.name)}`)
+    .get() as {
+    min: string | null
+    max: string | null
+    count: number
+  }
+}

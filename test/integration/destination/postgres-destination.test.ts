@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
 import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
-import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
+import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
+import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
@@ -103,7 +104,7 @@ describe('the Postgres destination', () => {
     expect(row).toEqual({ start_date_time: null, any_time: true, city: 'Paris', deleted_at: null })
     expect(await pgQuery(url, `SELECT user_id FROM fsm.job_assignees WHERE job_id = 'j1'`)).toEqual([{ user_id: 'u9' }])
     expect((await pgQuery(url, `SELECT count(*)::int AS n FROM fsm.job_assignees WHERE job_id = 'j3'`))[0]).toEqual({ n: 0 })
-    expect(new ChangeLogConsumers(m.sqlite).get(POSTGRES_CONSUMER)?.seq).toBe(second.cursor)
+    expect(new ChangeLogConsumers(m.sqlite).get(d.consumerName)?.seq).toBe(second.cursor)
   })
 
   test('a batch applied again changes nothing, and an older version never replaces a newer one', async () => {
@@ -238,6 +239,54 @@ describe('the Postgres destination', () => {
     expect(again.status().lastError).toBeNull()
     expect(await pgQuery(url, `SELECT id, breed FROM keep.obj_dogs ORDER BY id`)).toHaveLength(3)
     expect(await comparePostgres(m.sqlite, url, 'keep', tables)).toEqual([])
+
+    // Each target has its own consumer row, named without the user or password; one removed by hand comes back with the next ack.
+    const consumers = new ChangeLogConsumers(m.sqlite)
+    const names = consumers.list().filter((c) => c.kind === 'destination')
+    expect(names.map((c) => c.name).sort()).toEqual([destination('fsm').consumerName, again.consumerName].sort())
+    expect(again.consumerName).toMatch(/^postgres:127\.0\.0\.1:\d+:fsm_test\w+:keep$/)
+    expect(JSON.stringify(names)).not.toContain(new URL(url).password)
+    consumers.remove(again.consumerName)
+    dog('d/4', 4, { breed: 'lab' })
+    await again.catchUp()
+    expect(consumers.get(again.consumerName)).toMatchObject({ kind: 'destination', seq: again.status().cursor })
+    // Gone for good, so that it holds no retention back in the tests below.
+    await again.close()
+    consumers.remove(again.consumerName)
+  })
+
+  test('calendar_changes is followed by fetched_at: new rows added, rows retention removed deleted, the others left alone', async () => {
+    const calTables = destinationTables().filter((t) => t.name === 'calendar_changes' || t.name === 'change_log')
+    const feed = new CalendarChangeStore(m.sqlite, 'calendar-a')
+    const change = (key: string) => ({
+      change_key: key,
+      action: 'updated',
+      visit_id: null,
+      external_event_id: key,
+      changed_at: at(1),
+      raw: '{}',
+    })
+    feed.insert([change('a')], at(5))
+    feed.insert([change('b'), change('c')], at(10))
+    await destination('cal', { tables: calTables }).catchUp()
+    const versions = `SELECT change_key, xmin::text AS x FROM cal.calendar_changes ORDER BY change_key`
+    const before = await pgQuery<{ change_key: string; x: string }>(url, versions)
+    expect(before.map((r) => r.change_key)).toEqual(['a', 'b', 'c'])
+
+    feed.insert([change('d')], at(20))
+    feed.insert([change('e')], at(30))
+    // What retention does: the rows fetched longest ago go.
+    m.sqlite.prepare(`DELETE FROM calendar_changes WHERE fetched_at < ?`).run(at(10))
+    const d = destination('cal', { tables: calTables })
+    await d.catchUp()
+    expect(await comparePostgres(m.sqlite, url, 'cal', calTables)).toEqual([])
+    const after = await pgQuery<{ change_key: string; x: string }>(url, versions)
+    expect(after.map((r) => r.change_key)).toEqual(['b', 'c', 'd', 'e'])
+    // The rows kept were not written again.
+    expect(after.slice(0, 2)).toEqual(before.slice(1))
+    // A restart writes nothing.
+    await destination('cal', { tables: calTables }).catchUp()
+    expect(await pgQuery(url, versions)).toEqual(after)
   })
 
   test('a destination behind what retention pruned is loaded again; a lagging consumer holds rows back', async () => {
@@ -267,7 +316,7 @@ describe('the Postgres destination', () => {
     await d.close()
     write([job('j5', 500, { job_status: 'late' }, ['u5'])])
     const cursor = (await pgQuery<{ seq: string }>(url, `SELECT seq FROM fsm._fsm_sync_state`))[0]!.seq
-    consumers.reset(POSTGRES_CONSUMER, Number(cursor), new Date().toISOString())
+    consumers.reset(d.consumerName, Number(cursor), new Date().toISOString())
     expect((await runRetention(m.sqlite, later, { ...settings, changeLogHoldDays: 2 })).removed.change_log).toBe(total - 10 + 1)
     const again = destination('fsm')
     const summary = await again.catchUp()
