@@ -932,6 +932,8 @@ export class PostgresDestination {
         const now = new Date(this.#o.clock.now()).toISOString()
         // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
         if (!this.#consumers.ack(this.#consumerName, to, now)) this.#consumers.add(this.#consumerName, 'destination', now, to)
+        // The ack clears the row's last error: a view still not built stays shown (`fsm-sync status`).
+        if (this.#viewError !== undefined) this.#consumers.recordError(this.#consumerName, this.#viewError.message, this.#viewError.at)
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }

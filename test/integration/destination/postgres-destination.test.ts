@@ -230,6 +230,7 @@ describe('the Postgres destination', () => {
       { id: 'd/3' },
     ])
     expect(d.status().lastError).toMatch(/view of custom object dogs/)
+    expect(new ChangeLogConsumers(m.sqlite).get(d.consumerName)?.lastError).toMatch(/view of custom object dogs/)
     expect(await pgQuery(url, `SELECT id FROM keep.user_dogs ORDER BY id`)).toHaveLength(3)
 
     // Once the user's view is gone, the next start builds the view.
