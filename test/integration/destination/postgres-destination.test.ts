@@ -1,12 +1,13 @@
 // The Postgres destination against a real server and a real mirror: initial load, changes in order,
 // exactly once across re-applies, the type mapping, custom-object views, pruning, errors.
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
+import pg from 'pg'
 import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
-import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
+import { ChangeLogConsumers, lastChangeSeq } from '../../../src/store/change-log-consumers.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import type { RecordRow } from '../../../src/model/rows.js'
 import { runRetention } from '../../../src/store/retention.js'
@@ -439,5 +440,41 @@ describe('the Postgres destination', () => {
     await expect(destination('odd').catchUp()).rejects.toThrow(
       /"odd"."jobs" has column "id" of type bigint where text is expected: drop it/,
     )
+  })
+
+  test('catchUp goes on until a pass applies nothing: changes written while it runs are in when it returns', async () => {
+    const d = destination('rep')
+    await d.catchUp()
+    write([job('r0', 900)])
+    // The cursor's update waits on a lock the test holds: meanwhile the mirror gets more changes than a batch holds.
+    await pgQuery(
+      url,
+      `CREATE FUNCTION rep.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;
+       CREATE TRIGGER hold BEFORE UPDATE ON rep._fsm_sync_state FOR EACH ROW EXECUTE FUNCTION rep.hold()`,
+    )
+    const holder = new pg.Client({ connectionString: url })
+    await holder.connect()
+    try {
+      await holder.query('SELECT pg_advisory_lock(4242)')
+      const running = d.catchUp()
+      await vi.waitFor(
+        async () => {
+          const waiting = await pgQuery(url, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'`)
+          expect(waiting).toHaveLength(1)
+        },
+        { timeout: 10_000, interval: 20 },
+      )
+      write(Array.from({ length: 20 }, (_, i) => job(`r${i + 1}`, 900)))
+      await holder.query('SELECT pg_advisory_unlock(4242)')
+      const summary = await running
+      expect(summary.cursor).toBe(lastChangeSeq(m.sqlite))
+      expect(summary.changesApplied).toBe(21)
+      expect(await comparePostgres(m.sqlite, url, 'rep', tables)).toEqual([])
+    } finally {
+      await holder.end()
+      await pgQuery(url, `DROP TRIGGER hold ON rep._fsm_sync_state`)
+      await d.close()
+      new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
+    }
   })
 })
