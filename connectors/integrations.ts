@@ -10,6 +10,8 @@ export const calendarChangesTable: MappedTable = {
   description: "A change record read from a calendar integration's change feed; re-reads of an overlapping window insert nothing twice.",
   role: 'data',
   primaryKey: ['integration', 'change_key'],
+  // Re-reads insert nothing twice, and retention removes the rows fetched longest ago.
+  appendedBy: 'fetched_at',
   columns: [
     col('integration', 'text', undefined, 'The integration whose feed the change came from (calendar-a).', { nullable: false }),
     col(

@@ -1,6 +1,7 @@
-// `fsm-sync consumers list | add NAME | ack NAME SEQ | remove NAME [--json]`: the readers of
-// change_log that retention waits for (src/store/change-log-consumers.ts). A consumer added starts at
-// the newest change; it records how far it has read with `ack`.
+// `fsm-sync consumers list | add NAME | ack NAME SEQ | remove NAME [--force] [--json]`: the readers
+// of change_log that retention waits for (src/store/change-log-consumers.ts). A consumer added starts
+// at the newest change; it records how far it has read with `ack`. A destination's own row is moved
+// or removed only with --force.
 import type { Command } from './command.js'
 import { openMirror } from '../store/mirror-database.js'
 import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
@@ -16,7 +17,8 @@ export const consumersCommand: Command = {
     jsonOption(y)
       .positional('action', { choices: ['list', 'add', 'ack', 'remove'] as const })
       .positional('name', { type: 'string', describe: 'the consumer' })
-      .positional('seq', { type: 'string', describe: 'with ack: the last change_log seq it has read' }),
+      .positional('seq', { type: 'string', describe: 'with ack: the last change_log seq it has read' })
+      .option('force', { type: 'boolean', default: false, describe: "with ack or remove: also on a destination's own row" }),
   run: async (args, ctx) => {
     const action = args.action as 'list' | 'add' | 'ack' | 'remove'
     const name = typeof args.name === 'string' ? args.name : undefined
@@ -40,6 +42,13 @@ export const consumersCommand: Command = {
       const consumers = new ChangeLogConsumers(mirror.sqlite)
       const now = new Date(systemClock.now()).toISOString()
       const print = (value: unknown, text: string) => printResult(args, ctx.io, value, () => text + '\n')
+      if ((action === 'ack' || action === 'remove') && args.force !== true && consumers.get(name!)?.kind === 'destination') {
+        throw new CommandError(
+          `consumers ${action}: ${name!} is a Postgres destination's own row, which the destination moves itself; ` +
+            `a destination still running registers it again. Add --force to ${action} it anyway (to let retention go on past a destination you no longer use)`,
+          2,
+        )
+      }
       switch (action) {
         case 'list': {
           const last = lastChangeSeq(mirror.sqlite)

@@ -14,7 +14,7 @@ import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
-import { POSTGRES_CONSUMER } from '../destination/index.js'
+import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/index.js'
 import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
@@ -98,7 +98,10 @@ function destinationStatus(
   // A mirror from before change_log_consumers, opened read-only, has no such table yet.
   let lag: ConsumerLag | undefined
   try {
-    lag = consumerLag(sqlite, POSTGRES_CONSUMER, now)
+    // Its row is named after the configured target; a mirror the destination has not run on since the
+    // per-target names still has the one name older releases used.
+    const name = settings.url === undefined ? undefined : destinationConsumerName(settings.url, settings.schema)
+    lag = (name === undefined ? undefined : consumerLag(sqlite, name, now)) ?? consumerLag(sqlite, POSTGRES_CONSUMER, now)
   } catch {
     lag = undefined
   }

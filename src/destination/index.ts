@@ -6,7 +6,13 @@ import type { Mirror } from '../store/mirror-database.js'
 import { destinationTables } from './destination-tables.js'
 import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'
 
-export { PostgresDestination, POSTGRES_CONSUMER, type CatchUpSummary, type DestinationStatus } from './postgres-destination.js'
+export {
+  PostgresDestination,
+  POSTGRES_CONSUMER,
+  destinationConsumerName,
+  type CatchUpSummary,
+  type DestinationStatus,
+} from './postgres-destination.js'
 export { DestinationError } from './postgres-errors.js'
 export { destinationTables } from './destination-tables.js'
 

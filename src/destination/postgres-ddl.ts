@@ -133,11 +133,12 @@ function fieldExpression(field: FieldDescriptor): string {
  * names as the mirror's view (src/store/custom-object-views.ts): the names come from the same
  * functions, and every name from the account is quoted.
  */
+// The fields come last: a field added upstream appends a column, which CREATE OR REPLACE VIEW allows in place.
 export function objectViewSql(schema: string, type: ObjectType): string {
   const fields = fieldDescriptors(type.fields)
   const cols = columnNames(fields)
   const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
-  return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage${fieldCols}, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
+  return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
 }
 
 /** SQL listing the views this schema holds for custom objects, to drop before building them again. */

@@ -9,11 +9,12 @@
 //   current content is read from the mirror (change_log holds ids only), and the batch, its
 //   change_log rows and the cursor commit in one Postgres transaction. Killed at any moment, the
 //   next start goes on from the cursor; a change applied twice changes nothing.
-// - Tables the record writer does not keep (no change_log entries) are compared by content and
-//   replaced whole when they differ, in the transaction of the next batch; a change of a custom
-//   object's schema rebuilds its view in the same transaction.
-// - It never holds the mirror up: it reads through its own read-only connection, and a failing
-//   server is retried with back-off while sweeps and webhooks go on.
+// - Tables the record writer does not keep (no change_log entries) are fingerprinted in SQLite and
+//   read and replaced whole only when the fingerprint moved, in the transaction of the next batch; a
+//   change of a custom object's schema rebuilds its view in the same transaction, in a savepoint.
+//   The fingerprints and the views' hash live in the state row, so a start rewrites nothing unchanged.
+// - It reads through its own read-only connection, and a failing server is retried with back-off
+//   while sweeps and webhooks go on; only a load holds one read transaction (and so checkpoints) open.
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -29,9 +30,12 @@ import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.j
 import {
   changesAfter,
   childRowsOf,
+  columnRange,
   inReadSnapshot,
+  rowsFrom,
   rowsWithKeys,
   snapshotSeq,
+  tableFingerprint,
   tableLines,
   tableRows,
   type LoggedChange,
@@ -54,8 +58,23 @@ import {
 import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 
-/** The name the destination registers under in change_log_consumers, and its row in _fsm_sync_state. */
+/** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
+
+/**
+ * The name a destination registers under in change_log_consumers: one per target (host, port,
+ * database, schema), so two destinations each hold retention back for themselves. It never holds
+ * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
+ * gets them replaced and a short hash of the exact target.
+ */
+export function destinationConsumerName(url: string, schema: string): string {
+  const target = `${describeTarget(url)}/${schema}`
+  const plain = `postgres:${target.replace(/\//g, ':')}`
+  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
+  if (safe === plain && safe.length <= 64) return safe
+  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
+  return safe.slice(0, 64 - suffix.length) + suffix
+}
 
 export interface PostgresDestinationOptions {
   url: string
@@ -123,17 +142,42 @@ interface Batch {
   /** Per child table: the parent ids whose rows are replaced, and the rows. */
   childParents: Map<Table, string[]>
   childRows: Map<Table, MirrorValue[][]>
-  /** Tables without change_log entries whose content differs from what was last written, with their rows. */
-  snapshots: Map<Table, { hash: string; rows: MirrorValue[][] }>
+  /** Tables without change_log entries whose fingerprint differs from what was last written, with their rows. */
+  snapshots: Map<Table, Snapshot>
   views: { hash: string; types: ObjectType[] } | undefined
   firstKept: number | undefined
 }
 
+/**
+ * A table without change_log entries to write: its fingerprint and rows, all of them, or for an
+ * appended table (TableSpec.appendedBy) read before, only those at or after the watermark.
+ */
+interface Snapshot {
+  hash: string
+  rows: MirrorValue[][]
+  appended?: { column: string; incremental: boolean; min: string | null; max: string | null; count: number }
+}
+
 const quote = quoteIdent
+/** The key under which #written keeps an appended table's watermark (the newest appendedBy value written). */
+const watermarkKey = (table: string) => `${table}@`
 const CHUNK = 500
 /** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
 const NEEDS_LOAD = -1
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
+/** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
+const FINAL_PASSES = 1000
+
+/** The fingerprints a state row holds (JSON of table name to fingerprint); none when absent or unreadable. */
+function readFingerprints(text: string | null): Map<string, string> {
+  if (text === null) return new Map()
+  try {
+    const o = JSON.parse(text) as Record<string, unknown>
+    return new Map(Object.entries(o).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  } catch {
+    return new Map()
+  }
+}
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
@@ -203,12 +247,19 @@ export class PostgresDestination {
   readonly #byName: Map<string, Table>
   readonly #tablesHash: string
   readonly #consumers: ChangeLogConsumers
+  readonly #consumerName: string
   #reader: Mirror | undefined
   #client: pg.Client | undefined
   #broken = false
   #cursor: number | null = null
-  /** What was last written for each snapshot table and for the views, this process's lifetime. */
+  /**
+   * The fingerprint (tableFingerprint) last written of each table without change_log entries, and
+   * the hash of the views' fields under `views`: kept in the state row with the cursor, so a start
+   * rewrites nothing that did not change.
+   */
   #written = new Map<string, string>()
+  /** Why a custom object's view could not be built, until a rebuild succeeds (the data goes on). */
+  #viewError: { message: string; at: string } | undefined
   #lastSnapshotCheck = -Infinity
   #forceSnapshotCheck = true
   #state: DestinationStatus['state'] = 'starting'
@@ -231,6 +282,12 @@ export class PostgresDestination {
     this.#byName = new Map(this.#tables.map((t) => [t.spec.name, t]))
     this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
     this.#consumers = new ChangeLogConsumers(options.mirror)
+    this.#consumerName = destinationConsumerName(options.url, options.schema)
+  }
+
+  /** Its name in change_log_consumers. */
+  get consumerName(): string {
+    return this.#consumerName
   }
 
   get schema(): string {
@@ -286,8 +343,8 @@ export class PostgresDestination {
       cursor,
       lagChanges: behind,
       lagSeconds,
-      lastError: this.#lastError?.message ?? null,
-      lastErrorAt: this.#lastError?.at ?? null,
+      lastError: (this.#lastError ?? this.#viewError)?.message ?? null,
+      lastErrorAt: (this.#lastError ?? this.#viewError)?.at ?? null,
       ...this.#counts,
     }
   }
@@ -315,9 +372,24 @@ export class PostgresDestination {
         }
         if (n === 0 || (this.#cursor ?? 0) >= target) break
       }
-      // A last pass compares the tables without change_log entries, now that the changes are in.
+      // A last pass compares the tables without change_log entries, now that the changes are in, and
+      // goes on until a pass applies nothing (changes that came meanwhile, a load the pruning asks for).
       this.#forceSnapshotCheck = true
-      await this.#applyBatch()
+      for (let pass = 0; ; pass++) {
+        if (pass >= FINAL_PASSES) {
+          throw new DestinationError(
+            'transient',
+            `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
+          )
+        }
+        const n = await this.#applyBatch()
+        if (n === NEEDS_LOAD) {
+          loaded = PRUNED_REASON
+          loadedRows += await this.#load(PRUNED_REASON)
+          continue
+        }
+        if (n === 0) break
+      }
       this.#state = 'following'
       this.#lastError = undefined
       return {
@@ -385,8 +457,8 @@ export class PostgresDestination {
     }
     this.#lastError = { message: e.message, at }
     try {
-      this.#consumers.add(POSTGRES_CONSUMER, 'destination', at, this.#cursor ?? 0)
-      this.#consumers.recordError(POSTGRES_CONSUMER, e.message, at)
+      this.#consumers.add(this.#consumerName, 'destination', at, this.#cursor ?? 0)
+      this.#consumers.recordError(this.#consumerName, e.message, at)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination error in the mirror')
     }
@@ -453,6 +525,7 @@ export class PostgresDestination {
     if (problems.length > 0) throw new DestinationError('shape', problems.join('; '))
     const ddl = [
       createStateTableSql(schema),
+      `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS fingerprints text`,
       ...this.#tables.flatMap((t) => [
         createTableSql(schema, t.spec),
         ...missingColumnsSql(schema, t.spec, columns),
@@ -460,7 +533,7 @@ export class PostgresDestination {
       ]),
     ]
     const haveAll =
-      columns.some((c) => c.table_name === STATE_TABLE) &&
+      columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
       this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
     if (haveAll) return
     await client.query('BEGIN')
@@ -475,14 +548,16 @@ export class PostgresDestination {
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const state = await this.#client!.query<{ seq: string; tables_hash: string }>(
-      `SELECT seq, tables_hash FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
+    const state = await this.#client!.query<{ seq: string; tables_hash: string; views_hash: string | null; fingerprints: string | null }>(
+      `SELECT seq, tables_hash, views_hash, fingerprints FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
       [POSTGRES_CONSUMER],
     )
     const row = state.rows[0]
     if (row === undefined) return 'a new destination'
     const cursor = Number(row.seq)
     this.#cursor = cursor
+    this.#written = readFingerprints(row.fingerprints)
+    if (row.views_hash !== null) this.#written.set('views', row.views_hash)
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
     const last = lastChangeSeq(sqlite)
@@ -498,8 +573,10 @@ export class PostgresDestination {
   #syncConsumer(seq: number): void {
     const now = new Date(this.#o.clock.now()).toISOString()
     try {
-      this.#consumers.add(POSTGRES_CONSUMER, 'destination', now, seq)
-      this.#consumers.reset(POSTGRES_CONSUMER, seq, now)
+      this.#consumers.add(this.#consumerName, 'destination', now, seq)
+      this.#consumers.reset(this.#consumerName, seq, now)
+      // The one name older releases registered every destination under holds retention for nobody now.
+      if (this.#consumers.get(POSTGRES_CONSUMER)?.kind === 'destination') this.#consumers.remove(POSTGRES_CONSUMER)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination position in the mirror')
     }
@@ -536,18 +613,28 @@ export class PostgresDestination {
         await client.query('BEGIN')
         await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
         for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
+        const written = new Map<string, string>()
+        for (const t of this.#tables) {
+          if (t.role !== 'snapshot') continue
+          written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
+          const by = t.spec.appendedBy
+          const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
+          if (max !== null) written.set(watermarkKey(t.spec.name), max)
+        }
         const types = this.#objectTypes(sqlite)
-        await this.#rebuildViews(client, types)
+        const viewsHash = hash(types)
+        const viewsBuilt = await this.#rebuildViews(client, types)
         const now = new Date(this.#o.clock.now()).toISOString()
         await client.query(
-          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, loaded_seq, loaded_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, loaded_seq = excluded.loaded_seq,
-           loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
-          [POSTGRES_CONSUMER, seq, this.#tablesHash, now],
+          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at)
+           VALUES ($1, $2, $3, $5, $6, $2, $4, $4)
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
+           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
+          [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, JSON.stringify(Object.fromEntries(written))],
         )
         await client.query('COMMIT')
-        this.#written.clear()
-        this.#written.set('views', hash(types))
+        this.#written = written
+        this.#written.set('views', viewsHash)
         this.#cursor = seq
         this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
         this.#counts.loads++
@@ -592,12 +679,62 @@ export class PostgresDestination {
     return new CustomObjectTypes(sqlite).fields()
   }
 
-  async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<void> {
-    if (!this.#byName.has('custom_records')) return
+  /**
+   * Brings the custom objects' views to `types`, each in a savepoint: a view Postgres refuses (a
+   * user's view depends on a column it would drop) is kept as it was, logged and shown as the last
+   * error, and the data goes on. A view whose columns were only appended to is replaced in place
+   * (grants and dependent views survive). Returns whether every view was built.
+   */
+  async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
+    if (!this.#byName.has('custom_records')) return true
     const schema = this.#o.schema
+    const failures: string[] = []
+    const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
+      for (const [i, sqls] of statements.entries()) {
+        await client.query('SAVEPOINT fsm_view')
+        try {
+          for (const sql of sqls) await client.query(sql)
+          await client.query('RELEASE SAVEPOINT fsm_view')
+          return
+        } catch (err) {
+          await client.query('ROLLBACK TO SAVEPOINT fsm_view')
+          await client.query('RELEASE SAVEPOINT fsm_view')
+          if (i === statements.length - 1) failures.push(`${what}: ${(err as Error).message}`)
+        }
+      }
+    }
+    const built = new Set<string>()
+    for (const type of types) {
+      const create = objectViewSql(schema, type)
+      const name = /^CREATE VIEW (.+?) AS /.exec(create)?.[1] ?? ''
+      built.add(name)
+      // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
+      await attempt(
+        `the view of custom object ${type.slug}`,
+        [create.replace(/^CREATE VIEW /, 'CREATE OR REPLACE VIEW ')],
+        [`DROP VIEW IF EXISTS ${name}`, create],
+      )
+    }
     const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
-    for (const v of old.rows) await client.query(`DROP VIEW IF EXISTS ${qualified(schema, v.table_name)}`)
-    for (const type of types) await client.query(objectViewSql(schema, type))
+    for (const v of old.rows) {
+      const name = qualified(schema, v.table_name)
+      if (!built.has(name)) await attempt(`dropping the view ${v.table_name}`, [`DROP VIEW IF EXISTS ${name}`])
+    }
+    if (failures.length === 0) {
+      if (this.#viewError !== undefined) this.#log.info('the custom objects views are built again')
+      this.#viewError = undefined
+      return true
+    }
+    const message = `cannot build the custom objects views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
+    const at = new Date(this.#o.clock.now()).toISOString()
+    if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
+    this.#viewError = { message, at }
+    try {
+      this.#consumers.recordError(this.#consumerName, message, at)
+    } catch (err) {
+      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
+    }
+    return false
   }
 
   /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
@@ -632,13 +769,27 @@ export class PostgresDestination {
       for (const t of this.#tables) {
         // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
         if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        const rows: MirrorValue[][] = [...tableRows(sqlite, t.spec, { keyOrder: false })]
-        const h = hash(rows)
-        if (this.#written.get(t.spec.name) !== h) batch.snapshots.set(t, { hash: h, rows })
+        // The fingerprint is computed in SQLite: the rows are read only when it moved.
+        const fp = tableFingerprint(sqlite, t.spec)
+        if (this.#written.get(t.spec.name) === fp) continue
+        const by = t.spec.appendedBy
+        const mark = by === undefined ? undefined : this.#written.get(watermarkKey(t.spec.name))
+        if (by === undefined) {
+          batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
+          continue
+        }
+        // An appended table (calendar_changes) is followed by its appendedBy column: the new rows only.
+        const range = columnRange(sqlite, t.spec, by)
+        const incremental = mark !== undefined
+        const rows = incremental ? rowsFrom(sqlite, t.spec, by, mark) : [...tableRows(sqlite, t.spec, { keyOrder: false })]
+        batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
       }
-      const types = this.#objectTypes(sqlite)
-      const vh = hash(types)
-      if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+      const typesTable = this.#byName.get('custom_object_types')
+      if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+        const types = this.#objectTypes(sqlite)
+        const vh = hash(types)
+        if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+      }
       return batch
     })
     return read()
@@ -689,6 +840,7 @@ export class PostgresDestination {
     const schema = this.#o.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0
+    const written = new Map(this.#written)
     await client.query('BEGIN')
     try {
       const state = await client.query<{ seq: string }>(`SELECT seq FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`, [
@@ -702,10 +854,33 @@ export class PostgresDestination {
         return 1
       }
       for (const [t, s] of batch.snapshots) {
-        await client.query(`DELETE FROM ${qualified(schema, t.spec.name)}`)
-        rows += await this.#insertRows(client, t, s.rows)
+        const target = qualified(schema, t.spec.name)
+        written.set(t.spec.name, s.hash)
+        if (s.appended?.incremental === true) {
+          // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
+          const col = quote(s.appended.column)
+          if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
+          else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
+          // Rows are never changed once appended: those at the watermark, already there, are left alone.
+          rows += await this.#upsertRows(client, t, s.rows, { insertOnly: true })
+          const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target}`)).rows
+          if (Number(n!.n) !== s.appended.count) {
+            // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
+            this.#log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
+            written.delete(t.spec.name)
+            written.delete(watermarkKey(t.spec.name))
+            continue
+          }
+        } else {
+          await client.query(`DELETE FROM ${target}`)
+          rows += await this.#insertRows(client, t, s.rows)
+        }
+        if (s.appended !== undefined) {
+          if (s.appended.max === null) written.delete(watermarkKey(t.spec.name))
+          else written.set(watermarkKey(t.spec.name), s.appended.max)
+        }
       }
-      if (batch.views !== undefined) await this.#rebuildViews(client, batch.views.types)
+      const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
       for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
       for (const [t, present] of batch.upserts) rows += await this.#upsertRows(client, t, present)
       for (const [child, parents] of batch.childParents) {
@@ -728,25 +903,39 @@ export class PostgresDestination {
           await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
         }
       }
-      await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3 WHERE id = $1`, [
-        POSTGRES_CONSUMER,
-        to,
-        new Date(this.#o.clock.now()).toISOString(),
-      ])
+      written.delete('views')
+      // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
+      const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
+      await client.query(
+        `UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3, fingerprints = $4${viewsHash === undefined ? '' : ', views_hash = $5'} WHERE id = $1`,
+        [
+          POSTGRES_CONSUMER,
+          to,
+          new Date(this.#o.clock.now()).toISOString(),
+          JSON.stringify(Object.fromEntries(written)),
+          ...(viewsHash === undefined ? [] : [viewsHash]),
+        ],
+      )
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
-    for (const [t, s] of batch.snapshots) this.#written.set(t.spec.name, s.hash)
+    const views = this.#written.get('views')
+    this.#written = written
     if (batch.views !== undefined) this.#written.set('views', batch.views.hash)
+    else if (views !== undefined) this.#written.set('views', views)
     this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
     this.#cursor = to
     this.#counts.changesApplied += batch.changes.length
     this.#counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
-        this.#consumers.ack(POSTGRES_CONSUMER, to, new Date(this.#o.clock.now()).toISOString())
+        const now = new Date(this.#o.clock.now()).toISOString()
+        // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
+        if (!this.#consumers.ack(this.#consumerName, to, now)) this.#consumers.add(this.#consumerName, 'destination', now, to)
+        // The ack clears the row's last error: a view still not built stays shown (`fsm-sync status`).
+        if (this.#viewError !== undefined) this.#consumers.recordError(this.#consumerName, this.#viewError.message, this.#viewError.at)
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }
@@ -777,14 +966,14 @@ export class PostgresDestination {
   }
 
   /** Newer wins on updated_at where the table has one: a change applied twice changes nothing. */
-  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
+  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][], options: { insertOnly?: boolean } = {}): Promise<number> {
     if (rows.length === 0) return 0
     const target = qualified(this.#o.schema, t.spec.name)
     const names = t.columns.map((c) => quote(c.name)).join(', ')
     const pk = t.spec.primaryKey
     const others = t.columns.filter((c) => !pk.includes(c.name))
     const onConflict =
-      others.length === 0
+      others.length === 0 || options.insertOnly === true
         ? 'DO NOTHING'
         : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
             t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''

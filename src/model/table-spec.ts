@@ -44,6 +44,11 @@ export interface TableSpec {
   readonly columns: readonly ColumnSpec[]
   /** A child table: its rows are replaced with the parent row that owns them. */
   readonly parent?: { readonly table: string; readonly column: string }
+  /**
+   * A table whose rows are only inserted, never changed, with this time column set when inserted,
+   * and removed oldest first by it (retention): a copy elsewhere follows it by that column.
+   */
+  readonly appendedBy?: string
 }
 
 /** The SQLite storage class a column kind is declared with in a STRICT table. */

@@ -174,3 +174,43 @@ export function childRowsOf(sqlite: Sqlite, child: TableSpec, parentIds: readonl
   }
   return out
 }
+
+/**
+ * A fingerprint of a table's content computed in SQLite, one row of aggregates (the row count, the
+ * newest value of each time column, per column the total length and, for numbers, the sum): a
+ * reader compares it to decide whether to read the rows at all. A change that keeps every one of
+ * these (a same-length edit of a text with no timestamp moving) goes unseen until the next one.
+ */
+export function tableFingerprint(sqlite: Sqlite, table: TableSpec): string {
+  const terms = ['count(*)']
+  for (const c of table.columns) {
+    const col = quote(c.name)
+    terms.push(`total(length(${col}))`)
+    if (c.kind === 'time') terms.push(`max(${col})`)
+    else if (c.kind === 'integer' || c.kind === 'real' || c.kind === 'flag') terms.push(`total(${col})`)
+  }
+  const row = sqlite
+    .prepare(`SELECT ${terms.join(', ')} FROM ${quote(table.name)}`)
+    .raw(true)
+    .get() as unknown[]
+  return JSON.stringify(row)
+}
+
+/** The rows of a table whose `column` is at or after `from` (a table's appendedBy column), in declaration order. */
+export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from: string): MirrorCell[][] {
+  return sqlite
+    .prepare(`SELECT ${columnList(table.columns)} FROM ${quote(table.name)} WHERE ${quote(column)} >= ?`)
+    .raw(true)
+    .all(from) as MirrorCell[][]
+}
+
+/** The oldest and newest value of a column, and the row count: where an appended table starts and ends. */
+export function columnRange(sqlite: Sqlite, table: TableSpec, column: string): { min: string | null; max: string | null; count: number } {
+  return sqlite
+    .prepare(`SELECT min(${quote(column)}) AS min, max(${quote(column)}) AS max, count(*) AS count FROM ${quote(table.name)}`)
+    .get() as {
+    min: string | null
+    max: string | null
+    count: number
+  }
+}

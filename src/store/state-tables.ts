@@ -127,7 +127,7 @@ export const STATE_TABLES: readonly TableSpec[] = [
     'Readers of change_log that retention waits for: a destination, or a consumer a user registered (src/store/change-log-consumers.ts).',
     ['name'],
     [
-      c('name', 'text', false, 'The consumer (`postgres` for the Postgres destination).'),
+      c('name', 'text', false, 'The consumer (`postgres:<host>:<port>:<database>:<schema>` for a Postgres destination).'),
       c('kind', 'text', false, 'destination or user.'),
       c('seq', 'integer', false, 'The last change_log seq it has read.'),
       c('registered_at', 'time', false, 'When it was registered.'),

@@ -2,6 +2,7 @@
 // summary, a clear refusal, never the password), status with the destination's lag, consumers.
 import { rmSync } from 'node:fs'
 import { expect, inject, test } from 'vitest'
+import { destinationConsumerName } from '../../../src/destination/postgres-destination.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
@@ -62,6 +63,15 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
     const unknown = await runCli(['consumers', 'ack', 'nobody', '3', '--json'], env({}))
     expect(unknown.code).toBe(1)
     expect(JSON.parse(unknown.stdout).error.message).toContain('no consumer named nobody; add it first')
+
+    // The destination's row is named after its target (never the password), and is removed only with --force.
+    const own = { name: destinationConsumerName(url, 'fsm') }
+    expect(own.name).toMatch(/^postgres:127\.0\.0\.1:\d+:fsm_test\w+:fsm$/)
+    expect(own.name).not.toContain(new URL(url).password)
+    const refusedRemove = await runCli(['consumers', 'remove', own.name], env({}))
+    expect(refusedRemove.code).toBe(2)
+    expect(refusedRemove.stderr).toContain('Add --force')
+    expect((await runCli(['consumers', 'remove', own.name, '--force'], env({}))).code).toBe(0)
   } finally {
     rmSync(m.dir, { recursive: true, force: true })
   }

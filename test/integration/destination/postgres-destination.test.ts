@@ -1,12 +1,14 @@
 // The Postgres destination against a real server and a real mirror: initial load, changes in order,
 // exactly once across re-applies, the type mapping, custom-object views, pruning, errors.
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
+import pg from 'pg'
 import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
-import { PostgresDestination, POSTGRES_CONSUMER } from '../../../src/destination/postgres-destination.js'
+import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
+import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { columnNames, viewName } from '../../../src/store/custom-object-views.js'
-import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
+import { ChangeLogConsumers, lastChangeSeq } from '../../../src/store/change-log-consumers.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import type { RecordRow } from '../../../src/model/rows.js'
 import { runRetention } from '../../../src/store/retention.js'
@@ -104,7 +106,7 @@ describe('the Postgres destination', () => {
     expect(row).toEqual({ start_date_time: null, any_time: true, city: 'Paris', deleted_at: null })
     expect(await pgQuery(url, `SELECT user_id FROM fsm.job_assignees WHERE job_id = 'j1'`)).toEqual([{ user_id: 'u9' }])
     expect((await pgQuery(url, `SELECT count(*)::int AS n FROM fsm.job_assignees WHERE job_id = 'j3'`))[0]).toEqual({ n: 0 })
-    expect(new ChangeLogConsumers(m.sqlite).get(POSTGRES_CONSUMER)?.seq).toBe(second.cursor)
+    expect(new ChangeLogConsumers(m.sqlite).get(d.consumerName)?.seq).toBe(second.cursor)
   })
 
   test('a batch applied again changes nothing, and an older version never replaces a newer one', async () => {
@@ -177,6 +179,119 @@ describe('the Postgres destination', () => {
     expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
   })
 
+  test('a restart rewrites nothing unchanged; a view is replaced in place when fields are added, and one Postgres refuses does not stop the data', async () => {
+    const types = new CustomObjectTypes(m.sqlite)
+    const now = new Date().toISOString()
+    const store = (names: string[]) => {
+      const fields = names.map((name) => ({ name, type: 'text' }))
+      types.store({ slug: 'dogs', raw: { slug: 'dogs' } }, { fields, pipeline: null, raw: { fields } }, now)
+    }
+    const records = new RecordWriter(m.sqlite, 'custom_records', { scope: { column: 'slug', value: 'dogs' } })
+    const dog = (id: string, s: number, data: Record<string, string>) =>
+      records.upsert([{ id, updated_at: at(s), raw: '{}', columns: { stage: null, data: JSON.stringify(data), created_at: null } }], {
+        now,
+        replaceTies: true,
+      })
+    store(['name'])
+    dog('d/1', 1, { name: 'Rex' })
+    await destination('keep').catchUp()
+    // A user's view over the replica's view, and a grant on it.
+    await pgQuery(url, `CREATE VIEW keep.user_dogs AS SELECT id, name FROM keep.obj_dogs`)
+    await pgQuery(url, `GRANT SELECT ON keep.obj_dogs TO PUBLIC`)
+    const grants = `SELECT grantee FROM information_schema.role_table_grants WHERE table_schema = 'keep' AND table_name = 'obj_dogs' AND grantee = 'PUBLIC'`
+    const versions = `SELECT xmin::text AS x FROM keep.custom_object_types ORDER BY slug`
+    const before = await pgQuery(url, versions)
+
+    // A restart (a new process, a `replicate`): the views and the tables compared by content are left alone.
+    await destination('keep').catchUp()
+    expect(await pgQuery(url, versions)).toEqual(before)
+    expect(await pgQuery(url, grants)).toHaveLength(1)
+    const [state] = await pgQuery(url, `SELECT views_hash, fingerprints FROM keep._fsm_sync_state`)
+    expect(state!.views_hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.parse(state!.fingerprints as string)).toHaveProperty('custom_object_types')
+
+    // A field added: the view is replaced in place, the user's view and the grant survive.
+    store(['name', 'breed'])
+    dog('d/2', 2, { name: 'Ace', breed: 'collie' })
+    const d = destination('keep')
+    await d.catchUp()
+    expect(await pgQuery(url, `SELECT id, name, breed FROM keep.obj_dogs ORDER BY id`)).toEqual([
+      { id: 'd/1', name: 'Rex', breed: null },
+      { id: 'd/2', name: 'Ace', breed: 'collie' },
+    ])
+    expect(await pgQuery(url, grants)).toHaveLength(1)
+    expect(await pgQuery(url, `SELECT id FROM keep.user_dogs ORDER BY id`)).toEqual([{ id: 'd/1' }, { id: 'd/2' }])
+
+    // A field the user's view reads goes away: Postgres refuses the new view; the data goes on, the error shows.
+    store(['breed'])
+    dog('d/3', 3, { breed: 'pug' })
+    await d.catchUp()
+    expect(await pgQuery(url, `SELECT id FROM keep.custom_records WHERE slug = 'dogs' ORDER BY id`)).toEqual([
+      { id: 'd/1' },
+      { id: 'd/2' },
+      { id: 'd/3' },
+    ])
+    expect(d.status().lastError).toMatch(/view of custom object dogs/)
+    expect(new ChangeLogConsumers(m.sqlite).get(d.consumerName)?.lastError).toMatch(/view of custom object dogs/)
+    expect(await pgQuery(url, `SELECT id FROM keep.user_dogs ORDER BY id`)).toHaveLength(3)
+
+    // Once the user's view is gone, the next start builds the view.
+    await pgQuery(url, `DROP VIEW keep.user_dogs`)
+    const again = destination('keep')
+    await again.catchUp()
+    expect(again.status().lastError).toBeNull()
+    expect(await pgQuery(url, `SELECT id, breed FROM keep.obj_dogs ORDER BY id`)).toHaveLength(3)
+    expect(await comparePostgres(m.sqlite, url, 'keep', tables)).toEqual([])
+
+    // Each target has its own consumer row, named without the user or password; one removed by hand comes back with the next ack.
+    const consumers = new ChangeLogConsumers(m.sqlite)
+    const names = consumers.list().filter((c) => c.kind === 'destination')
+    expect(names.map((c) => c.name).sort()).toEqual([destination('fsm').consumerName, again.consumerName].sort())
+    expect(again.consumerName).toMatch(/^postgres:127\.0\.0\.1:\d+:fsm_test\w+:keep$/)
+    expect(JSON.stringify(names)).not.toContain(new URL(url).password)
+    consumers.remove(again.consumerName)
+    dog('d/4', 4, { breed: 'lab' })
+    await again.catchUp()
+    expect(consumers.get(again.consumerName)).toMatchObject({ kind: 'destination', seq: again.status().cursor })
+    // Gone for good, so that it holds no retention back in the tests below.
+    await again.close()
+    consumers.remove(again.consumerName)
+  })
+
+  test('calendar_changes is followed by fetched_at: new rows added, rows retention removed deleted, the others left alone', async () => {
+    const calTables = destinationTables().filter((t) => t.name === 'calendar_changes' || t.name === 'change_log')
+    const feed = new CalendarChangeStore(m.sqlite, 'calendar-a')
+    const change = (key: string) => ({
+      change_key: key,
+      action: 'updated',
+      visit_id: null,
+      external_event_id: key,
+      changed_at: at(1),
+      raw: '{}',
+    })
+    feed.insert([change('a')], at(5))
+    feed.insert([change('b'), change('c')], at(10))
+    await destination('cal', { tables: calTables }).catchUp()
+    const versions = `SELECT change_key, xmin::text AS x FROM cal.calendar_changes ORDER BY change_key`
+    const before = await pgQuery<{ change_key: string; x: string }>(url, versions)
+    expect(before.map((r) => r.change_key)).toEqual(['a', 'b', 'c'])
+
+    feed.insert([change('d')], at(20))
+    feed.insert([change('e')], at(30))
+    // What retention does: the rows fetched longest ago go.
+    m.sqlite.prepare(`DELETE FROM calendar_changes WHERE fetched_at < ?`).run(at(10))
+    const d = destination('cal', { tables: calTables })
+    await d.catchUp()
+    expect(await comparePostgres(m.sqlite, url, 'cal', calTables)).toEqual([])
+    const after = await pgQuery<{ change_key: string; x: string }>(url, versions)
+    expect(after.map((r) => r.change_key)).toEqual(['b', 'c', 'd', 'e'])
+    // The rows kept were not written again.
+    expect(after.slice(0, 2)).toEqual(before.slice(1))
+    // A restart writes nothing.
+    await destination('cal', { tables: calTables }).catchUp()
+    expect(await pgQuery(url, versions)).toEqual(after)
+  })
+
   test('a destination behind what retention pruned is loaded again; a lagging consumer holds rows back', async () => {
     const d = destination('fsm')
     await d.catchUp()
@@ -204,7 +319,7 @@ describe('the Postgres destination', () => {
     await d.close()
     write([job('j5', 500, { job_status: 'late' }, ['u5'])])
     const cursor = (await pgQuery<{ seq: string }>(url, `SELECT seq FROM fsm._fsm_sync_state`))[0]!.seq
-    consumers.reset(POSTGRES_CONSUMER, Number(cursor), new Date().toISOString())
+    consumers.reset(d.consumerName, Number(cursor), new Date().toISOString())
     expect((await runRetention(m.sqlite, later, { ...settings, changeLogHoldDays: 2 })).removed.change_log).toBe(total - 10 + 1)
     const again = destination('fsm')
     const summary = await again.catchUp()
@@ -397,6 +512,42 @@ describe('the Postgres destination', () => {
       const [back, one, two] = columnNames(fields)
       expect(view[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })
       expect(mirrorView[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })
+    }
+  })
+
+  test('catchUp goes on until a pass applies nothing: changes written while it runs are in when it returns', async () => {
+    const d = destination('rep')
+    await d.catchUp()
+    write([job('r0', 900)])
+    // The cursor's update waits on a lock the test holds: meanwhile the mirror gets more changes than a batch holds.
+    await pgQuery(
+      url,
+      `CREATE FUNCTION rep.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;
+       CREATE TRIGGER hold BEFORE UPDATE ON rep._fsm_sync_state FOR EACH ROW EXECUTE FUNCTION rep.hold()`,
+    )
+    const holder = new pg.Client({ connectionString: url })
+    await holder.connect()
+    try {
+      await holder.query('SELECT pg_advisory_lock(4242)')
+      const running = d.catchUp()
+      await vi.waitFor(
+        async () => {
+          const waiting = await pgQuery(url, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'`)
+          expect(waiting).toHaveLength(1)
+        },
+        { timeout: 10_000, interval: 20 },
+      )
+      write(Array.from({ length: 20 }, (_, i) => job(`r${i + 1}`, 900)))
+      await holder.query('SELECT pg_advisory_unlock(4242)')
+      const summary = await running
+      expect(summary.cursor).toBe(lastChangeSeq(m.sqlite))
+      expect(summary.changesApplied).toBe(21)
+      expect(await comparePostgres(m.sqlite, url, 'rep', tables)).toEqual([])
+    } finally {
+      await holder.end()
+      await pgQuery(url, `DROP TRIGGER hold ON rep._fsm_sync_state`)
+      await d.close()
+      new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
     }
   })
 })
