@@ -11,7 +11,7 @@ import type { Query } from '../../../src/api/routes.js'
 import { createApp } from '../../../src/daemon/create-app.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { Lane } from '../../../src/daemon/sync-jobs.js'
-import { SweepLoop } from '../../../src/daemon/sweep-loop.js'
+import { DISCOVERY_EVERY_MS, SweepLoop } from '../../../src/daemon/sweep-loop.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
 import { selectStreams } from '../../../connectors/selection.js'
@@ -156,6 +156,58 @@ describe('continuous sweeping', () => {
       expect(most).toBeLessThanOrEqual(30)
       // Sweeping back to back fills the share: the busiest window holds nearly all of it.
       expect(most).toBeGreaterThanOrEqual(27)
+    } finally {
+      await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test('a record carrying a field the stored schema lacks: the sweep fetches the schema, before the next discovery (fake time)', async () => {
+    const emu = await emulatorEnv({ counts: COUNTS })
+    // The fake clock runs an hour behind the emulator's, so a record written now is newer than any
+    // schema fetch the mirror records (what makes the sweep look at its fields).
+    const clock = new FakeClock(Date.now() - 3_600_000)
+    const app = await createApp(inProcessDaemonConfig(emu), { logger: silent(), clock })
+    const loop = new SweepLoop({
+      context: (signal) => app.syncContext({ signal }),
+      client: app.client,
+      governor: app.governor,
+      clock,
+      selection: selectStreams(['objects']),
+      budgetShare: 0.5,
+      maxIntervalMs: 60_000,
+      lane: new Lane(),
+      logger: app.logger,
+    })
+    const fields = (slug: string) =>
+      (
+        JSON.parse(app.mirror.sqlite.prepare(`SELECT fields FROM custom_object_types WHERE slug = ?`).pluck().get(slug) as string) as {
+          name: string
+        }[]
+      ).map((f) => f.name)
+    const step = async (ms: number) => {
+      const end = clock.now() + ms
+      while (clock.now() < end) {
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+    }
+    try {
+      loop.start()
+      const slug = ((await emu.api('GET', '/api/v1/objects')).body.data as { slug: string }[])[0]!.slug
+      await step(10_000)
+      await loop.firstPass
+      expect(fields(slug)).not.toContain('warranty_code')
+      const startedAt = clock.now()
+      await emu.control('POST', `/objects/${slug}/fields`, { name: 'warranty_code', type: 'text' })
+      const rec = ((await emu.state(`objects/${slug}`)) as { id: string; deleted?: boolean }[]).find((r) => r.deleted !== true)!
+      const patched = await emu.api('PATCH', `/api/v1/objects/${slug}/${rec.id}`, { data: { warranty_code: 'W-1' } })
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+      // Within the bound the stream is swept again; discovery (every five minutes) is not due yet.
+      await step(2 * 60_000)
+      expect(clock.now() - startedAt).toBeLessThan(DISCOVERY_EVERY_MS)
+      expect(fields(slug)).toContain('warranty_code')
     } finally {
       await loop.stop()
       await app.close()
