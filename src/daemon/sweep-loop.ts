@@ -211,11 +211,23 @@ export class SweepLoop {
   }
 
   #sweep(ctx: SyncContext, stream: string, source: CountingSource): Promise<RunResult> {
+    const maxPages = this.pageCap()
     const record = this.#records.get(stream)
-    if (record !== undefined) return sweepRecords(ctx, record)
+    if (record !== undefined) return sweepRecords(ctx, record, { maxPages })
     const slug = stream.slice('objects:'.length)
     const discovery = this.#discovery.get(slug)
-    return sweepObjectRecords(ctx, slug, source, discovery === undefined ? {} : { discovery })
+    return sweepObjectRecords(ctx, slug, source, { maxPages, ...(discovery === undefined ? {} : { discovery }) })
+  }
+
+  /**
+   * Pages one continuous sweep reads at most before the next stream's turn: the requests the share
+   * allows within the bound (`sync.maxSweepIntervalSeconds`) divided among the streams, at least
+   * one. A backfill or a long catch-up then goes on over many sweeps (the cursor is committed with
+   * each page), and a round of every stream still fits within the bound.
+   */
+  pageCap(): number {
+    const perBound = (this.share.limit * this.#o.maxIntervalMs) / this.#o.governor.guardedWindowMs
+    return Math.max(1, Math.floor(perBound / Math.max(1, this.#units.size)))
   }
 
   #learn(unit: UnitState, result: RunResult): void {

@@ -14,6 +14,8 @@ import { Lane } from '../../../src/daemon/sync-jobs.js'
 import { DISCOVERY_EVERY_MS, SweepLoop } from '../../../src/daemon/sweep-loop.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
+import { streamFreshness } from '../../../src/store/stream-freshness.js'
+import type { RunResult } from '../../../src/sync/sync-context.js'
 import { selectStreams } from '../../../connectors/selection.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
@@ -208,6 +210,58 @@ describe('continuous sweeping', () => {
       await step(2 * 60_000)
       expect(clock.now() - startedAt).toBeLessThan(DISCOVERY_EVERY_MS)
       expect(fields(slug)).toContain('warranty_code')
+    } finally {
+      await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test("a big stream's backfill takes turns: capped sweeps, the small stream swept in between, and status does not count a capped sweep as swept to the end (fake time)", async () => {
+    const emu = await emulatorEnv({ counts: { clients: 4, jobs: 60, visitsPerJob: 1, invoices: 1, customRecords: 1 } })
+    const clock = new FakeClock(Date.now())
+    const app = await createApp({ ...inProcessDaemonConfig(emu, { sync: { pageSize: 5 } }), rateLimit: 60 }, { logger: silent(), clock })
+    const results: RunResult[] = []
+    let jobsFreshnessWhenCapped: number | null | undefined
+    const loop = new SweepLoop({
+      context: (signal) => app.syncContext({ signal }),
+      client: app.client,
+      governor: app.governor,
+      clock,
+      selection: selectStreams(['clients', 'jobs']),
+      budgetShare: 0.5,
+      // 30 requests a minute for the sweeps, a 10 s bound, two streams: two pages a sweep.
+      maxIntervalMs: 10_000,
+      lane: new Lane(),
+      logger: app.logger,
+      onRun: (r) => {
+        results.push(r)
+        if (r.stream === 'jobs' && r.details?.capped === true && jobsFreshnessWhenCapped === undefined)
+          jobsFreshnessWhenCapped = streamFreshness(app.mirror.sqlite, ['jobs'], clock.now())[0]!.lastSweptAt
+      },
+    })
+    try {
+      expect(loop.pageCap()).toBe(2)
+      loop.start()
+      const end = clock.now() + 5 * 60_000
+      const jobsDone = () => results.some((r) => r.stream === 'jobs' && r.outcome === 'success' && r.details?.capped === undefined)
+      while (clock.now() < end && !jobsDone()) {
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+      expect(jobsDone()).toBe(true)
+      const jobs = results.filter((r) => r.stream === 'jobs')
+      // Twelve pages of jobs, two a sweep: the backfill went on over several sweeps, each stopped at the cap.
+      const capped = jobs.filter((r) => r.details?.capped === true)
+      expect(capped.length).toBeGreaterThanOrEqual(4)
+      for (const r of capped) expect(r.requests).toBeLessThanOrEqual(2)
+      // The small stream was swept while the backfill was under way, more than once.
+      const lastCapped = results.lastIndexOf(capped[capped.length - 1]!)
+      const clientsBetween = results.slice(results.indexOf(capped[0]!), lastCapped).filter((r) => r.stream === 'clients')
+      expect(clientsBetween.length).toBeGreaterThanOrEqual(2)
+      // A capped sweep is not a sweep to the end: no "last swept" for jobs until one reached it.
+      expect(jobsFreshnessWhenCapped).toBeNull()
+      expect(app.mirror.sqlite.prepare(`SELECT count(*) FROM jobs`).pluck().get()).toBe(60)
     } finally {
       await loop.stop()
       await app.close()
