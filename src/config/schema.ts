@@ -391,7 +391,7 @@ export const ConfigSchema = z.strictObject({
       ),
       runsDays: Days.default(90).meta(
         doc(
-          'Days after it ended a `sync_runs` row is deleted (the last run of each stream stays). A quiet sweep (successful, no row changed) goes after one day already: continuous sweeping writes about one a second. `"off"`: keep all.',
+          'Days after it ended a `sync_runs` row is deleted (the last run of each stream stays). A quiet sweep (successful, no row changed) goes after one day already: continuous sweeping writes about one a second. `"off"`: keep all but the quiet sweeps, which go after a day regardless.',
           { unit: 'days' },
         ),
       ),

@@ -29,10 +29,12 @@ interface JobSlot {
 }
 
 /**
- * Longest single wait (ms): a Node timer fires at once past 2^31-1 ms (about 24.8 days), so a yearly
- * schedule waits in steps of this and looks again.
+ * Longest single wait (ms). Node's timers run on a monotonic clock that stands still while the host
+ * is suspended: one long timer armed at 22:00 for 03:00 fires at 05:00 after a two-hour suspend.
+ * So a job waits in steps of at most this and looks at the wall clock (`clock.now()`) after each,
+ * running as soon as its planned time has passed (as croner's own timers do).
  */
-export const MAX_TIMER_MS = 2 ** 31 - 1
+export const CHECK_EVERY_MS = 30_000
 
 export class Scheduler {
   readonly #logger: Logger
@@ -81,17 +83,19 @@ export class Scheduler {
     const next = slot.pattern.nextRun(new Date(from))
     slot.next = next
     if (next === null) return
-    const at = next.getTime()
+    this.#wait(slot, next.getTime())
+  }
+
+  /** Waits for `at` by the wall clock, in steps of at most CHECK_EVERY_MS, then runs the job and arms the next. */
+  #wait(slot: JobSlot, at: number): void {
     const wait = at - this.#clock.now()
-    if (wait > MAX_TIMER_MS) {
-      slot.cancel = this.#clock.setTimer(MAX_TIMER_MS, () => this.#arm(slot, this.#clock.now()))
+    if (wait > 0) {
+      slot.cancel = this.#clock.setTimer(Math.min(wait, CHECK_EVERY_MS), () => this.#wait(slot, at))
       return
     }
-    slot.cancel = this.#clock.setTimer(wait, () => {
-      slot.cancel = undefined
-      this.#arm(slot, Math.max(at, this.#clock.now()))
-      void this.runNow(slot.def.name)
-    })
+    slot.cancel = undefined
+    this.#arm(slot, Math.max(at, this.#clock.now()))
+    void this.runNow(slot.def.name)
   }
 
   /** Names of the jobs whose schedule is switched off ("off"): they never run on their own. */

@@ -7,6 +7,7 @@
 // turn with reconciliation and the failed-delivery sweeps (sync-jobs.ts), so a stream is never
 // walked by two runs at once. Time comes from the injected clock.
 import type { RecordStream } from '../model/streams.js'
+import type { DiscoveryItem } from '../model/custom-objects.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { Clock } from '../model/clock.js'
 import { BudgetShare, type RequestGovernor } from '../api/governor/index.js'
@@ -16,14 +17,19 @@ import { inboxEventsReader } from '../store/webhook-inbox-store.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { CountingSource, type Upstream } from '../sync/counting-source.js'
 import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
+import { SCHEMA_MAX_AGE_MS } from '../sync/object-schemas.js'
 import { sweepRecords } from '../sync/record-sweep.js'
 import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
 import { ChangeRate, planNext, retryDelayMs, type PlannedStream } from './sweep-planner.js'
 
-/** Custom objects are discovered again this often (new objects, changed schemas). */
-export const DISCOVERY_EVERY_MS = 10 * 60_000
+/**
+ * Custom objects are discovered again this often (new objects, changed schemas): as often as a
+ * stored schema goes stale (object-schemas.ts), so the schemas are checked every five minutes as
+ * README.md promises; between two discoveries a sweep fetches a schema its records outgrew.
+ */
+export const DISCOVERY_EVERY_MS = SCHEMA_MAX_AGE_MS
 
 export interface SweepLoopOptions {
   /** The sweeps' context (mirror, state, logger, options); its upstream is replaced by the share's. */
@@ -61,6 +67,8 @@ export class SweepLoop {
   readonly #units = new Map<string, UnitState>()
   readonly #records: Map<string, RecordStream>
   #discoveredAt: number | undefined
+  /** The last discovery's item of each object: a sweep fetches the schema with it when records outgrow the stored one. */
+  #discovery = new Map<string, DiscoveryItem>()
   #running: Promise<void> | undefined
   #firstPass: { promise: Promise<void>; resolve: () => void }
   #wake: (() => void) | undefined
@@ -191,6 +199,7 @@ export class SweepLoop {
       'objects',
       async () => {
         const found = await discoverObjects(ctx, source)
+        this.#discovery = found.items
         const slugs = which === 'all' ? found.slugs : (which ?? []).filter((s) => found.slugs.includes(s))
         for (const slug of slugs) this.#unit(`objects:${slug}`)
         for (const name of [...this.#units.keys()])
@@ -202,9 +211,23 @@ export class SweepLoop {
   }
 
   #sweep(ctx: SyncContext, stream: string, source: CountingSource): Promise<RunResult> {
+    const maxPages = this.pageCap()
     const record = this.#records.get(stream)
-    if (record !== undefined) return sweepRecords(ctx, record)
-    return sweepObjectRecords(ctx, stream.slice('objects:'.length), source)
+    if (record !== undefined) return sweepRecords(ctx, record, { maxPages })
+    const slug = stream.slice('objects:'.length)
+    const discovery = this.#discovery.get(slug)
+    return sweepObjectRecords(ctx, slug, source, { maxPages, ...(discovery === undefined ? {} : { discovery }) })
+  }
+
+  /**
+   * Pages one continuous sweep reads at most before the next stream's turn: the requests the share
+   * allows within the bound (`sync.maxSweepIntervalSeconds`) divided among the streams, at least
+   * one. A backfill or a long catch-up then goes on over many sweeps (the cursor is committed with
+   * each page), and a round of every stream still fits within the bound.
+   */
+  pageCap(): number {
+    const perBound = (this.share.limit * this.#o.maxIntervalMs) / this.#o.governor.guardedWindowMs
+    return Math.max(1, Math.floor(perBound / Math.max(1, this.#units.size)))
   }
 
   #learn(unit: UnitState, result: RunResult): void {

@@ -59,7 +59,12 @@ export interface RetentionOptions {
 }
 
 const DAY_MS = 86_400_000
-/** Days a quiet sweep (successful, no row changed) is kept, when runsDays is longer. */
+/**
+ * Days a quiet sweep (successful, no row changed) is kept, when runsDays is longer or "off": they
+ * are the noise of continuous sweeping (about one a second), so "off" keeps every other run but
+ * not them. Sweeps that changed rows keep runsDays (with "off", for good: one row per sweep that
+ * found a change, which grows with the account's activity; README.md, Continuous sweeping).
+ */
 export const QUIET_SWEEP_DAYS = 1
 
 /** Columns the compact row gets its own values for: the body, and when it was dropped. */
@@ -147,16 +152,16 @@ export async function runRetention(
                     ORDER BY id LIMIT ?)`,
     )
     await batches(del, runs).drain('sync_runs')
-    const quiet = cutoff(Math.min(settings.runsDays as number, QUIET_SWEEP_DAYS))!
-    const delQuiet = sqlite.prepare(
-      `DELETE FROM sync_runs
-       WHERE id IN (SELECT id FROM sync_runs
-                    WHERE ended_at IS NOT NULL AND ended_at < ? AND kind = 'sweep' AND outcome = 'success' AND rows = 0
-                      AND id NOT IN (SELECT last_run_id FROM sync_state WHERE last_run_id IS NOT NULL)
-                    ORDER BY id LIMIT ?)`,
-    )
-    await batches(delQuiet, quiet).drain('sync_runs')
   }
+  const quiet = cutoff(settings.runsDays === 'off' ? QUIET_SWEEP_DAYS : Math.min(settings.runsDays, QUIET_SWEEP_DAYS))!
+  const delQuiet = sqlite.prepare(
+    `DELETE FROM sync_runs
+     WHERE id IN (SELECT id FROM sync_runs
+                  WHERE ended_at IS NOT NULL AND ended_at < ? AND kind = 'sweep' AND outcome = 'success' AND rows = 0
+                    AND id NOT IN (SELECT last_run_id FROM sync_state WHERE last_run_id IS NOT NULL)
+                  ORDER BY id LIMIT ?)`,
+  )
+  await batches(delQuiet, quiet).drain('sync_runs')
   const changes = cutoff(settings.calendarChangesDays)
   if (changes !== undefined) {
     // Rowids grow with insertion, so the oldest fetches come first and a batch stops early.

@@ -1,5 +1,6 @@
 // How fresh each stream is, read from its recent successful sweeps in sync_runs: when it was last
-// swept to the end, and the expected staleness of a change made upstream without a webhook (one
+// swept to the end (a continuous sweep stopped at its page cap, `details.capped`, did not get there
+// and is left out), and the expected staleness of a change made upstream without a webhook (one
 // only a sweep finds). `status` and the daemon's /metrics both read it here, so they agree.
 // README.md, Continuous sweeping, says what the figure means.
 import type { Sqlite } from './mirror-database.js'
@@ -48,6 +49,7 @@ export function streamFreshness(sqlite: Sqlite, streams: readonly string[], now:
   const sweepsOf = sqlite.prepare(
     `SELECT started_at, ended_at FROM sync_runs
      WHERE stream = ? AND kind IN ('sweep', 'reference') AND outcome = 'success' AND ended_at IS NOT NULL
+       AND (details IS NULL OR json_extract(details, '$.capped') IS NULL)
      ORDER BY id DESC LIMIT ${FRESHNESS_SWEEPS}`,
   )
   const reconciledOf = sqlite

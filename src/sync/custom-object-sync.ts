@@ -103,7 +103,8 @@ export function sweepObjectRecords(
   ctx: SyncContext,
   slug: string,
   source: CountingSource,
-  options: { full?: boolean; discovery?: DiscoveryItem } = {},
+  /** `maxPages`: as for record sweeps (record-sweep.ts), each page's `next` being committed with it. */
+  options: { full?: boolean; discovery?: DiscoveryItem; maxPages?: number } = {},
 ): Promise<RunResult> {
   const stream = `${customObjects.name}:${slug}`
   return trackedRun(
@@ -128,6 +129,8 @@ export function sweepObjectRecords(
       const type = types.all().find((t) => t.slug === slug)
       const fetchedAt = parseInstant(readSchemaTimes(ctx).schemas[slug]?.fetchedAt ?? '')
       const unknown = new Set<string>()
+      let pages = 0
+      let capped = false
       for await (const page of customObjectCursor(source, slug, {
         updatedSince: stored.updatedSince,
         limit: ctx.options.pageSize,
@@ -143,11 +146,14 @@ export function sweepObjectRecords(
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
         const rows = page.rows.map((r) => customRecordToRow(r))
         committed.rows += commit(rows, cursor, isoNow(source.lastStartedAt))
-        if (type === undefined) continue
-        for (const r of page.rows) {
+        for (const r of type === undefined ? [] : page.rows) {
           const updated = parseInstant(typeof r.updatedAt === 'string' ? r.updatedAt : '')
           if (Number.isNaN(fetchedAt) || !(updated <= fetchedAt))
-            for (const k of unknownToSchema(type.fields, type.pipeline, obj(r.data))) unknown.add(k)
+            for (const k of unknownToSchema(type!.fields, type!.pipeline, obj(r.data))) unknown.add(k)
+        }
+        if (++pages >= (options.maxPages ?? Infinity) && page.next !== null) {
+          capped = true
+          break
         }
       }
       // One request for the schema, once per sweep, when a record needs it (object-schemas.ts).
@@ -158,7 +164,11 @@ export function sweepObjectRecords(
         )
         await fetchSchema(ctx, source, types, options.discovery)
       }
-      return { rows: committed.rows, ...(resumed.cursorReset === undefined ? {} : { details: { cursorReset: resumed.cursorReset } }) }
+      const details = {
+        ...(resumed.cursorReset === undefined ? {} : { cursorReset: resumed.cursorReset }),
+        ...(capped ? { capped: true } : {}),
+      }
+      return { rows: committed.rows, ...(Object.keys(details).length === 0 ? {} : { details }) }
     },
     source,
   )

@@ -6,7 +6,7 @@ import type { RecordStream } from '../model/streams.js'
 import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
 import type { RecordRow } from '../model/rows.js'
 import { RecordWriter } from '../store/record-writer.js'
-import { isoNow } from '../model/timestamps.js'
+import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { requestsFor } from '../model/backfill-estimate.js'
 import type { ProgressUpdate } from './progress.js'
@@ -16,6 +16,20 @@ import { trackedRun } from './tracked-run.js'
 export interface SweepOptions {
   /** Ignore the stored cursor and walk everything (`sync --full`). */
   full?: boolean
+  /**
+   * Stop after this many pages once the cursor has moved past where the walk began (the cursor is
+   * committed with each page, so the next sweep goes on from there). The daemon's continuous sweeps
+   * set it so a backfill takes turns with the other streams (README.md, Continuous sweeping). A
+   * capped sweep records `details.capped`: it did not reach the end, and is not counted as a sweep
+   * to the end by `status` and the staleness figure (src/store/stream-freshness.ts).
+   */
+  maxPages?: number
+}
+
+/** Whether `cursor` lies past `from` (the stored cursor the walk began at; undefined: a first walk). */
+function movedPast(cursor: KeysetCursor | undefined, from: KeysetCursor | undefined): boolean {
+  if (cursor === undefined) return false
+  return from === undefined || parseInstant(cursor.since) > parseInstant(from.since)
 }
 
 export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: SweepOptions = {}): Promise<RunResult> {
@@ -60,6 +74,8 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       store(committed.rows + changed.length, now)
       return changed.length
     })
+    let pages = 0
+    let capped = false
     for await (const page of updatedAtKeyset(source, stream.route, {
       cursor: stored,
       limit: ctx.options.pageSize,
@@ -79,8 +95,15 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
         isoNow(source.lastStartedAt),
       )
       ctx.progress?.update(report(false))
+      // A walk stops at the cap only when its cursor moved on, so the next one starts further on (a
+      // tie larger than the cap is read through); a last page (nothing remaining) is the end.
+      if (++pages >= (options.maxPages ?? Infinity) && page.remaining !== 0 && movedPast(page.cursor, stored)) {
+        capped = true
+        break
+      }
     }
-    ctx.progress?.update(report(true))
-    return { rows: committed.rows, ...(cursorReset === undefined ? {} : { details: { cursorReset } }) }
+    if (!capped) ctx.progress?.update(report(true))
+    const details = { ...(cursorReset === undefined ? {} : { cursorReset }), ...(capped ? { capped: true } : {}) }
+    return { rows: committed.rows, ...(Object.keys(details).length === 0 ? {} : { details }) }
   })
 }

@@ -55,6 +55,16 @@ export class FakeClock implements Clock {
     await flush()
   }
 
+  /**
+   * The wall clock jumps by `ms` (back when negative: NTP, a VM restored; forward: a host that woke
+   * from a suspend) while timers keep the time they had left, as Node's monotonic timers do. Fires
+   * nothing: the next `advance` does.
+   */
+  jump(ms: number): void {
+    this.#now += ms
+    for (const t of this.#timers) t.at += ms
+  }
+
   /** Moves to the earliest timer and fires it (and any due with it); false when none is waiting. */
   async advanceToNext(): Promise<boolean> {
     const next = this.#earliest()

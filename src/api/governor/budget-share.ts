@@ -9,6 +9,7 @@
 // governor at a time, and its start is recorded when the governor grants it: so no window of the
 // governor's guarded span ever holds more starts of the share than its limit at the time of the check.
 import type { Clock } from '../../model/clock.js'
+import { ClockStepWatch, pullBack } from './clock-step.js'
 import type { Priority } from './core.js'
 import type { BudgetWait, RequestGovernor, Slot } from './request-governor.js'
 import { SlidingWindow } from './sliding-window.js'
@@ -28,6 +29,8 @@ export class BudgetShare {
   readonly #window: SlidingWindow
   readonly #burst: number
   #tat = Number.NEGATIVE_INFINITY
+  /** Notices the clock stepping back, as the governor's core does (clock-step.ts). */
+  readonly #steps = new ClockStepWatch()
   #tail: Promise<unknown> = Promise.resolve()
   /** Requests waiting for the share's turn (not yet in the governor, which lists its own). */
   readonly #waiting = new Set<BudgetWait>()
@@ -48,6 +51,7 @@ export class BudgetShare {
 
   /** Starts of the share in the guarded window that ends at `now`. */
   startsInWindow(now: number = this.#clock.now()): number {
+    this.#see(now)
     return this.#window.countInWindow(now)
   }
 
@@ -68,15 +72,26 @@ export class BudgetShare {
   async #acquireInTurn(priority: Priority, signal: AbortSignal | undefined, wait: BudgetWait): Promise<Slot> {
     for (;;) {
       const now = this.#clock.now()
+      this.#see(now)
       const at = this.#nextStartAt()
       if (at <= now) break
       await this.#clock.sleep(at - now, signal)
     }
     this.#waiting.delete(wait)
     const slot = await this.#governor.acquire(priority, signal, wait.who)
-    this.#window.record(slot.startedAt)
+    this.#see(this.#clock.now())
+    this.#window.record(Math.min(slot.startedAt, this.#clock.now()))
     this.#tat = Math.max(this.#tat, slot.startedAt) + this.#window.windowMs / this.limit
     return slot
+  }
+
+  /** A clock that stepped back: the share's starts and pacing time come back with it (clock-step.ts). */
+  #see(now: number): void {
+    const step = this.#steps.see(now)
+    if (step > 0) {
+      this.#window.pullBackTo(now)
+      this.#tat = pullBack(this.#tat, now, step)
+    }
   }
 
   // GCRA pacing at the share's rate (one start per window/limit, a burst of `burst`) and the hard

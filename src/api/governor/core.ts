@@ -15,6 +15,7 @@
 //   it ends; it is not a 429 and is not reported as a pause. The shell asks the shared window
 //   before each start (readyAt, then poll with maxStarts 1) and defers when it refuses.
 import { AdaptiveLimit, type BudgetChange } from './adaptive-limit.js'
+import { ClockStepWatch, pullBack } from './clock-step.js'
 import { SlidingWindow } from './sliding-window.js'
 
 export const PRIORITIES = ['webhook', 'sweep', 'trigger', 'reconcile'] as const
@@ -91,8 +92,8 @@ export class GovernorCore {
   #tat = Number.NEGATIVE_INFINITY
   #pausedUntil = Number.NEGATIVE_INFINITY
   #deferredUntil = Number.NEGATIVE_INFINITY
-  /** The latest `now` seen: a smaller one means the clock stepped back (see #see). */
-  #lastNow = Number.NEGATIVE_INFINITY
+  /** Notices the clock stepping back (see #see). */
+  readonly #steps = new ClockStepWatch()
   readonly #onStart: ((at: number) => void) | undefined
 
   constructor(options: GovernorOptions) {
@@ -247,15 +248,13 @@ export class GovernorCore {
    * keep only what they were ahead of the clock before the step.
    */
   #see(now: number): void {
-    const step = this.#lastNow - now
+    const step = this.#steps.see(now)
     if (step > 0) {
       this.#window.pullBackTo(now)
-      const back = (t: number) => (t > now ? Math.max(now, t - step) : t)
-      this.#tat = back(this.#tat)
-      this.#pausedUntil = back(this.#pausedUntil)
-      this.#deferredUntil = back(this.#deferredUntil)
+      this.#tat = pullBack(this.#tat, now, step)
+      this.#pausedUntil = pullBack(this.#pausedUntil, now, step)
+      this.#deferredUntil = pullBack(this.#deferredUntil, now, step)
     }
-    this.#lastNow = now
   }
 
   #start(now: number): void {

@@ -11,9 +11,11 @@ import type { Query } from '../../../src/api/routes.js'
 import { createApp } from '../../../src/daemon/create-app.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { Lane } from '../../../src/daemon/sync-jobs.js'
-import { SweepLoop } from '../../../src/daemon/sweep-loop.js'
+import { DISCOVERY_EVERY_MS, SweepLoop } from '../../../src/daemon/sweep-loop.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
+import { streamFreshness } from '../../../src/store/stream-freshness.js'
+import type { RunResult } from '../../../src/sync/sync-context.js'
 import { selectStreams } from '../../../connectors/selection.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
@@ -156,6 +158,110 @@ describe('continuous sweeping', () => {
       expect(most).toBeLessThanOrEqual(30)
       // Sweeping back to back fills the share: the busiest window holds nearly all of it.
       expect(most).toBeGreaterThanOrEqual(27)
+    } finally {
+      await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test('a record carrying a field the stored schema lacks: the sweep fetches the schema, before the next discovery (fake time)', async () => {
+    const emu = await emulatorEnv({ counts: COUNTS })
+    // The fake clock runs an hour behind the emulator's, so a record written now is newer than any
+    // schema fetch the mirror records (what makes the sweep look at its fields).
+    const clock = new FakeClock(Date.now() - 3_600_000)
+    const app = await createApp(inProcessDaemonConfig(emu), { logger: silent(), clock })
+    const loop = new SweepLoop({
+      context: (signal) => app.syncContext({ signal }),
+      client: app.client,
+      governor: app.governor,
+      clock,
+      selection: selectStreams(['objects']),
+      budgetShare: 0.5,
+      maxIntervalMs: 60_000,
+      lane: new Lane(),
+      logger: app.logger,
+    })
+    const fields = (slug: string) =>
+      (
+        JSON.parse(app.mirror.sqlite.prepare(`SELECT fields FROM custom_object_types WHERE slug = ?`).pluck().get(slug) as string) as {
+          name: string
+        }[]
+      ).map((f) => f.name)
+    const step = async (ms: number) => {
+      const end = clock.now() + ms
+      while (clock.now() < end) {
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+    }
+    try {
+      loop.start()
+      const slug = ((await emu.api('GET', '/api/v1/objects')).body.data as { slug: string }[])[0]!.slug
+      await step(10_000)
+      await loop.firstPass
+      expect(fields(slug)).not.toContain('warranty_code')
+      const startedAt = clock.now()
+      await emu.control('POST', `/objects/${slug}/fields`, { name: 'warranty_code', type: 'text' })
+      const rec = ((await emu.state(`objects/${slug}`)) as { id: string; deleted?: boolean }[]).find((r) => r.deleted !== true)!
+      const patched = await emu.api('PATCH', `/api/v1/objects/${slug}/${rec.id}`, { data: { warranty_code: 'W-1' } })
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+      // Within the bound the stream is swept again; discovery (every five minutes) is not due yet.
+      await step(2 * 60_000)
+      expect(clock.now() - startedAt).toBeLessThan(DISCOVERY_EVERY_MS)
+      expect(fields(slug)).toContain('warranty_code')
+    } finally {
+      await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test("a big stream's backfill takes turns: capped sweeps, the small stream swept in between, and status does not count a capped sweep as swept to the end (fake time)", async () => {
+    const emu = await emulatorEnv({ counts: { clients: 4, jobs: 60, visitsPerJob: 1, invoices: 1, customRecords: 1 } })
+    const clock = new FakeClock(Date.now())
+    const app = await createApp({ ...inProcessDaemonConfig(emu, { sync: { pageSize: 5 } }), rateLimit: 60 }, { logger: silent(), clock })
+    const results: RunResult[] = []
+    let jobsFreshnessWhenCapped: number | null | undefined
+    const loop = new SweepLoop({
+      context: (signal) => app.syncContext({ signal }),
+      client: app.client,
+      governor: app.governor,
+      clock,
+      selection: selectStreams(['clients', 'jobs']),
+      budgetShare: 0.5,
+      // 30 requests a minute for the sweeps, a 10 s bound, two streams: two pages a sweep.
+      maxIntervalMs: 10_000,
+      lane: new Lane(),
+      logger: app.logger,
+      onRun: (r) => {
+        results.push(r)
+        if (r.stream === 'jobs' && r.details?.capped === true && jobsFreshnessWhenCapped === undefined)
+          jobsFreshnessWhenCapped = streamFreshness(app.mirror.sqlite, ['jobs'], clock.now())[0]!.lastSweptAt
+      },
+    })
+    try {
+      expect(loop.pageCap()).toBe(2)
+      loop.start()
+      const end = clock.now() + 5 * 60_000
+      const jobsDone = () => results.some((r) => r.stream === 'jobs' && r.outcome === 'success' && r.details?.capped === undefined)
+      while (clock.now() < end && !jobsDone()) {
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+      expect(jobsDone()).toBe(true)
+      const jobs = results.filter((r) => r.stream === 'jobs')
+      // Twelve pages of jobs, two a sweep: the backfill went on over several sweeps, each stopped at the cap.
+      const capped = jobs.filter((r) => r.details?.capped === true)
+      expect(capped.length).toBeGreaterThanOrEqual(4)
+      for (const r of capped) expect(r.requests).toBeLessThanOrEqual(2)
+      // The small stream was swept while the backfill was under way, more than once.
+      const lastCapped = results.lastIndexOf(capped[capped.length - 1]!)
+      const clientsBetween = results.slice(results.indexOf(capped[0]!), lastCapped).filter((r) => r.stream === 'clients')
+      expect(clientsBetween.length).toBeGreaterThanOrEqual(2)
+      // A capped sweep is not a sweep to the end: no "last swept" for jobs until one reached it.
+      expect(jobsFreshnessWhenCapped).toBeNull()
+      expect(app.mirror.sqlite.prepare(`SELECT count(*) FROM jobs`).pluck().get()).toBe(60)
     } finally {
       await loop.stop()
       await app.close()

@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { MAX_TIMER_MS, Scheduler } from '../../../src/daemon/scheduler.js'
+import { CHECK_EVERY_MS, Scheduler } from '../../../src/daemon/scheduler.js'
 import { Lane } from '../../../src/daemon/sync-jobs.js'
 import { FakeClock } from '../../support/fake-clock.js'
 
@@ -151,11 +151,34 @@ test('a run further away than one timer can wait fires at its time, in the host 
   s.start()
   // 02:30 on 1 July in America/New_York (summer time, UTC-4), the zone the suite runs in.
   expect(s.nextRuns()).toEqual({ reconcile: '2025-07-01T06:30:00.000Z' })
-  expect(Date.UTC(2025, 6, 1, 6, 30) - clock.now()).toBeGreaterThan(MAX_TIMER_MS)
+  // Further than a Node timer can wait (2^31-1 ms, about 24.8 days).
+  expect(Date.UTC(2025, 6, 1, 6, 30) - clock.now()).toBeGreaterThan(2 ** 31 - 1)
   await clock.advance(Date.UTC(2025, 6, 1, 6, 29) - clock.now())
   expect(at).toEqual([])
   await clock.advance(120_000)
   expect(at).toEqual(['2025-07-01T06:30:00.000Z'])
   expect(s.nextRuns()).toEqual({ reconcile: '2026-07-01T06:30:00.000Z' })
+  await s.stop()
+})
+
+test('a host suspend (the wall clock jumps past the planned time, timers do not notice): the job runs at the next check, not hours late', async () => {
+  const { logger } = capture()
+  // 22:00 in America/New_York, the zone the suite runs in; the job is planned for 03:00.
+  const clock = new FakeClock(Date.UTC(2025, 0, 16, 3, 0))
+  const at: number[] = []
+  const s = new Scheduler([{ name: 'nightly', cron: '0 3 * * *', run: () => (at.push(clock.now()), Promise.resolve()) }], logger, clock)
+  s.start()
+  expect(s.nextRuns()).toEqual({ nightly: '2025-01-16T08:00:00.000Z' })
+  await clock.advance(60 * 60_000)
+  // 23:00: the host sleeps for five hours. Timers keep what they had left (at most one check).
+  clock.jump(5 * 60 * 60_000)
+  const woke = clock.now()
+  expect(at).toEqual([])
+  await clock.advance(CHECK_EVERY_MS)
+  // It woke at 04:00; one long timer armed at 22:00 would have waited until 08:00.
+  expect(at).toHaveLength(1)
+  expect(at[0]! - woke).toBeLessThanOrEqual(CHECK_EVERY_MS)
+  // The next run is the next day's 03:00, not a second run for the night that was slept through.
+  expect(s.nextRuns()).toEqual({ nightly: '2025-01-17T08:00:00.000Z' })
   await s.stop()
 })

@@ -186,6 +186,24 @@ describe('retention of runs and calendar changes', () => {
     expect(r.removed.sync_runs).toBe(1)
   })
 
+  test('runsDays "off" keeps every run but quiet sweeps, which still go after one day', async () => {
+    const run = m.sqlite.prepare(
+      `INSERT INTO sync_runs (kind, stream, started_at, ended_at, outcome, rows) VALUES (?, 'jobs', ?, ?, ?, ?) RETURNING id`,
+    )
+    run.get('sweep', ago(400), ago(400), 'success', 0)
+    run.get('sweep', ago(2), ago(2), 'success', 0)
+    run.get('sweep', ago(0.5), ago(0.5), 'success', 0)
+    run.get('sweep', ago(400), ago(400), 'success', 3)
+    run.get('reconcile', ago(400), ago(400), 'success', 0)
+    const r = await runRetention(m.sqlite, NOW, { ...SETTINGS, runsDays: 'off' }, { pause: noPause })
+    expect(m.sqlite.prepare(`SELECT kind, rows, ended_at FROM sync_runs ORDER BY id`).all()).toEqual([
+      { kind: 'sweep', rows: 0, ended_at: ago(0.5) },
+      { kind: 'sweep', rows: 3, ended_at: ago(400) },
+      { kind: 'reconcile', rows: 0, ended_at: ago(400) },
+    ])
+    expect(r.removed.sync_runs).toBe(2)
+  })
+
   test('calendar changes fetched past calendarChangesDays go, newer ones stay', async () => {
     const change = m.sqlite.prepare(
       `INSERT INTO calendar_changes (integration, change_key, raw, fetched_at) VALUES ('calendar-a', ?, '{}', ?)`,

@@ -98,6 +98,35 @@ describe('BudgetShare', () => {
     expect((await next).startedAt).toBeGreaterThan(0)
   })
 
+  test("the clock steps back an hour: the share's starts still count, and sweeping goes on within a window, not an hour later", async () => {
+    const clock = new FakeClock()
+    const governor = new RequestGovernor({ clock, limitPerMinute: 60 })
+    const share = new BudgetShare(governor, { fraction: 0.5, clock })
+    const before = busyCallers(2, clock, clock.now() + 60_000, () => share.acquire('sweep'))
+    await runFor(clock, 61_000)
+    expect(before.length).toBeGreaterThanOrEqual(25)
+    const steppedAt = clock.now()
+    clock.jump(-3_600_000)
+    const back = clock.now()
+    // Starts made "in the future" of the new clock count as made now: the budget still holds.
+    expect(share.startsInWindow()).toBeGreaterThan(0)
+    const after = busyCallers(2, clock, back + 2 * 60_000, () => share.acquire('sweep'))
+    await runFor(clock, 2 * 60_000)
+    expect(after.length).toBeGreaterThan(0)
+    expect(after[0]! - back).toBeLessThanOrEqual(governor.guardedWindowMs)
+    // No guarded window of the new clock holds more than the share's limit, the starts still in the
+    // window when the clock stepped carried to the new time.
+    const carried = before.filter((t) => t > steppedAt - governor.guardedWindowMs).map(() => back)
+    expect(
+      maxInSpan(
+        [...carried, ...after].sort((a, b) => a - b),
+        governor.guardedWindowMs,
+      ),
+    ).toBeLessThanOrEqual(30)
+    // Without the fix the share would wait for the clock to catch up: an hour with no start.
+    expect(after.length).toBeGreaterThanOrEqual(30)
+  })
+
   test('a fraction outside (0, 1] is refused', () => {
     const governor = new RequestGovernor({ limitPerMinute: 60 })
     expect(() => new BudgetShare(governor, { fraction: 0, clock: new FakeClock() })).toThrow(RangeError)
