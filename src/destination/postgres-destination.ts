@@ -622,7 +622,7 @@ export class PostgresDestination {
           if (max !== null) written.set(watermarkKey(t.spec.name), max)
         }
         const types = this.#objectTypes(sqlite)
-        const viewsHash = hash(types)
+        const viewsHash = this.#viewsHash(types)
         const viewsBuilt = await this.#rebuildViews(client, types)
         const now = new Date(this.#o.clock.now()).toISOString()
         await client.query(
@@ -673,6 +673,11 @@ export class PostgresDestination {
     const sql = `COPY ${qualified(this.#o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
     await pipeline(Readable.from(chunks(), { objectMode: false }), client.query(copyFrom(sql)))
     return count
+  }
+
+  /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
+  #viewsHash(types: readonly ObjectType[]): string {
+    return hash(types.map((t) => objectViewSql(this.#o.schema, t)))
   }
 
   #objectTypes(sqlite: Sqlite): ObjectType[] {
@@ -787,7 +792,7 @@ export class PostgresDestination {
       const typesTable = this.#byName.get('custom_object_types')
       if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
         const types = this.#objectTypes(sqlite)
-        const vh = hash(types)
+        const vh = this.#viewsHash(types)
         if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
       }
       return batch
