@@ -288,7 +288,6 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       beyond = new Set()
       restarts = 0
       totals = new Set()
-      totals = new Set()
       if (stepFrom === undefined) for (const [id, t] of received) if (t < at) received.delete(id)
     } else if (rows.length > 0) {
       read = step.offset + rows.length
