@@ -79,7 +79,7 @@ export function clientRoutes(ctx: EmulatorContext): RouteDef[] {
       family: 'v1',
       scope: 'clients:read',
       handler: (req) => {
-        const lq = parseListQuery(req.query, SORTABLE)
+        const lq = { ...parseListQuery(req.query, SORTABLE), tieShuffle: req.tieShuffle ?? null }
         const search = (req.query.get('search') ?? '').trim().toLowerCase()
         const stage = req.query.get('stage') ?? ''
         const filter =

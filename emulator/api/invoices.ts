@@ -95,7 +95,7 @@ export function invoiceRoutes(ctx: EmulatorContext): RouteDef[] {
       family: 'v1',
       scope: 'invoices:read',
       handler: (req) => {
-        const lq = parseListQuery(req.query, SORTABLE)
+        const lq = { ...parseListQuery(req.query, SORTABLE), tieShuffle: req.tieShuffle ?? null }
         const clientId = req.query.get('clientId') ?? ''
         const status = req.query.get('status') ?? ''
         if (clientId === '' && status === '') return listResponse(state.invoices, lq, null)

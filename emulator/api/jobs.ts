@@ -120,7 +120,7 @@ export function jobRoutes(ctx: EmulatorContext): RouteDef[] {
       family: 'v1',
       scope: 'jobs:read',
       handler: (req) => {
-        const lq = parseListQuery(req.query, SORTABLE)
+        const lq = { ...parseListQuery(req.query, SORTABLE), tieShuffle: req.tieShuffle ?? null }
         const search = (req.query.get('search') ?? '').trim().toLowerCase()
         const clientId = req.query.get('clientId') ?? ''
         const status = req.query.get('status') ?? req.query.get('jobStatus') ?? ''

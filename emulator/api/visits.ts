@@ -89,7 +89,7 @@ export function visitRoutes(ctx: EmulatorContext): RouteDef[] {
       family: 'v1',
       scope: 'visits:read',
       handler: (req) => {
-        const lq = parseListQuery(req.query, SORTABLE)
+        const lq = { ...parseListQuery(req.query, SORTABLE), tieShuffle: req.tieShuffle ?? null }
         const jobId = req.query.get('jobId') ?? ''
         const rawStatus = req.query.get('visitStatus') ?? ''
         const status = rawStatus === '' ? '' : canonicalVisitStatus(rawStatus)

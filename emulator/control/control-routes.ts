@@ -113,6 +113,7 @@ async function route(d: ControlDeps, method: string, path: string, q: URLSearchP
               },
         ignorePage: flag(body.ignorePage, 'ignorePage'),
         zonelessTimes: flag(body.zonelessTimes, 'zonelessTimes'),
+        shuffleTies: flag(body.shuffleTies, 'shuffleTies'),
       })
       return ctx.faults.list()
     }

@@ -1,6 +1,7 @@
 // Fault injection per route pattern (POST /__emulator/faults): a share of 5xx answers, added
-// latency, a share of connection resets, a number of forced 429s with a Retry-After; and two ways a
-// proxy or an older server build misbehaves: `page` ignored, datetimes sent without their zone.
+// latency, a share of connection resets, a number of forced 429s with a Retry-After; two ways a
+// proxy or an older server build misbehaves: `page` ignored, datetimes sent without their zone;
+// and a list whose rows sharing a sort value come in a different order on each request.
 // Patterns are `[METHOD ]/path` where `*` matches anything (slashes included).
 import type { Prng } from '../core/prng.js'
 
@@ -14,6 +15,8 @@ export interface FaultRule {
   ignorePage: boolean
   /** Every UTC datetime in an answer body loses its `Z` (zone-less ISO-8601). */
   zonelessTimes: boolean
+  /** Rows sharing the sort value of a list come in a new random order on each request. */
+  shuffleTies: boolean
 }
 
 export interface FaultDecision {
@@ -23,6 +26,8 @@ export interface FaultDecision {
   force429: number | null
   ignorePage: boolean
   zonelessTimes: boolean
+  /** Set when the rows of a tie are to be shuffled: the random source. */
+  tieShuffle: Prng | null
 }
 
 function compile(route: string): (method: string, path: string) => boolean {
@@ -60,10 +65,19 @@ export class FaultTable {
   decide(method: string, path: string): FaultDecision | null {
     const hits = this.rules.filter((r) => r.matches(method, path)).map((r) => r.rule)
     if (hits.length === 0) return null
-    const d: FaultDecision = { latencyMs: 0, reset: false, status5xx: null, force429: null, ignorePage: false, zonelessTimes: false }
+    const d: FaultDecision = {
+      latencyMs: 0,
+      reset: false,
+      status5xx: null,
+      force429: null,
+      ignorePage: false,
+      zonelessTimes: false,
+      tieShuffle: null,
+    }
     for (const rule of hits) {
       d.ignorePage ||= rule.ignorePage
       d.zonelessTimes ||= rule.zonelessTimes
+      if (rule.shuffleTies) d.tieShuffle = this.prng
       d.latencyMs = Math.max(d.latencyMs, rule.latencyMs)
       if (d.force429 === null && rule.force429 !== null && rule.force429.count > 0) {
         rule.force429.count--

@@ -7,6 +7,7 @@ import { badRequest } from '../core/http-error.js'
 import { queryInstant } from '../core/iso-time.js'
 import { listJson } from './respond.js'
 import type { ApiResponse } from './router.js'
+import type { Prng } from '../core/prng.js'
 
 export interface ListQuery {
   page: number
@@ -15,6 +16,8 @@ export interface ListQuery {
   dir: 'asc' | 'desc'
   sinceMs: number | null
   timezone: string | undefined
+  /** Shuffle the rows sharing a sort value (the `shuffleTies` fault). */
+  tieShuffle?: Prng | null
 }
 
 function positiveInt(name: string, raw: string | null, fallback: number): number {
@@ -67,8 +70,9 @@ export function listResponse<I>(
   filter: ((r: StoredRecord<I>) => boolean) | null,
   row?: (r: StoredRecord<I>) => Buffer,
 ): ApiResponse {
-  const sorted = coll.sorted(lq.field, lq.dir)
-  if (filter !== null || row !== undefined) return { body: buildPage(sorted, lq, filter, row) }
+  const ordered = coll.sorted(lq.field, lq.dir)
+  const sorted = lq.tieShuffle == null ? ordered : shuffleTies(ordered, lq.field, lq.tieShuffle)
+  if (filter !== null || row !== undefined || sorted !== ordered) return { body: buildPage(sorted, lq, filter, row) }
   let pages = pageCache.get(sorted)
   if (pages === undefined) {
     pages = new Map()
@@ -99,6 +103,22 @@ function buildPage<I>(
   const start = (lq.page - 1) * lq.limit
   const page = rows.slice(start, start + lq.limit).map(row)
   return listJson(page, { page: lq.page, limit: lq.limit, total: rows.length })
+}
+
+/** A copy of sorted rows with each run sharing one sort value in a random order (Fisher-Yates). */
+function shuffleTies<I>(rows: readonly StoredRecord<I>[], field: string, prng: Prng): StoredRecord<I>[] {
+  const value = (r: StoredRecord<I>): unknown => (field === 'updatedAt' ? r.updatedMs : field === 'createdAt' ? r.createdMs : r.doc[field])
+  const out = [...rows]
+  for (let start = 0; start < out.length;) {
+    let end = start + 1
+    while (end < out.length && value(out[end]!) === value(out[start]!)) end++
+    for (let i = end - 1; i > start; i--) {
+      const j = start + Math.floor(prng.next() * (i - start + 1))
+      ;[out[i], out[j]] = [out[j]!, out[i]!]
+    }
+    start = end
+  }
+  return out
 }
 
 /** Case-insensitive whole-value match of a string field (spec: jobs `status`, invoices `status`). */

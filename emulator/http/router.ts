@@ -2,6 +2,7 @@
 // match wins, so specific routes are registered before general ones.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { ApiKeyRecord } from '../auth/key-store.js'
+import type { Prng } from '../core/prng.js'
 
 /**
  * v1: X-Api-Key or Bearer, scopes checked. legacy: Bearer only, no scopes (spec: Authentication 7).
@@ -20,6 +21,8 @@ export interface ApiRequest {
   key: ApiKeyRecord | null
   /** The user the caller authenticates as (a key's creator, a login token's user); null on open routes. */
   userId: string | null
+  /** The `shuffleTies` fault's random source: list rows sharing a sort value are shuffled. */
+  tieShuffle?: Prng | null
 }
 
 export interface ApiResponse {

@@ -91,7 +91,17 @@ export function requestHandler(ctx: EmulatorContext, router: Router, control: Co
       const writes = method === 'POST' || method === 'PUT' || method === 'PATCH'
       const body = !writes ? undefined : route.form === undefined ? await readBody(req) : await readForm(req, route.form)
       const query = fault?.ignorePage === true ? withoutPage(url.searchParams) : url.searchParams
-      const out = await route.handler({ method, path, params: match.params, query, body, headers: req.headers, key, userId })
+      const out = await route.handler({
+        method,
+        path,
+        params: match.params,
+        query,
+        body,
+        headers: req.headers,
+        key,
+        userId,
+        tieShuffle: fault?.tieShuffle ?? null,
+      })
       status = out.status ?? 200
       sendJson(res, status, fault?.zonelessTimes === true ? withoutZones(out.body) : out.body, ctx.clock.now(), out.headers)
     } catch (err) {

@@ -7,25 +7,50 @@
 // `page`/`limit` at the same `since`, each step overlapping the rows already read by at least one
 // (the offset is (page - 1) * limit, so the overlap is bought by choosing `limit`). Stepping by
 // offset skips a row when a row before the offset leaves the list meanwhile (updated: it moves to
-// the end; deleted: it is hidden) and the rest shift left. The overlap proves whether that
-// happened: the last row read before the step (`anchor`, by id and updatedAt) must sit in the new
-// answer at the very position it had. If it does, no row left or joined before it on balance, so
-// the rows after it in the answer are exactly the rows that follow it now, and none was skipped
-// (rows that left were read before they left: updated ones come again at the end with their new
-// version). If it does not, the tie moved: the walk reads the tie again from page 1, delivering
-// what it has not delivered (evidence-driven verification; a tie that did not move costs nothing
-// more than its pages). A route that ignores `page` answers a step with rows the pass already
-// received: the walk fails (moving past the tie would skip its unread rows), as does any walk that
-// stops moving after a bounded number of requests (stallLimit).
+// the end; deleted: it is hidden) and the rest shift left, and also when the upstream orders the
+// rows of a tie differently from one request to the next (the spec promises no order among them).
+//
+// The anchor. The last row read before a step (`anchor`, by id and updatedAt) must sit in the new
+// answer at the very position it had. If the tie's order is stable between requests, that proves
+// that no row left or joined before it on balance, so the rows after it are exactly those that
+// follow it now and none was skipped. If it is not where it was, the tie is read again from page 1
+// (a tie that did not move costs nothing more than its pages). Nothing here relies on the anchor
+// alone, though: the order may be unstable.
+//
+// The count. After `MAX_RESTARTS` re-reads of one tie whose answers all gave the same `meta.total`
+// (no row joined or left the list meanwhile, so the moves are the order's, not the data's), the walk
+// stops trusting the order and steps on; `stepFrom` is the lowest `since` where it did. From then on
+// it keeps the ids of every row it receives at or after `stepFrom` (`received`). Every row of the
+// list at or after `stepFrom` has been received once an answer at `since=stepFrom` reports a
+// `meta.total` no greater than the number of those ids: a row updated meanwhile stays in that list
+// (its updatedAt only grows) and counts once by id, a row inserted meanwhile is in the total and is
+// counted only if it was received. If the walk reaches the end short of that (or somewhere past
+// `stepFrom`, where it has no total for `stepFrom`), it reads again from `stepFrom`, delivering only
+// what it has not received, until such an answer shows the count reached (a second pass often ends
+// on its first page). Until then the cursors it yields keep `rereadFrom` at `stepFrom`, so a walk cut
+// short re-reads from there. What this proves, without any order assumed: the rows at or after
+// `stepFrom` not received are no more than the received rows deleted during the walk (each deleted
+// received id is counted but is no longer in the total). What is assumed: that no received row is
+// deleted while a tie is stepped on this path, or, if one is, that the shift it causes does not hide
+// an unread row; a delete changes `meta.total`, which sends the walk back to the anchor rule (read
+// the tie again), so the residual case is a delete balanced by an insert between two answers of a
+// tie whose order is also unstable. A walk that never gives up on the anchor (every tie stable, or
+// read again until it is) pays nothing for the count. A route that ignores `page` answers a step
+// with rows the pass already received: the walk fails (moving past the tie would skip its unread
+// rows), as does any walk that stops moving after a bounded number of requests (stallLimit).
 //
 // Late rows (upstream commit lag). A row stamped `t` may become visible a little after `t`; the
 // cursor's look-back margin (`lookbackMs`) bounds that lag. A request answered at upstream time `O`
-// (its `Date` header; our clock when absent) saw every row stamped at or before `O - lookbackMs`,
-// so only the part of its span above that can still receive rows: the stored cursor keeps where
-// that part begins (`rereadFrom`) and the next walk starts there. On a quiet account, where the
-// newest rows are older than the margin, the next walk starts just after them (one request when
-// nothing changed, however large the tie at the cursor); rows changed within the margin of a read
-// are read once more by the next walk, which is the only look-back paid.
+// (its `Date` header; without one, the earlier of our clock and the newest updatedAt received, since
+// our clock may run ahead) saw every row stamped at or before `O - lookbackMs`, so only the part of
+// its span above that can still receive rows: the stored cursor keeps where that part begins
+// (`rereadFrom`, 1 ms before `since` when the rows at `since` are in it) and the next walk starts
+// there, delivering every row it reads again (a row written twice with one updatedAt comes with its
+// new content; newer wins, equal is idempotent). Only a walk that starts at the cursor's `since`
+// itself (the rest of a tie read in part) holds back the ids the cursor already delivered. On a
+// quiet account, where the newest rows are older than the margin, the next walk starts just after
+// them (one request when nothing changed, however large the tie at the cursor); rows changed within
+// the margin of a read are read once more by the next walk, which is the only look-back paid.
 import { z } from 'zod'
 import type { ApiResponse, CallOptions } from './api-client.js'
 import { systemClock, type Clock } from '../model/clock.js'
@@ -82,6 +107,8 @@ export interface KeysetOptions {
   signal?: AbortSignal
   /** Time of a request when the upstream sends no `Date` header. */
   clock?: Pick<Clock, 'now'>
+  /** Told once per page source when an answer has no `Date` header (the look-back then leans on the local clock). */
+  onWarning?: (message: string) => void
 }
 
 export interface PageSource {
@@ -119,13 +146,17 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
   const lagMs = Math.max(0, options.lookbackMs ?? 0)
   const clock = options.clock ?? systemClock
   const start = startOf(options, lagMs)
-  // Ids delivered at `held.at` before this walk (the stored cursor's).
-  const held = start.held
+  // Ids delivered at `held.at` before this walk (the stored cursor's). They are not delivered again
+  // only when the walk starts at `held.at` itself (the rest of a tie read in part); a walk that
+  // starts before it re-reads a look-back span, and rows in it come again: a row written twice
+  // with one updatedAt (a second-precision upstream, or a late commit) must reach the mirror.
+  const held = start.held !== undefined && start.at === start.held.at ? start.held : undefined
+  const kept = start.held
   // The `since` of the next request, and the ids delivered whose updatedAt is `at`.
   let at = start.at
   let seen = seenAt(at, held, [])
   // Whether `at` is the updatedAt of a row read (not just where the walk began).
-  let positioned = held === undefined
+  let positioned = kept === undefined
   // The first `read` rows of the list at `at` have been read; `anchor` is the last of them.
   let read = 0
   let anchor: KeysetRow | undefined
@@ -133,6 +164,19 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
   let passIds = new Set<string>()
   // Rows past the tie at `at` delivered while stepping it (`id@ms`): not delivered twice.
   let beyond = new Set<string>()
+  // Times the tie at `at` was read again from page 1 because a step's anchor was out of place, and
+  // the `meta.total`s its answers gave (more than one: rows joined or left meanwhile).
+  let restarts = 0
+  let totals = new Set<number | undefined>()
+  // The lowest `since` at which the walk went on although the anchor moved (the tie order is not
+  // stable), and the newest updatedAt received of every row at or after it (before that: at or
+  // after `at`). See the top of this file.
+  let stepFrom: number | undefined
+  const received = new Map<string, number>()
+  // The furthest the walk had come before it went back to `stepFrom`: its cursor stays.
+  let front: { at: number; seen: Set<string>; next: number } | undefined
+  // The newest updatedAt received (or held): the reference for the look-back without a Date header.
+  let newest = kept?.at ?? Number.NEGATIVE_INFINITY
   // The lowest instant at which a row may still appear late, over the requests made so far.
   let lateFrom = Number.POSITIVE_INFINITY
   // Requests since the cursor last moved or a row was last delivered.
@@ -185,11 +229,21 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       )
     }
     for (const id of tieIds) passIds.add(id)
-    // A step past page 1 holds when the anchor is where it was (see the top of this file).
+    // A step past page 1 holds when the anchor is where it was (see the top of this file). When it
+    // is not, the tie is read again from page 1, up to `MAX_RESTARTS` times; then the walk goes on
+    // and the count decides.
     const anchored = step.offset === 0 || sameRow(rows[read - 1 - step.offset], anchor)
+    totals.add(meta.total)
+    const restart = !anchored && (restarts < MAX_RESTARTS || meta.total === undefined || totals.size > 1)
+    if (!anchored && !restart && at !== undefined) stepFrom = Math.min(stepFrom ?? at, at)
     const delivered = (r: KeysetRow) => {
       const t = instant(r)
-      return (t === at && seen.has(r.id)) || (held !== undefined && t === held.at && held.ids.has(r.id)) || beyond.has(key(r))
+      return (
+        (t === at && seen.has(r.id)) ||
+        (held !== undefined && t === held.at && held.ids.has(r.id)) ||
+        beyond.has(key(r)) ||
+        received.get(r.id) === t
+      )
     }
     const fresh = rows.filter((r) => !delivered(r))
     const before = { at, seen: seen.size }
@@ -197,12 +251,30 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       if (instant(r) === at) seen.add(r.id)
       else beyond.add(key(r))
     }
+    const base = stepFrom ?? at ?? Number.NEGATIVE_INFINITY
+    for (const r of rows) {
+      const t = instant(r)
+      if (t >= base && !((received.get(r.id) ?? Number.NEGATIVE_INFINITY) >= t)) received.set(r.id, t)
+      if (t > newest) newest = t
+    }
+    // Every row at or after `stepFrom` has been received when an answer at that since counts no
+    // more rows than the distinct ids received there (see the top of this file).
+    const covered = stepFrom !== undefined && at === stepFrom && meta.total !== undefined && received.size >= meta.total
     // The part of this answer's span that was younger than the lag margin when it was read.
-    const observed = observedAt(res, askedAt)
+    const observed = observedAt(res, askedAt, newest, () => {
+      if (warnedNoDate.has(client)) return
+      warnedNoDate.add(client)
+      options.onWarning?.(
+        `GET ${route} answered without a Date header: the look-back is reckoned back from the newest updatedAt read, not from the local clock, so the rows within it are read again on every sweep`,
+      )
+    })
     if (complete || (lastAt !== undefined && lastAt > observed - lagMs))
-      lateFrom = Math.min(lateFrom, Math.max(at ?? -Infinity, observed - lagMs))
-    if (!anchored) {
+      // Rows at `at` itself inside the margin: 1 ms before it, so that the stored cursor's re-read
+      // point lies before its `since` and the next walk delivers them again (see `held`).
+      lateFrom = Math.min(lateFrom, Math.max(at === undefined ? -Infinity : at - 1, observed - lagMs))
+    if (restart) {
       // The tie moved while it was stepped: read it again from page 1.
+      restarts++
       read = 0
       anchor = undefined
     } else if (lastAt !== undefined && lastAt !== at) {
@@ -214,12 +286,16 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       anchor = atLast.at(-1)
       passIds = new Set(atLast.map((r) => r.id))
       beyond = new Set()
+      restarts = 0
+      totals = new Set()
+      if (stepFrom === undefined) for (const [id, t] of received) if (t < at) received.delete(id)
     } else if (rows.length > 0) {
       read = step.offset + rows.length
       anchor = rows.at(-1)
     }
     if (rows.length > 0) positioned = true
-    const done = complete && anchored
+    // Read to the end with the anchor in place, or every row from `stepFrom` on received.
+    const done = covered || (stepFrom === undefined && complete && !restart)
     const moved = at !== before.at || seen.size !== before.seen || fresh.length > 0
     idle = moved ? 0 : idle + 1
     const widest = meta.limit !== undefined && meta.limit > 0 ? Math.min(meta.limit, maxLimit) : maxLimit
@@ -227,14 +303,36 @@ export async function* updatedAtKeyset(client: PageSource, route: string, option
       throw stalled(idle, `${idle} requests at since=${sinceIso ?? '(none)'} delivered nothing new and did not move the cursor`)
     }
     // Once every row at `at` has been read (a last answer holding rows at it), the next walk may
-    // start just after it, unless a late row may still come.
-    const next = at === undefined ? Infinity : done && lastAt === at ? at + 1 : at
-    const cursor = toCursor(at, positioned ? seen : undefined, held, Math.min(lateFrom, next))
+    // start just after it, unless a late row may still come. Until the rows from `stepFrom` on are
+    // proven received, the next walk starts there.
+    if (front !== undefined && at !== undefined && at >= front.at) front = undefined
+    const next = front !== undefined ? front.next : at === undefined ? Infinity : complete && !restart && lastAt === at ? at + 1 : at
+    const [cursorAt, cursorSeen] = front === undefined ? [at, positioned ? seen : undefined] : [front.at, front.seen]
+    const unproven = done || stepFrom === undefined ? Infinity : stepFrom
+    const cursor = toCursor(cursorAt, cursorSeen, kept, Math.min(lateFrom, next, unproven))
     const remaining = done ? 0 : meta.total === undefined ? undefined : Math.max(0, meta.total - (step.offset + rows.length))
     yield { rows: fresh, meta, cursor, remaining, request: { since: sinceIso, page: step.page, limit: step.limit } }
     if (done) return
+    if (complete && !restart && stepFrom !== undefined) {
+      // Read to the end, but a row from `stepFrom` on may have been skipped: read again from there.
+      if (at !== undefined && (front === undefined || at > front.at)) front = { at, seen: new Set(seen), next }
+      at = stepFrom
+      seen = new Set([...received].filter(([, t]) => t === stepFrom).map(([id]) => id))
+      read = 0
+      anchor = undefined
+      passIds = new Set()
+      beyond = new Set()
+      restarts = 0
+      totals = new Set()
+    }
   }
 }
+
+/** Page sources already warned about a missing Date header (one warning each). */
+const warnedNoDate = new WeakSet<PageSource>()
+
+/** Times a tie is read again from page 1 after its anchor moved before the walk stops trusting its order. */
+const MAX_RESTARTS = 2
 
 /**
  * Requests a walk may make without moving its cursor or delivering a row before it is declared
@@ -274,10 +372,17 @@ function seenAt(at: number | undefined, held: Start['held'], rows: readonly Keys
   return seen
 }
 
-/** The upstream time of an answer: its `Date` header (whole seconds, rounded down), else when it was asked for. */
-function observedAt(res: ApiResponse, askedAt: number): number {
+/**
+ * The upstream time of an answer: its `Date` header (whole seconds, rounded down). Without one, the
+ * local clock (when it was asked) may run ahead of the upstream's; the newest updatedAt received
+ * is a time the upstream had certainly reached, so the earlier of the two is taken: the look-back
+ * then spans the margin behind the newest row, whatever the local clock says.
+ */
+function observedAt(res: ApiResponse, askedAt: number, newest: number, noDate: () => void): number {
   const date = res.date === undefined ? Number.NaN : parseInstant(res.date)
-  return Number.isNaN(date) ? askedAt : date
+  if (!Number.isNaN(date)) return date
+  noDate()
+  return Math.min(askedAt, newest)
 }
 
 function sameRow(a: KeysetRow | undefined, b: KeysetRow | undefined): boolean {

@@ -82,6 +82,7 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       // The allowance for upstream commit lag: how the stored cursor's re-read point is derived.
       lookbackMs: ctx.options.lookbackMs,
       clock: { now: ctx.now },
+      onWarning: (message) => ctx.logger.warn({ stream: stream.name }, message),
       // A first walk is a backfill: it yields to incremental sweeps of other streams (README.md,
       // The request budget).
       priority: backfill ? 'reconcile' : 'sweep',

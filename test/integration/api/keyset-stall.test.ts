@@ -90,9 +90,10 @@ describe('an upstream that ignores page inside a full tie', () => {
     const limit = stallLimit(2000, 100)
     expect(limit).toBe(50)
     expect(error).toBeInstanceOf(PagingStalledError)
-    expect(error).toMatchObject({ code: 'PAGING_STALLED', route: 'GET /api/v1/jobs', requests: limit })
-    expect((error as Error).message).toContain(`${limit} requests at since=${at} delivered nothing new`)
-    expect(server.requests).toHaveLength(limit)
+    // Within the stall limit: after two re-reads of the tie the walk stops trusting its order and
+    // steps on, until a page brings only ids this pass already received (page ignored).
+    expect(error).toMatchObject({ code: 'PAGING_STALLED', route: 'GET /api/v1/jobs' })
+    expect(server.requests.length).toBeLessThanOrEqual(limit)
     expect(delivered).toEqual([])
   })
 })

@@ -15,6 +15,8 @@ export interface Seen {
 export interface Reply {
   status?: number
   headers?: Record<string, string>
+  /** Answer without the `Date` header Node adds by default. */
+  noDate?: boolean
   /** A string is sent as is; anything else as JSON. */
   body?: unknown
   /** Destroy the socket instead of answering. */
@@ -50,6 +52,7 @@ export async function startLoopback(handler: Handler): Promise<Loopback> {
         return
       }
       const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? { success: true })
+      if (reply.noDate === true) res.sendDate = false
       res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers })
       res.end(text)
     })

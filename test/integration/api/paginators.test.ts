@@ -140,7 +140,7 @@ describe('updatedAtKeyset', () => {
     )
   })
 
-  test('look-back: a cursor of an older shape re-reads the span before it once; seen ids at the cursor are not delivered again', async () => {
+  test('look-back: a cursor of an older shape re-reads the span before it once, its own rows included; a resumed walk does not deliver them again', async () => {
     const store = new RowStore()
     for (let i = 0; i < 5; i++) store.insert(1)
     const { client } = await setup((req) => store.list(req.url))
@@ -149,8 +149,10 @@ describe('updatedAtKeyset', () => {
     const resumed = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: first.cursor }))
     expect(resumed.deliveries).toBe(0)
     const { rereadFrom: _, ...older } = first.cursor!
+    // Rows at the cursor's own time inside the look-back come again: one may have been written
+    // twice with the same updatedAt.
     const lookback = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: older, lookbackMs: 60_000 }))
-    expect(lookback.deliveries).toBe(4)
+    expect(lookback.deliveries).toBe(5)
   })
 
   test('rows read within the look-back of their time are read once more by the next walk, older ones never again', async () => {
@@ -174,6 +176,40 @@ describe('updatedAtKeyset', () => {
     const idle = await collect(updatedAtKeyset(settled.client, '/api/v1/jobs', { cursor: walked.cursor, lookbackMs: 5_000 }))
     expect(idle.deliveries).toBe(0)
     expect(settled.server.requests.map((r) => r.url.searchParams.get('page'))).toEqual(['1', '2', '1'])
+  })
+
+  test('a row written again with the same updatedAt inside the look-back comes again with its new version', async () => {
+    const store = new RowStore(Date.now())
+    store.insert(3)
+    const { client, server } = await setup((req) => store.list(req.url))
+    const first = await collect(updatedAtKeyset(client, '/api/v1/jobs', { lookbackMs: 60_000 }))
+    expect(first.deliveries).toBe(3)
+    // A second write in the same millisecond (or on a second-precision upstream) keeps updatedAt.
+    const rewritten = [...store.rows.values()].at(-1)!
+    rewritten.version++
+    server.requests.length = 0
+    const next = await collect(updatedAtKeyset(client, '/api/v1/jobs', { cursor: first.cursor, lookbackMs: 60_000 }))
+    expect(next.seen.get(rewritten.id)).toBe(2)
+    // Re-delivered rows cost no request: one page, as before.
+    expect(server.requests).toHaveLength(1)
+  })
+
+  test('without a Date header the look-back leans on the newest row read, not on a local clock that runs ahead; one warning', async () => {
+    const store = new RowStore(Date.now() - 10_000)
+    store.insert(3)
+    const { client } = await setup((req) => ({ ...store.list(req.url), noDate: true }))
+    // The local clock is an hour ahead of the upstream's.
+    const clock = { now: () => Date.now() + 3_600_000 }
+    const warnings: string[] = []
+    const options = { lookbackMs: 60_000, clock, onWarning: (m: string) => warnings.push(m) }
+    const first = await collect(updatedAtKeyset(client, '/api/v1/jobs', options))
+    expect(Date.parse(first.cursor!.rereadFrom!)).toBeLessThan(Date.parse(first.cursor!.since))
+    // A row committed late, stamped just before the newest row read: the next walk finds it.
+    const late = store.insert(1, Date.parse(first.cursor!.since) - 1)[0]!
+    const next = await collect(updatedAtKeyset(client, '/api/v1/jobs', { ...options, cursor: first.cursor }))
+    expect(next.seen.has(late.id)).toBe(true)
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toContain('without a Date header')
   })
 
   test('a route that ignores since is an error, not an endless walk', async () => {
