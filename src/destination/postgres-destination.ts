@@ -23,7 +23,7 @@ import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt } from '../store/change-log-consumers.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
@@ -184,26 +184,16 @@ function hash(value: unknown): string {
 }
 
 /** What a table is to the replicator, derived from its declaration. */
-function roleOf(spec: TableSpec, logged: ReadonlySet<string>): TableRole {
+function roleOf(spec: TableSpec, all: readonly TableSpec[]): TableRole {
   if (spec.name === 'change_log') return 'changes'
-  if (spec.parent !== undefined && logged.has(spec.parent.table)) return 'child'
-  return logged.has(spec.name) ? 'logged' : 'snapshot'
-}
-
-/**
- * A table the record writer keeps (src/store/record-writer.ts) is followed through change_log: it
- * has `updated_at` and `deleted_at`, and no parent. Its children are replaced with it.
- */
-function isLogged(spec: TableSpec): boolean {
-  const names = new Set(spec.columns.map((c) => c.name))
-  return spec.parent === undefined && names.has('updated_at') && names.has('deleted_at')
+  const tracking = changeTracking(spec, all)
+  return tracking === 'whole' ? 'snapshot' : tracking
 }
 
 export function planTables(specs: readonly TableSpec[]): Table[] {
-  const logged = new Set(specs.filter(isLogged).map((s) => s.name))
   const tables = specs.map((spec): Table => ({
     spec,
-    role: roleOf(spec, logged),
+    role: roleOf(spec, specs),
     columns: spec.columns,
     children: [],
     hasUpdatedAt: spec.columns.some((c) => c.name === 'updated_at' && c.kind === 'time'),
