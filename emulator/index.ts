@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { Counts } from './data/state.js'
 import { apiKeyRoutes } from './auth/api-key-routes.js'
 import { KeyStore } from './auth/key-store.js'
 import { LoginUsers, loginRoutes } from './auth/login-routes.js'
@@ -35,17 +36,7 @@ export interface EmulatorOptions {
   port?: number
   host?: string
   seed?: number
-  counts?: Partial<{
-    clients: number
-    jobs: number
-    visitsPerJob: number
-    invoices: number
-    customRecords: number
-    items: number
-    taxes: number
-    teamMembers: number
-    jobForms: number
-  }>
+  counts?: Partial<Counts>
   rateLimit?: number | false
   allowHttpWebhooks?: boolean
   /** Client list rows carry `jobCount` and `jobTotalAmount` (spec: Client, "when job aggregation is enabled"). */
