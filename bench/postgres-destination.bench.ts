@@ -119,15 +119,7 @@ export default async function postgresDestination(): Promise<BenchResult> {
       bareRates.push(bare.rows / bare.seconds)
       await d?.close()
       url = await createDatabase(server.url, 'fsm_bench')
-      d = new PostgresDestination({
-        url,
-        schema: 'fsm',
-        mirrorPath: m.path,
-        mirror: m.sqlite,
-        tables: benchTables(),
-        logger: silent,
-        clock: systemClock,
-      })
+      d = benchDestination(m, url)
       const t0 = performance.now()
       const load = await d.catchUp()
       ourRates.push(load.loadedRows / ((performance.now() - t0) / 1000))
@@ -355,16 +347,7 @@ interface Steady {
 /** The steady-state phase, run in a child: the mirror takes RATE changes/s while the destination follows. */
 async function steady(mirrorPath: string, url: string): Promise<Steady> {
   const m = await openMirror(mirrorPath)
-  const d = new PostgresDestination({
-    url,
-    schema: 'fsm',
-    mirrorPath: m.path,
-    mirror: m.sqlite,
-    tables: benchTables(),
-    logger: silent,
-    clock: systemClock,
-    pollMs: 20,
-  })
+  const d = benchDestination(m, url, { pollMs: 20 })
   await d.catchUp()
   d.start()
   const writer = new RecordWriter(m.sqlite, 'jobs')
@@ -423,6 +406,20 @@ async function steady(mirrorPath: string, url: string): Promise<Steady> {
     sampled: lags.length,
     pending: pending.length,
   }
+}
+
+/** The destination every phase of this bench runs: schema fsm, the bench's tables, silent, real time. */
+function benchDestination(m: Mirror, url: string, extra: { pollMs?: number } = {}): PostgresDestination {
+  return new PostgresDestination({
+    url,
+    schema: 'fsm',
+    mirrorPath: m.path,
+    mirror: m.sqlite,
+    tables: benchTables(),
+    logger: silent,
+    clock: systemClock,
+    ...extra,
+  })
 }
 
 function benchTables() {
