@@ -1,10 +1,11 @@
 // `fsm-sync emulator`: prints `export` lines a shell takes as they are (or one JSON document), a key
 // that is the same for the same seed, serves the API, explains a busy port, stops cleanly on SIGTERM.
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, test } from 'vitest'
-import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
+import { cleanEnv, ROOT, runCli, spawnCli } from '../../support/run-cli.js'
 
 /** Starts the emulator, waits for `until` in its stdout, and returns what it printed and a stop. */
 async function started(args: string[], until: RegExp): Promise<{ out: string; stop(): Promise<number | null> }> {
@@ -88,5 +89,13 @@ describe('fsm-sync emulator', () => {
     } finally {
       await new Promise((r) => holder.close(r))
     }
+  })
+
+  test.each(['README.md', 'emulator/README.md'])('%s: the walkthrough exports the key it starts the emulator with', (file) => {
+    const text = readFileSync(`${ROOT}/${file}`, 'utf8')
+    const started = /npx fsm-sync emulator --port (\d+) --key (\S+)/.exec(text)
+    const exported = /export FSM_BASE_URL=http:\/\/127\.0\.0\.1:(\d+) FSM_API_KEY=(\S+)/.exec(text)
+    expect(started?.slice(1)).toEqual(exported?.slice(1))
+    expect(started?.[2]).toMatch(/^svc_live_[A-Za-z0-9_-]+$/)
   })
 })
