@@ -76,6 +76,12 @@ describe('two accounts on one emulator', () => {
     }
     expect((await a.control<unknown[]>('GET', '/state/api_keys')).length).toBe(1)
     expect((await b.control<unknown[]>('GET', '/state/api_keys')).length).toBe(3)
+    // Legacy routes: a support token from an account's control API, or its key as a bearer token.
+    const { token } = await b.control<{ token: string }>('POST', '/support-token')
+    const items = (r: { body: { data: { _id: string }[] } }) => r.body.data.map((x) => x._id).sort()
+    const bItems = items(await emu.get('/api/product-service', { key: null, bearer: token }))
+    expect(items(await emu.get('/api/product-service', { key: null, bearer: b.apiKey }))).toEqual(bItems)
+    expect(items(await emu.get('/api/product-service', { key: null, bearer: a.apiKey }))).not.toEqual(bItems)
     // A key no account issued: 401, as on a single-account emulator.
     expect((await emu.get('/api/v1/clients', { key: `svc_live_${'0'.repeat(48)}` })).status).toBe(401)
   })
