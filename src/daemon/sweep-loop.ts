@@ -1,12 +1,10 @@
 // Continuous sweeping (README.md, Continuous sweeping): the daemon sweeps the record streams and
 // custom objects back to back, every request waiting in a share of the budget (BudgetShare,
-// `sync.budgetShare` of the effective limit) before the governor, so the sweeps use what the budget
-// leaves idle and never more than their share. Which stream goes next is the planner's choice
-// (sweep-planner.ts): streams that changed lately (the sweeps' own results and the webhook traffic)
-// more often, none later than `sync.maxSweepIntervalSeconds`; a stream whose sweeps find nothing
-// rests longer each time, up to that bound, until a change is seen on the account. Each sweep takes the record lane in
-// turn with reconciliation and the failed-delivery sweeps (sync-jobs.ts), so a stream is never
-// walked by two runs at once. Time comes from the injected clock.
+// `sync.budgetShare` of the effective limit) before the governor. Which stream goes next is the
+// planner's choice (sweep-planner.ts): streams that changed lately (the sweeps' own results and the
+// webhook traffic) more often, quiet ones resting longer after each empty sweep, none later than
+// `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in turn with reconciliation and
+// the failed-delivery sweeps (sync-jobs.ts), so a stream is never walked by two runs at once.
 import type { RecordStream } from '../model/streams.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
 import type { ApiClient } from '../api/api-client.js'

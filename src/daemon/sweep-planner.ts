@@ -11,10 +11,8 @@
 //    proportional to sqrt(cost / rate), which minimises the mean staleness of a change for a
 //    budget (the square-root rule); a cold stream still rises with age^2 until rule 1 takes it.
 //
-// A stream whose last sweep failed waits out its back-off (`retryAt`) and is not planned until then.
-// A stream whose sweeps found nothing rests (`restMs` after its last sweep began, restAfterSweep):
-// rule 2 skips it until then, rule 1 still takes it at the bound. So an idle account costs about one
-// request per stream per bound, and a change seen anywhere brings the rests down (restAfterActivity).
+// A stream whose last sweep failed waits out its back-off (`retryAt`); one resting after sweeps that
+// found nothing (`restMs`, restAfterSweep) is left to rule 1 until its rest ends.
 
 export interface PlannedStream {
   name: string
