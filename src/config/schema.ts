@@ -278,7 +278,7 @@ export const ConfigSchema = z.strictObject({
         .default(60)
         .meta(
           doc(
-            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often.',
+            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often, and a stream whose sweeps find nothing rests longer each time, up to this bound: an idle account costs about one request per stream per bound (README.md, Continuous sweeping).',
             { unit: 's' },
           ),
         ),
