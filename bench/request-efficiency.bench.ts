@@ -1,4 +1,4 @@
-// Request efficiency: what sweeps cost in requests against the minimum (README.md, What a sweep
+// Request efficiency: what sweeps cost in requests against the minimum (docs/sweeping.md, What a sweep
 // costs), counted by the emulator's request log. The minimum: per paged stream ceil(rows / 100),
 // at least 1; per custom object its list pages (ceil(records / 100), at least 1); discovery once.
 //

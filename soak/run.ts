@@ -1,4 +1,4 @@
-// `npm run soak [-- --minutes N] [--seed S]`: the soak (soak/soak.ts; README.md, Soak). Prints the
+// `npm run soak [-- --minutes N] [--seed S]`: the soak (soak/soak.ts; docs/development.md, Soak). Prints the
 // report, writes bench/results/soak.json in the benches' format and regenerates the results table;
 // exits 1 when a goal is missed.
 import { spawnSync } from 'node:child_process'

@@ -1,4 +1,4 @@
-// The soak (README.md, Soak): the daemon under churn, faults, a 429 storm and random SIGKILLs, with
+// The soak (docs/development.md, Soak): the daemon under churn, faults, a 429 storm and random SIGKILLs, with
 // an external reader on its mirror; then one sweep and one reconcile and an exact comparison with
 // the emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/soak.test.ts.
 // runSoak reads as the plan; each phase is a function below it, sharing a World (world.ts).

@@ -1,4 +1,4 @@
-// Every command of the README's Commands table, one file each.
+// Every command of the Commands table (docs/commands.md), one file each.
 import type { Command } from './command.js'
 import { demoCommand } from './demo.js'
 import { doctorCommand } from './doctor.js'

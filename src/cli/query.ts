@@ -92,7 +92,7 @@ export const queryCommand: Command = {
       const explained = explainMirrorError(db, err)
       if (format !== 'json' || progress.batches === 0) throw explained
       // Rows are already out as the start of the JSON array: it is closed after them, so stdout stays
-      // one document, and the exit code and stderr say that it is incomplete (README.md, Output).
+      // one document, and the exit code and stderr say that it is incomplete (docs/commands.md, Output).
       await writeChunks(ctx.io.stdout, ['\n]\n'])
       throw new PartialResultError(
         `${explained.message} (the JSON array on stdout holds only the rows written before this error)`,

@@ -4,7 +4,7 @@ import { startDaemon } from '../daemon/daemon.js'
 import type { Command } from './command.js'
 import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
 
-/** The daemon exits within 10 s of SIGTERM (README.md, Commands); leave a margin to end. */
+/** The daemon exits within 10 s of SIGTERM (docs/commands.md); leave a margin to end. */
 const STOP_BUDGET_MS = 9000
 
 export const runCommand: Command = {

@@ -1,5 +1,5 @@
 // `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; runs in progress
-// and the backfill estimate they stored (README.md, Progress); the budget.
+// and the backfill estimate they stored (docs/sweeping.md, Progress); the budget.
 // On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
 // and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
 import { existsSync } from 'node:fs'
@@ -37,7 +37,7 @@ export const statusCommand: Command = {
       const history = readSyncHistory(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
       const destination = destinationStatus(mirror.sqlite, config.destination.postgres, now)
-      // `version`: the release reading the mirror (README.md, Upgrading); `synced`: see require-synced.ts.
+      // `version`: the release reading the mirror (docs/deployment.md, Upgrading); `synced`: see require-synced.ts.
       const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit, destination }
       printResult(args, ctx.io, doc, () => render(report, config.rateLimit, now) + renderDestination(destination))
       if (history.synced) return 0

@@ -1,6 +1,6 @@
 // A schedule is checked with croner itself at config time: a value croner refuses, or one it
 // accepts but can never fire (30 February), would otherwise leave the daemon up with nothing ever
-// scheduled. The field count is ours: croner also takes "@daily", which the README does not promise.
+// scheduled. The field count is ours: croner also takes "@daily", which docs/configuration.md does not promise.
 import { Cron } from 'croner'
 
 export const CRON_FORMS =

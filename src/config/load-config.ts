@@ -1,6 +1,5 @@
-// Precedence: command-line flags > environment > JSON config file > defaults (README.md,
-// Configuration). Every problem is collected and reported at once, each naming the key as the user
-// wrote it.
+// Precedence: command-line flags > environment > JSON config file > defaults (docs/configuration.md).
+// Every problem is collected and reported at once, each naming the key as the user wrote it.
 import { readFileSync } from 'node:fs'
 import type { z } from 'zod'
 import { ConfigSchema, type Config } from './schema.js'

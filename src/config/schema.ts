@@ -1,4 +1,4 @@
-// The one schema for every setting (README.md, Configuration; config/README.md). Environment
+// The one schema for every setting (docs/configuration.md; config/README.md). Environment
 // variables and flags arrive as strings, so numbers and lists are coerced here; the config file may
 // use JSON types directly.
 import { z } from 'zod'
@@ -64,7 +64,7 @@ const Cron = z
   })
   .meta({ allowed: 'cron, 5 fields or 6 with seconds first (not `@daily`), or `"off"`' })
 
-/** The sweep schedule that sweeps back to back within `sync.budgetShare` (README.md, Continuous sweeping). */
+/** The sweep schedule that sweeps back to back within `sync.budgetShare` (docs/sweeping.md, Continuous sweeping). */
 export const SCHEDULE_CONTINUOUS = 'continuous'
 
 /** `schedules.sweep`: "continuous" (the default), a cron expression, or "off". */
@@ -278,7 +278,7 @@ export const ConfigSchema = z.strictObject({
         .default(60)
         .meta(
           doc(
-            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often, and a stream whose sweeps find nothing rests longer each time, up to this bound: an idle account costs about one request per stream per bound (README.md, Continuous sweeping).',
+            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often, and a stream whose sweeps find nothing rests longer each time, up to this bound: an idle account costs about one request per stream per bound (docs/sweeping.md, Continuous sweeping).',
             { unit: 's' },
           ),
         ),
@@ -441,7 +441,7 @@ export const ConfigSchema = z.strictObject({
             .optional()
             .meta(
               doc(
-                'A `postgres://user:password@host:5432/database` URL (standard libpq query parameters such as `sslmode` are passed on). Set, `fsm-sync run` replicates the mirror into Postgres continuously and `fsm-sync replicate` catches it up once (README.md, Postgres destination); unset, no destination. A secret: never logged, never echoed in a message, even when it is wrong.',
+                'A `postgres://user:password@host:5432/database` URL (standard libpq query parameters such as `sslmode` are passed on). Set, `fsm-sync run` replicates the mirror into Postgres continuously and `fsm-sync replicate` catches it up once (docs/postgres.md); unset, no destination. A secret: never logged, never echoed in a message, even when it is wrong.',
                 { env: 'FSM_POSTGRES_URL' },
               ),
             ),
@@ -462,7 +462,7 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS).meta(
         doc(
-          '`"continuous"`: sweep the record streams and custom objects back to back within `sync.budgetShare` (README.md, Continuous sweeping); a cron expression (e.g. `"*/5 * * * *"`) to sweep them all at start and at each tick instead; `"off"` to never sweep on its own.',
+          '`"continuous"`: sweep the record streams and custom objects back to back within `sync.budgetShare` (docs/sweeping.md, Continuous sweeping); a cron expression (e.g. `"*/5 * * * *"`) to sweep them all at start and at each tick instead; `"off"` to never sweep on its own.',
           { env: 'FSM_SCHEDULE_SWEEP' },
         ),
       ),
@@ -470,7 +470,7 @@ export const ConfigSchema = z.strictObject({
         doc('When reference data, webhook endpoints and API keys are read.', { env: 'FSM_SCHEDULE_REFERENCE' }),
       ),
       reconcile: Cron.default('17 3 * * *').meta(
-        doc('When deletions are reconciled (README.md, How the sync stays exact).', { env: 'FSM_SCHEDULE_RECONCILE' }),
+        doc('When deletions are reconciled (docs/sweeping.md, How the sync stays exact).', { env: 'FSM_SCHEDULE_RECONCILE' }),
       ),
       calendarA: Cron.default('23 * * * *').meta(
         doc('When calendar-a is triggered and its status and change feed read.', { env: 'FSM_SCHEDULE_CALENDAR_A' }),
@@ -481,7 +481,7 @@ export const ConfigSchema = z.strictObject({
         doc('When failed webhook deliveries are read, and the streams they concern swept.', { env: 'FSM_SCHEDULE_DELIVERIES' }),
       ),
       retention: Cron.default('53 * * * *').meta(
-        doc('When the retention pass runs (README.md, Retention).', { env: 'FSM_SCHEDULE_RETENTION' }),
+        doc('When the retention pass runs (docs/webhooks.md, Retention).', { env: 'FSM_SCHEDULE_RETENTION' }),
       ),
     })
     .prefault({}),

@@ -91,7 +91,7 @@ export class DaemonMetrics {
     if (freshness !== undefined)
       new Gauge({
         name: 'fsm_stream_staleness_seconds',
-        help: 'Expected seconds between a change made upstream without a webhook and its arrival in the mirror (README.md, Continuous sweeping)',
+        help: 'Expected seconds between a change made upstream without a webhook and its arrival in the mirror (docs/sweeping.md, Continuous sweeping)',
         labelNames: ['stream'],
         registers,
         collect() {

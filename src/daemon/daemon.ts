@@ -1,6 +1,6 @@
 // `fsm-sync run` assembled: the app (create-app.ts: mirror with its migrations, client), webhook
 // service, metrics, the HTTP listener, the schedules and the continuous sweeps (sweep-loop.ts); `stop()` undoes it in order within the
-// shutdown budget (README.md, Commands: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
+// shutdown budget (docs/commands.md: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's signal between pages, so the
 // page being written commits and the run ends; the next start resumes from that checkpoint.
 import { customObjects } from '../../connectors/custom-objects.js'
 import type { Server } from 'node:http'

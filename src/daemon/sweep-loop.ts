@@ -1,4 +1,4 @@
-// Continuous sweeping (README.md, Continuous sweeping): the daemon sweeps the record streams and
+// Continuous sweeping (docs/sweeping.md, Continuous sweeping): the daemon sweeps the record streams and
 // custom objects back to back, every request waiting in a share of the budget (BudgetShare,
 // `sync.budgetShare` of the effective limit) before the governor. Which stream goes next is the
 // planner's choice (sweep-planner.ts): streams that changed lately (the sweeps' own results and the
@@ -26,7 +26,7 @@ import { ChangeRate, planNext, restAfterActivity, restAfterSweep, retryDelayMs, 
 /**
  * Custom objects are discovered again this often (new objects, changed schemas): as often as a
  * stored schema goes stale (object-schemas.ts), so the schemas are checked every five minutes as
- * README.md promises; between two discoveries a sweep fetches a schema its records outgrew.
+ * docs/sweeping.md promises; between two discoveries a sweep fetches a schema its records outgrew.
  */
 export const DISCOVERY_EVERY_MS = SCHEMA_MAX_AGE_MS
 

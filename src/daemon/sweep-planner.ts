@@ -1,4 +1,4 @@
-// Which stream the continuous sweep takes next: a pure function of what the loop knows (README.md,
+// Which stream the continuous sweep takes next: a pure function of what the loop knows (docs/sweeping.md,
 // Continuous sweeping). Two rules, in order:
 //
 // 1. The bound. A stream whose next sweep would end past `maxIntervalMs` since its last sweep began

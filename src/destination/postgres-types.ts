@@ -1,4 +1,4 @@
-// How a mirror column becomes a Postgres column (README.md, Postgres destination: the type mapping):
+// How a mirror column becomes a Postgres column (docs/postgres.md: the type mapping):
 // the type each column kind is declared with, and a mirror value in the two forms the replicator
 // sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
 // (initial loads). Pure.

@@ -1,4 +1,4 @@
-// The arithmetic of a backfill estimate (README.md, Progress), shared by the sweep's live line
+// The arithmetic of a backfill estimate (docs/sweeping.md, Progress), shared by the sweep's live line
 // (src/sync/progress.ts) and `status` (src/store/status-report.ts), which reads the figures a
 // running sweep stored in its run's row. Pure.
 

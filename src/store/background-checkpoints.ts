@@ -1,4 +1,4 @@
-// WAL checkpoints off the event loop (README.md, Webhooks). A checkpoint copies the log's pages
+// WAL checkpoints off the event loop (docs/webhooks.md). A checkpoint copies the log's pages
 // into the database file and syncs both; on the writer connection it runs inside whichever commit
 // crosses wal_autocheckpoint, on the event loop. With webhooks arriving, that commit is an inbox
 // group or a processor slice, and every request parsed, verified or acked in the meantime waits:

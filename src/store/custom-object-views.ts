@@ -83,7 +83,7 @@ export function columnNames(fields: readonly FieldDescriptor[]): string[] {
 }
 
 /**
- * The most schema fields a view gives a column (README.md, Tables): past it, the view keeps the first
+ * The most schema fields a view gives a column (docs/querying.md, Tables): past it, the view keeps the first
  * fields in display order and the others are read from custom_records.data. SQLite refuses a result
  * of more than 2,000 columns (SQLITE_MAX_COLUMN) and Postgres a select list of more than 1,664; a view
  * has six columns of its own, and a query joining it to other tables needs room for theirs.

@@ -63,7 +63,7 @@ const DAY_MS = 86_400_000
  * Days a quiet sweep (successful, no row changed) is kept, when runsDays is longer or "off": they
  * are the noise of continuous sweeping (about one a second), so "off" keeps every other run but
  * not them. Sweeps that changed rows keep runsDays (with "off", for good: one row per sweep that
- * found a change, which grows with the account's activity; README.md, Continuous sweeping).
+ * found a change, which grows with the account's activity; docs/sweeping.md, Continuous sweeping).
  */
 export const QUIET_SWEEP_DAYS = 1
 

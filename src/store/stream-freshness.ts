@@ -2,7 +2,7 @@
 // swept to the end (a continuous sweep stopped at its page cap, `details.capped`, did not get there
 // and is left out), and the expected staleness of a change made upstream without a webhook (one
 // only a sweep finds). `status` and the daemon's /metrics both read it here, so they agree.
-// README.md, Continuous sweeping, says what the figure means.
+// docs/sweeping.md, Continuous sweeping, says what the figure means.
 import type { Sqlite } from './mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
 

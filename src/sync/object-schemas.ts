@@ -1,4 +1,4 @@
-// When a custom object's schema is fetched (README.md, What a sweep costs): the schema route costs
+// When a custom object's schema is fetched (docs/sweeping.md, What a sweep costs): the schema route costs
 // one request per object, and the upstream serves definitions from a five-minute cache anyway (the
 // API's specification, Limits: custom-schema cache), so a sweep does not fetch them every time. A
 // schema is fetched when discovery shows an object that is new, changed (its discovery item

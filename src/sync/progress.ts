@@ -1,4 +1,4 @@
-// Progress of a sweep and the estimate of a backfill (README.md, Progress). On a terminal, one live
+// Progress of a sweep and the estimate of a backfill (docs/sweeping.md, Progress). On a terminal, one live
 // line: the stream's rows read and rows changed, and while a backfill runs the overall estimate
 // (rows and requests still to go, and the time they take at the current budget); otherwise a log
 // event at most every `logEveryMs`. The arithmetic is pure and shared with `status`, which reads

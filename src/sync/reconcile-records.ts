@@ -1,4 +1,4 @@
-// Reconciliation of one record stream (README.md, How the sync stays exact): lists never show
+// Reconciliation of one record stream (docs/sweeping.md, How the sync stays exact): lists never show
 // deleted records, so walk every live id, take the mirror's live ids that the walk did not meet as
 // candidates, confirm each with a GET (404 = deleted; a page walk can skip rows under concurrent
 // writes), and mark the confirmed ones deleted. A run that would mark more than `maxDeleteShare` of

@@ -1,4 +1,4 @@
-// The incremental sweep of one record stream: the updatedAt keyset (README.md, How the sync stays
+// The incremental sweep of one record stream: the updatedAt keyset (docs/sweeping.md, How the sync stays
 // exact), each page's rows and the cursor that covers them committed in one transaction, so a kill
 // loses at most the page in flight and the next run goes on from the last checkpoint
 // (docs/guarantees.md, Killed at any moment).
@@ -19,7 +19,7 @@ export interface SweepOptions {
   /**
    * Stop after this many pages once the cursor has moved past where the walk began (the cursor is
    * committed with each page, so the next sweep goes on from there). The daemon's continuous sweeps
-   * set it so a backfill takes turns with the other streams (README.md, Continuous sweeping). A
+   * set it so a backfill takes turns with the other streams (docs/sweeping.md, Continuous sweeping). A
    * capped sweep records `details.capped`: it did not reach the end, and is not counted as a sweep
    * to the end by `status` and the staleness figure (src/store/stream-freshness.ts).
    */
@@ -83,7 +83,7 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
       lookbackMs: ctx.options.lookbackMs,
       clock: { now: ctx.now },
       onWarning: (message) => ctx.logger.warn({ stream: stream.name }, message),
-      // A first walk is a backfill: it yields to incremental sweeps of other streams (README.md,
+      // A first walk is a backfill: it yields to incremental sweeps of other streams (docs/sweeping.md,
       // The request budget).
       priority: backfill ? 'reconcile' : 'sweep',
       ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),

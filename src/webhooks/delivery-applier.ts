@@ -1,4 +1,4 @@
-// How one delivery changes the mirror (README.md, Webhooks; docs/guarantees.md, Newer wins): apply
+// How one delivery changes the mirror (docs/webhooks.md; docs/guarantees.md, Newer wins): apply
 // with newer-wins, and apply only what is certain of a partial payload. Synchronous: the processor
 // runs it inside the transaction that also marks the inbox row applied, so a crash leaves either
 // both or neither.

@@ -1,4 +1,4 @@
-// Coalesced follow-up GETs for partial deliveries (README.md, Webhooks: a partial payload queues
+// Coalesced follow-up GETs for partial deliveries (docs/webhooks.md: a partial payload queues
 // one coalesced follow-up GET for that record), at the governor's top priority ('webhook'). One GET
 // per record at a time; a request that arrives while one is in flight asks for exactly one more
 // afterwards, because the GET in flight may have been answered before the change it announces.
@@ -79,7 +79,7 @@ export class FollowUps {
       sqlite.transaction(() => writer(stream.table).upsert([row], { now: new Date(now()).toISOString(), observedAt, replaceTies: true }))()
     } catch (err) {
       if (err instanceof NotFoundError) {
-        // A GET answering 404 is how reconciliation confirms a deletion too (README.md, How the
+        // A GET answering 404 is how reconciliation confirms a deletion too (docs/sweeping.md, How the
         // sync stays exact).
         sqlite.transaction(() => writer(stream.table).markDeleted([id], new Date(now()).toISOString()))()
         return

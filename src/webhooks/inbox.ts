@@ -2,7 +2,7 @@
 // on the mirror's writer connection in one transaction per group, and each caller learns whether its
 // delivery was new or a duplicate only once the write-ahead log holding that commit is on disk.
 //
-// Group commit with the sync off the event loop (README.md, Webhooks). The connection commits with
+// Group commit with the sync off the event loop (docs/webhooks.md). The connection commits with
 // its usual synchronous=NORMAL: in WAL mode that writes the frames to the -wal file without syncing
 // it. The inbox then syncs that file itself with fs.fdatasync on libuv's thread pool, and answers
 // only when the sync returns. synchronous=FULL differs from NORMAL by exactly that sync at the end of

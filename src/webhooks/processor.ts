@@ -1,4 +1,4 @@
-// Applies inbox rows in receipt order, after the ack (README.md, Webhooks: store first, answer
+// Applies inbox rows in receipt order, after the ack (docs/webhooks.md: store first, answer
 // second, apply third). Rows are applied in short time slices, each one transaction that also marks
 // the rows applied. A row that cannot be applied rolls back alone and is kept with its error: it is
 // counted, shown by `status`, and never picked up again. Rows a crash left unapplied are applied at

@@ -1,5 +1,5 @@
 // The destination's exactness check: every replicated table in Postgres against the mirror, column by
-// column, after the type mapping (README.md, Postgres destination). Returns the differences; empty
+// column, after the type mapping (docs/postgres.md). Returns the differences; empty
 // means the replica is exact.
 import type Database from 'better-sqlite3'
 import type { TableSpec } from '../../src/model/table-spec.js'

@@ -1,5 +1,5 @@
 // The budget we allow ourselves, below the configured one when the upstream shows that another
-// client spends the same key (README.md, The request budget).
+// client spends the same key (docs/sweeping.md, The request budget).
 // Cut at once on evidence, recover by small steps: a multiplicative-decrease, additive-increase loop
 // that never goes above the configured limit or the limit the server announces.
 

@@ -1,6 +1,6 @@
 // A share of the governor's budget for one kind of work: the daemon's continuous sweeps may spend
 // `fraction` of the effective limit and no more, so that webhook follow-ups, triggers,
-// reconciliation and commands run beside the daemon always find the rest (README.md, Continuous
+// reconciliation and commands run beside the daemon always find the rest (docs/sweeping.md, Continuous
 // sweeping). The share follows the adaptive limit: when another client spends the key and the
 // governor lowers its budget, the share shrinks with it, so sweeping slows instead of overrunning.
 //

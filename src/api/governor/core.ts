@@ -1,7 +1,7 @@
 // The pure decision core of the request governor: who starts next, and when. No timers, no
 // promises: every method takes `now`, so a property test can simulate hours in a loop.
 //
-// Rules (README.md, The request budget; docs/guarantees.md, Within budget):
+// Rules (docs/sweeping.md, The request budget; docs/guarantees.md, Within budget):
 // - A hard sliding window: never more than the effective limit of starts in any `windowMs +
 //   marginMs` (the margin absorbs network jitter between our start and the server's arrival).
 // - Pacing inside the window (GCRA: one start per window/limit, a burst of `burst`), so the budget

@@ -4,7 +4,7 @@ import type { MigrationStatements } from './types.js'
 
 export const webhooks: MigrationStatements = [
   // delivery_id is the key: the upstream's X-Service-Delivery, the replay and
-  // duplicate defence (README.md, Webhooks), kept until retention removes the row
+  // duplicate defence (docs/webhooks.md), kept until retention removes the row
   // (`retention.deliveryIdsDays` after receipt, retention.ts). seq is the receipt order the processor
   // follows (an explicit column: VACUUM may renumber an implicit rowid).
   // The body is kept as signed: `raw` holds it when the bytes are valid UTF-8 (every real delivery);

@@ -6,7 +6,7 @@ import { cleanEnv, runCli } from '../../support/run-cli.js'
 const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'schema', 'export', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 
 describe('the command line', () => {
-  test('--help lists every command of the README', async () => {
+  test('--help lists every command of docs/commands.md', async () => {
     const r = await runCli(['--help'])
     expect(r.code).toBe(0)
     for (const c of COMMANDS) expect(r.stdout).toMatch(new RegExp(`fsm-sync ${c}\\b`))

@@ -81,8 +81,8 @@ describe('--json: one JSON document on stdout, the logs on stderr', () => {
     expect(doc.checks.map((c) => c.label)).toContain('FSM_API_KEY valid')
   })
 
-  test.concurrent('query: the README example with ?; --json is the json format', async () => {
-    // README.md, Tables: "increments for a warehouse loader: everything after the last seq it saw".
+  test.concurrent('query: the example of docs/querying.md with ?; --json is the json format', async () => {
+    // docs/querying.md, Tables: "increments for a warehouse loader: everything after the last seq it saw".
     const r = await runCli(['query', 'SELECT * FROM change_log WHERE seq > ? ORDER BY seq', '--param', '2', '--json'], vars)
     expect(r.code, r.stderr).toBe(0)
     const rows = checkStreams(r) as { seq: number; table_name: string }[]

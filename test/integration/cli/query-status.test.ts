@@ -100,7 +100,7 @@ describe('fsm-sync status', () => {
     })
     expect(report.streams.find((s: { stream: string }) => s.stream === 'items')).toMatchObject({ table: 'items', rows: 1, deleted: 0 })
     expect(report.schedulesOff).toEqual([])
-    // The release reading the mirror, and whether anything was ever synced into it (README.md, Upgrading).
+    // The release reading the mirror, and whether anything was ever synced into it (docs/deployment.md, Upgrading).
     expect(report.version).toBe(packageInfo().version)
     expect(report.synced).toBe(true)
     // Freshness: when each stream was last swept to the end and the staleness expected of a change

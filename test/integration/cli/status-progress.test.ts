@@ -37,7 +37,7 @@ test('status --json, run beside a backfilling sync, shows the backfill in progre
       60_000,
     )
     const { r, d, run } = doc
-    // A page committed its cursor: the mirror counts as synced (README.md, A mirror that was never synced).
+    // A page committed its cursor: the mirror counts as synced (docs/commands.md, A mirror that was never synced).
     expect(r.code, r.stderr).toBe(0)
     expect(run).toMatchObject({ kind: 'sweep', ownerGone: false, progress: { backfill: true, budgetPerMinute: 6 } })
     const p = run.progress

@@ -1,6 +1,6 @@
 // The daemon's `sweep` schedule pays for record streams and custom objects only: reference data,
 // webhook endpoints and API keys are the `reference` schedule's (hourly by default), failed
-// deliveries the `deliveries` schedule's (README.md, What a sweep costs).
+// deliveries the `deliveries` schedule's (docs/sweeping.md, What a sweep costs).
 import { expect, test } from 'vitest'
 import { selectStreams } from '../../../connectors/selection.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'

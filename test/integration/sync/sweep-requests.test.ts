@@ -1,4 +1,4 @@
-// What a sweep costs in requests, counted by the emulator (README.md, What a sweep costs). The
+// What a sweep costs in requests, counted by the emulator (docs/sweeping.md, What a sweep costs). The
 // minimum of an incremental sweep: per paged stream ceil(changed rows / 100), at least 1; per custom
 // object its list pages; discovery once. Plus the shifted-tie cases that must still end exact.
 import { describe, expect, test } from 'vitest'

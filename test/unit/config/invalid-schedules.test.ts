@@ -1,5 +1,5 @@
 // A schedule croner refuses, or one that can never fire, is a configuration error naming the key
-// as written; what the README promises (5 fields, or 6 with seconds first) is accepted.
+// as written; what docs/configuration.md promises (5 fields, or 6 with seconds first) is accepted.
 import { describe, expect, test } from 'vitest'
 import { loadConfig } from '../../../src/config/index.js'
 import { cronProblem } from '../../../src/config/cron-check.js'

@@ -6,7 +6,7 @@ import { configFile, issuesOf } from '../../support/config-file.js'
 const KEY = 'svc_live_0123456789abcdef0123456789abcdef'
 
 describe('configuration', () => {
-  test('defaults match the README and config/example.json', () => {
+  test('defaults match docs/configuration.md and config/example.json', () => {
     const c = loadConfig({ env: {} })
     expect(c.db).toBe('./data/fsm-mirror.db')
     expect(c.rateLimit).toBe(60)

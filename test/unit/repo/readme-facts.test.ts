@@ -1,6 +1,7 @@
-// Statements of the README that can be checked against the code: the commands of its table are the
-// CLI's, the environment variables it names exist with the defaults it gives, and the stream names
-// it lists for --stream are the ones the CLI takes.
+// Statements of the README and the docs pages that can be checked against the code: the commands
+// of docs/commands.md are the CLI's, the environment variables they name exist with the defaults
+// docs/configuration.md gives, the stream names listed for --stream are the ones the CLI takes, and
+// every relative link resolves.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { existsSync, readdirSync } from 'node:fs'
@@ -15,9 +16,15 @@ import { ROOT } from '../../support/run-cli.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8')
-const README = read('README.md')
+const COMMANDS = read('docs/commands.md')
+const CONFIGURATION = read('docs/configuration.md')
+const QUERYING = read('docs/querying.md')
 const MAIN = read('src/cli/main.ts')
-const DOCS = ['README.md', 'config/README.md', 'emulator/README.md', 'docs/architecture.md', 'docs/guarantees.md']
+/** The pages the README sends a reader to (docs/tables.md is generated and checked where it is written). */
+const PAGES = readdirSync(path.join(ROOT, 'docs'))
+  .filter((f) => f.endsWith('.md') && f !== 'tables.md')
+  .map((f) => `docs/${f}`)
+const DOCS = ['README.md', 'config/README.md', 'emulator/README.md', ...PAGES]
 /** Variables read outside the schema's keys. */
 const OTHER_VARIABLES = ENV_VARIABLES.filter((name) => ![...envVariables().values()].includes(name))
 
@@ -42,9 +49,9 @@ function table(text: string, first: string): string[][] {
 /** The backticked values of a cell. */
 const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
 
-describe('README.md', () => {
+describe('README.md and docs/', () => {
   test('the Commands table lists exactly the commands the CLI has', () => {
-    const documented = table(README, 'command').map((row) => /^`fsm-sync ([a-z-]+)/.exec(row[0]!)?.[1])
+    const documented = table(COMMANDS, 'command').map((row) => /^`fsm-sync ([a-z-]+)/.exec(row[0]!)?.[1])
     expect(documented.every((c) => c !== undefined)).toBe(true)
     expect([...documented].sort()).toEqual(commands.map((c) => c.command.split(' ')[0]!).sort())
   })
@@ -64,14 +71,14 @@ describe('README.md', () => {
         expect(known, `${file} names ${m[0]}`).toContain(m[0])
       }
     }
-    // And the README names each of them.
-    for (const name of known) expect(README, `README.md does not name ${name}`).toContain('`' + name + '`')
+    // And the Configuration page names each of them.
+    for (const name of known) expect(CONFIGURATION, `docs/configuration.md does not name ${name}`).toContain('`' + name + '`')
   })
 
   test('the Configuration tables give each variable its flag and actual default', () => {
     const keyOf = new Map([...envVariables()].map(([key, env]) => [env, key]))
     const rows = new Map(configKeys().map((k) => [k.key, k]))
-    // An empty list of secrets reads as none in the README.
+    // An empty list of secrets reads as none in the docs.
     const shown = (key: string) =>
       rows
         .get(key)!
@@ -80,29 +87,29 @@ describe('README.md', () => {
     const flagOf = new Map(Object.entries(FLAG_KEYS).map(([flag, key]) => [key as string, `--${flag}`]))
     // Every flag loadConfig reads is one the CLI defines.
     for (const flag of Object.keys(FLAG_KEYS)) expect(MAIN, `--${flag} is a global option of the CLI`).toContain(`.option('${flag}', {`)
-    for (const [variables, flag, defaults] of table(README, 'variable')) {
+    for (const [variables, flag, defaults] of table(CONFIGURATION, 'variable')) {
       const names = ticked(variables!)
       const values = defaults === 'none' ? names.map(() => 'none') : ticked(defaults!)
       expect(values.length, `defaults of ${variables}`).toBe(names.length)
       names.forEach((name, i) => {
         if (OTHER_VARIABLES.includes(name)) return
         const key = keyOf.get(name)!
-        expect(values[i], `README.md's default of ${name}`).toBe(shown(key))
+        expect(values[i], `docs/configuration.md's default of ${name}`).toBe(shown(key))
         const flags = ticked(flag!).filter((f) => f.startsWith('--'))
-        if (flags.length > 0) expect(flags, `README.md's flag of ${name}`).toEqual([flagOf.get(key)])
-        // A flag the README gives is one every command takes.
+        if (flags.length > 0) expect(flags, `docs/configuration.md's flag of ${name}`).toEqual([flagOf.get(key)])
+        // A flag the page gives is one every command takes.
         for (const f of flags) expect(MAIN, `${f} is a global option of the CLI`).toContain(`.option('${f.slice(2)}', {`)
       })
     }
-    for (const [schedule, variable, value] of table(README, 'schedule \\(`schedules\\.\\*`\\)')) {
+    for (const [schedule, variable, value] of table(CONFIGURATION, 'schedule \\(`schedules\\.\\*`\\)')) {
       const key = `schedules.${ticked(schedule!)[0]!}`
       expect(keyOf.get(ticked(variable!)[0]!), schedule).toBe(key)
-      expect(ticked(value!)[0], `README.md's default of ${key}`).toBe(shown(key))
+      expect(ticked(value!)[0], `docs/configuration.md's default of ${key}`).toBe(shown(key))
     }
   })
 
-  test('the stream names --stream takes are the ones the README lists', () => {
-    const rows = table(README, 'command')
+  test('the stream names --stream takes are the ones docs/commands.md lists', () => {
+    const rows = table(COMMANDS, 'command')
     const namesIn = (command: string) => {
       const cell = rows.find((r) => r[0]!.startsWith('`fsm-sync ' + command))![1]!
       return ticked(/`--stream` takes (.*?)(?:\.|;|\()/.exec(cell)![1]!).filter((n) => n !== 'objects:<slug>')
@@ -122,17 +129,18 @@ describe('README.md', () => {
           (r) => r.name,
         ),
       )
-      const section = README.slice(README.indexOf('\n## Tables\n'))
+      const section = QUERYING.slice(QUERYING.indexOf('\n## Tables\n'))
       const rows = table(section.slice(0, section.indexOf('\n## ', 1)), 'table')
       // Every row names a table (a stray separator row names none).
-      for (const row of rows) expect(ticked(row[0]!), `README.md's Tables has a row naming no table: ${row.join(' | ')}`).not.toEqual([])
+      for (const row of rows)
+        expect(ticked(row[0]!), `docs/querying.md's Tables has a row naming no table: ${row.join(' | ')}`).not.toEqual([])
       const documented = rows.flatMap((row) => ticked(row[0]!)).filter((t) => t !== 'obj_<slug>')
-      for (const t of documented) expect(names, `README.md's Tables names ${t}`).toContain(t)
-      for (const t of [...DATA_TABLES, ...DATA_VIEWS]) expect(documented, `README.md's Tables omits ${t.name}`).toContain(t.name)
+      for (const t of documented) expect(names, `docs/querying.md's Tables names ${t}`).toContain(t)
+      for (const t of [...DATA_TABLES, ...DATA_VIEWS]) expect(documented, `docs/querying.md's Tables omits ${t.name}`).toContain(t.name)
       // The width of a custom object's view (src/store/custom-object-views.ts).
       expect(section).toContain(`At most ${MAX_VIEW_FIELDS.toLocaleString('en-US')} field columns`)
       // The example queries name real tables and columns (a custom object's view needs the object).
-      const examples = /```sql\n([\s\S]*?)```/.exec(README)![1]!
+      const examples = /```sql\n([\s\S]*?)```/.exec(QUERYING)![1]!
       const statements = examples
         .split(';')
         .map((st) => st.replace(/^--.*$/gm, '').trim())
@@ -164,6 +172,43 @@ describe('README.md', () => {
     }
   })
 })
+
+describe('links', () => {
+  // The README, the pages and the folders' own READMEs: the places a reader follows links through.
+  const linked = [...DOCS, 'docs/tables.md', 'src/api/keyset/README.md', 'src/api/governor/README.md']
+
+  test('every relative link goes to a file of the repository, and every #anchor to a heading of it', () => {
+    for (const file of linked) {
+      const text = read(file).replace(/```[\s\S]*?```/g, '')
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!
+        if (/^[a-z]+:/.test(target)) continue
+        const [where, anchor] = target.split('#') as [string, string | undefined]
+        const resolved = where === '' ? file : path.join(path.dirname(file), where)
+        expect(existsSync(path.join(ROOT, resolved)), `${file} links to ${target}`).toBe(true)
+        if (anchor !== undefined) expect(anchors(read(resolved)), `${file} links to ${target}`).toContain(anchor)
+      }
+    }
+  })
+})
+
+/** The anchors of a markdown text: GitHub's slug of each heading, and explicit `<a id>`s. */
+function anchors(text: string): Set<string> {
+  const found = new Set<string>()
+  const body = text.replace(/```[\s\S]*?```/g, '')
+  for (const m of body.matchAll(/^#{1,6} (.*)$/gm)) {
+    const slug = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-')
+    let unique = slug
+    for (let n = 1; found.has(unique); n++) unique = `${slug}-${n}`
+    found.add(unique)
+  }
+  for (const m of body.matchAll(/<a id="([^"]+)"/g)) found.add(m[1]!)
+  return found
+}
 
 /** The text of every .ts file under `dir`. */
 function sourcesUnder(dir: string): string {
