@@ -173,6 +173,37 @@ describe('README.md and docs/', () => {
   })
 })
 
+describe('README.md, the front page', () => {
+  const README = read('README.md')
+  const section = (title: string) => {
+    const start = README.indexOf(`\n## ${title}\n`)
+    expect(start, `README.md has a section ${title}`).toBeGreaterThanOrEqual(0)
+    const end = README.indexOf('\n## ', start + 1)
+    return README.slice(start, end < 0 ? undefined : end)
+  }
+
+  test('stays short: everything else is a docs page it links to', () => {
+    expect(README.split('\n').length).toBeLessThanOrEqual(220)
+    for (const page of PAGES) expect(README, `README.md links to ${page}`).toContain(`](${page})`)
+  })
+
+  test('"A real account into Postgres" is five commands or fewer, each a command the CLI has', () => {
+    const block = /```sh\n([\s\S]*?)```/.exec(section('A real account into Postgres'))![1]!
+    const lines = block.split('\n').filter((l) => l.trim() !== '')
+    expect(lines.length).toBeLessThanOrEqual(5)
+    const names = commands.map((c) => c.command.split(' ')[0]!)
+    for (const m of block.matchAll(/npx fsm-sync ([a-z-]+)/g)) expect(names, m[0]).toContain(m[1])
+  })
+
+  test('the quick start says how long the whole suite takes and offers the fast subset', () => {
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts
+    const quick = section('Quick start')
+    expect(quick).toMatch(/npm test .*about \d+ minutes/)
+    expect(quick).toContain('npm run test:unit')
+    expect(scripts['test:unit']).toBeDefined()
+  })
+})
+
 describe('links', () => {
   // The README, the pages and the folders' own READMEs: the places a reader follows links through.
   const linked = [...DOCS, 'docs/tables.md', 'src/api/keyset/README.md', 'src/api/governor/README.md']
