@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
 import pg from 'pg'
 import pino from 'pino'
+import { Registry } from 'prom-client'
+import { registerDestinationMetrics } from '../../../src/daemon/destination-metrics.js'
 import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination, type PostgresDestinationOptions } from '../../../src/destination/postgres-destination.js'
 import { destinationTables } from '../../../src/destination/destination-tables.js'
@@ -146,6 +148,9 @@ describe('waits on Postgres', () => {
       const reseed = d.catchUp({ reseed: true })
       reseed.catch(() => undefined)
       await expect.poll(() => d.status().state, { timeout: 10_000, interval: 20 }).toBe('waiting')
+      const registry = new Registry()
+      registerDestinationMetrics(registry, () => d.status())
+      expect(await registry.metrics()).toMatch(/fsm_destination_up\{destination="postgres"\} 0/)
       expect(d.status().lastError).toMatch(
         new RegExp(`waiting \\d+ s for a lock held by pid ${pid} \\(user postgres, application analyst-psql`),
       )
