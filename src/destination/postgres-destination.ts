@@ -56,9 +56,9 @@ import {
   type ExistingColumn,
   type ObjectType,
 } from './postgres-ddl.js'
-import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
+import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
-import { openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -549,7 +549,7 @@ export class PostgresDestination {
     await this.#watch(() =>
       this.#schemaLock(async () => {
         await this.#ensureSchema(client)
-        await this.#ensureStateColumns(client)
+        await ensureMirrorIdColumn(client, this.#o.schema)
       }),
     )
   }
@@ -559,23 +559,8 @@ export class PostgresDestination {
     return withSchemaLock(this.#client!, this.#o.schema, onBusy, this.#o.limits, fn)
   }
 
-  /** The state row's columns added after its first release: the mirror it replicates. */
-  async #ensureStateColumns(client: pg.Client): Promise<void> {
-    const { rowCount } = await client.query(
-      `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'mirror_id'`,
-      [this.#o.schema, STATE_TABLE],
-    )
-    if (rowCount === 0) await client.query(`ALTER TABLE ${qualified(this.#o.schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS mirror_id text`)
-  }
-
-  /** The refusal of a replica another mirror feeds: applying this one's changes would merge the two. */
   #otherMirror(theirs: string): DestinationError {
-    const short = (id: string) => id.slice(0, 12)
-    return new DestinationError(
-      'identity',
-      `schema ${this.#o.schema} on ${describeTarget(this.#o.url)} is the replica of another mirror (id ${short(theirs)}; this mirror is ${short(this.#mirrorId!)}): ` +
-        `replicating this one into it would merge the two. Set FSM_POSTGRES_SCHEMA to another schema, or replace the replica with this mirror's data (fsm-sync replicate --reseed)`,
-    )
+    return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
   }
 
   /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */

@@ -119,6 +119,16 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
   return new DestinationError('other', `Postgres at ${target}: ${raw}`, { cause: err })
 }
 
+/** The refusal of a replica another mirror feeds (its state row records the mirror): replicating this one would merge the two. */
+export function otherMirrorError(schema: string, target: string, theirs: string, ours: string): DestinationError {
+  const short = (id: string) => id.slice(0, 12)
+  return new DestinationError(
+    'identity',
+    `schema ${schema} on ${target} is the replica of another mirror (id ${short(theirs)}; this mirror is ${short(ours)}): ` +
+      `replicating this one into it would merge the two. Set FSM_POSTGRES_SCHEMA to another schema, or replace the replica with this mirror's data (fsm-sync replicate --reseed)`,
+  )
+}
+
 /** Removes the URL and its password from a text, should a driver ever echo them. */
 function scrub(text: string, url: string): string {
   let out = text.split(url).join('[Redacted]')

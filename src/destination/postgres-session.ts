@@ -5,6 +5,7 @@
 // stays silent past the statement timeout (a frozen backend, a half-open connection).
 import pg from 'pg'
 import type { Clock } from '../model/clock.js'
+import { qualified, STATE_TABLE } from './postgres-ddl.js'
 import { DestinationError } from './postgres-errors.js'
 
 export interface SessionLimits {
@@ -220,4 +221,13 @@ export async function withSchemaLock<T>(
   } finally {
     await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY})`, [schema]).catch(() => undefined)
   }
+}
+
+/** The state row's column added after its first release: the mirror the replica belongs to. */
+export async function ensureMirrorIdColumn(client: pg.Client, schema: string): Promise<void> {
+  const { rowCount } = await client.query(
+    `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'mirror_id'`,
+    [schema, STATE_TABLE],
+  )
+  if (rowCount === 0) await client.query(`ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS mirror_id text`)
 }
