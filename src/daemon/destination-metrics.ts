@@ -36,8 +36,10 @@ export function registerDestinationMetrics(registry: Registry, status: () => Des
     'Age of the oldest change the destination has not applied yet (0 when caught up)',
     (s) => s.lagSeconds,
   )
-  gauge('fsm_destination_up', '1 while the destination replicates, 0 while it fails (see fsm-sync status)', (s) =>
-    s.state === 'error' ? 0 : 1,
+  gauge(
+    'fsm_destination_up',
+    '1 while the destination replicates, 0 while it fails or Postgres keeps it waiting (a lock, a server that does not answer; see fsm-sync status)',
+    (s) => (s.state === 'error' || s.state === 'waiting' ? 0 : 1),
   )
   counter('fsm_destination_rows_replicated_total', 'Rows written to the destination (loads and changes)', (s) => s.rowsReplicated)
   counter('fsm_destination_changes_applied_total', 'change_log entries applied to the destination', (s) => s.changesApplied)

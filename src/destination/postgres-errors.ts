@@ -2,7 +2,7 @@
 // the fix, and never the URL or its password. Transient failures (a restart, a dropped connection)
 // are told apart from the ones that need the user (a wrong password, a missing privilege).
 
-export type DestinationErrorKind = 'connect' | 'auth' | 'database' | 'privilege' | 'shape' | 'transient' | 'other'
+export type DestinationErrorKind = 'connect' | 'auth' | 'database' | 'privilege' | 'shape' | 'identity' | 'transient' | 'other'
 
 export class DestinationError extends Error {
   constructor(
@@ -88,6 +88,20 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
         `${user} lacks a privilege on ${target} (${raw}): grant it, e.g. GRANT CREATE ON DATABASE "${db}" TO "${user}"; (to create the schema ${schema}) or GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}";, or create the schema and its tables as their owner`,
         { cause: err },
       )
+    case '55P03':
+      return new DestinationError(
+        'transient',
+        `Postgres at ${target}: a statement waited for a lock longer than the lock timeout (destination.postgres.lockTimeoutSeconds): another session holds a lock on the replica's tables; retrying`,
+        { cause: err },
+      )
+    case '57014':
+      return new DestinationError(
+        'transient',
+        /statement timeout/i.test(raw)
+          ? `Postgres at ${target}: a statement ran longer than the statement timeout (destination.postgres.statementTimeoutSeconds); retrying`
+          : `Postgres at ${target}: ${raw}; retrying`,
+        { cause: err },
+      )
     case '57P01':
     case '57P02':
     case '57P03':
@@ -103,6 +117,16 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
     return new DestinationError('transient', `the connection to Postgres at ${target} was lost (${raw}); retrying`, { cause: err })
   }
   return new DestinationError('other', `Postgres at ${target}: ${raw}`, { cause: err })
+}
+
+/** The refusal of a replica another mirror feeds (its state row records the mirror): replicating this one would merge the two. */
+export function otherMirrorError(schema: string, target: string, theirs: string, ours: string): DestinationError {
+  const short = (id: string) => id.slice(0, 12)
+  return new DestinationError(
+    'identity',
+    `schema ${schema} on ${target} is the replica of another mirror (id ${short(theirs)}; this mirror is ${short(ours)}): ` +
+      `replicating this one into it would merge the two. Set FSM_POSTGRES_SCHEMA to another schema, or replace the replica with this mirror's data (fsm-sync replicate --reseed)`,
+  )
 }
 
 /** Removes the URL and its password from a text, should a driver ever echo them. */
