@@ -140,8 +140,3 @@ export function objectViewSql(schema: string, type: ObjectType): string {
   const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
   return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
 }
-
-/** SQL listing the views this schema holds for custom objects, to drop before building them again. */
-export function objectViewsQuery(): string {
-  return `SELECT table_name FROM information_schema.views WHERE table_schema = $1 AND table_name LIKE 'obj\\_%'`
-}

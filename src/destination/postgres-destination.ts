@@ -46,8 +46,6 @@ import {
   createTableSql,
   indexSql,
   missingColumnsSql,
-  objectViewSql,
-  objectViewsQuery,
   qualified,
   quoteIdent,
   shapeProblems,
@@ -57,6 +55,7 @@ import {
 } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
+import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -667,60 +666,30 @@ export class PostgresDestination {
 
   /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
   #viewsHash(types: readonly ObjectType[]): string {
-    return hash(types.map((t) => objectViewSql(this.#o.schema, t)))
+    return hash(this.#views(types).map((v) => [v.create, v.comment]))
   }
 
   #objectTypes(sqlite: Sqlite): ObjectType[] {
     return new CustomObjectTypes(sqlite).fields()
   }
 
+  /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
+  #views(types: readonly ObjectType[]): ViewDefinition[] {
+    return viewDefinitions(this.#o.schema, this.#o.tables, types)
+  }
+
   /**
-   * Brings the custom objects' views to `types`, each in a savepoint: a view Postgres refuses (a
-   * user's view depends on a column it would drop) is kept as it was, logged and shown as the last
-   * error, and the data goes on. A view whose columns were only appended to is replaced in place
-   * (grants and dependent views survive). Returns whether every view was built.
+   * Brings the views to `types` (buildViews): a view Postgres refuses is kept as it was, logged and
+   * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    if (!this.#byName.has('custom_records')) return true
-    const schema = this.#o.schema
-    const failures: string[] = []
-    const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
-      for (const [i, sqls] of statements.entries()) {
-        await client.query('SAVEPOINT fsm_view')
-        try {
-          for (const sql of sqls) await client.query(sql)
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          return
-        } catch (err) {
-          await client.query('ROLLBACK TO SAVEPOINT fsm_view')
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          if (i === statements.length - 1) failures.push(`${what}: ${(err as Error).message}`)
-        }
-      }
-    }
-    const built = new Set<string>()
-    for (const type of types) {
-      const create = objectViewSql(schema, type)
-      const name = /^CREATE VIEW (.+?) AS /.exec(create)?.[1] ?? ''
-      built.add(name)
-      // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
-      await attempt(
-        `the view of custom object ${type.slug}`,
-        [create.replace(/^CREATE VIEW /, 'CREATE OR REPLACE VIEW ')],
-        [`DROP VIEW IF EXISTS ${name}`, create],
-      )
-    }
-    const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
-    for (const v of old.rows) {
-      const name = qualified(schema, v.table_name)
-      if (!built.has(name)) await attempt(`dropping the view ${v.table_name}`, [`DROP VIEW IF EXISTS ${name}`])
-    }
+    const failures = await buildViews(client, this.#o.schema, this.#views(types))
     if (failures.length === 0) {
-      if (this.#viewError !== undefined) this.#log.info('the custom objects views are built again')
+      if (this.#viewError !== undefined) this.#log.info('the views are built again')
       this.#viewError = undefined
       return true
     }
-    const message = `cannot build the custom objects views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
+    const message = `cannot build the replica's views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
     const at = new Date(this.#o.clock.now()).toISOString()
     if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
     this.#viewError = { message, at }
@@ -780,7 +749,8 @@ export class PostgresDestination {
         batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
       }
       const typesTable = this.#byName.get('custom_object_types')
-      if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+      // With every check too: views a new release defines or names differently are built without a load.
+      if (checkAll || !this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
         const types = this.#objectTypes(sqlite)
         const vh = this.#viewsHash(types)
         if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }

@@ -6,6 +6,7 @@ import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
+import { replaceClientFields } from '../../../src/store/client-fields.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { columnNames, viewName } from '../../../src/store/custom-object-views.js'
 import { ChangeLogConsumers, lastChangeSeq } from '../../../src/store/change-log-consumers.js'
@@ -256,6 +257,69 @@ describe('the Postgres destination', () => {
     // Gone for good, so that it holds no retention back in the tests below.
     await again.close()
     consumers.remove(again.consumerName)
+  })
+
+  test("views: client_properties as in the mirror; a rebuild drops only the views fsm-sync built, never a user's obj_ views", async () => {
+    const names = ['clients', 'client_fields', 'custom_object_types', 'custom_records', 'change_log']
+    const viewTables = destinationTables().filter((t) => names.includes(t.name))
+    const now = new Date().toISOString()
+    const client = (id: string, s: number, properties: unknown): RecordRow => ({
+      id,
+      updated_at: at(s),
+      raw: '{}',
+      columns: { properties: properties === null ? null : JSON.stringify(properties) },
+    })
+    const clients = new RecordWriter(m.sqlite, 'clients')
+    clients.upsert(
+      [
+        client('c1', 1, [
+          { id: 'f1', value: 'A-1' },
+          { id: 'f2', value: 7 },
+        ]),
+        client('c2', 2, { f1: 'B-2', f2: { value: ['fri'] } }),
+        client('c3', 3, [{ id: 'f1', value: 'gone' }]),
+        client('c4', 4, null),
+      ],
+      { now, replaceTies: true },
+    )
+    clients.markDeleted(['c3'], at(5))
+    replaceClientFields(m.sqlite, [{ id: 'f1', name: 'gateCode', label: 'Gate code', type: 'text', options: null, raw: '{}' }], now)
+    const types = new CustomObjectTypes(m.sqlite)
+    const store = (fieldNames: string[]) => {
+      const fields = fieldNames.map((name) => ({ name, type: 'text' }))
+      types.store({ slug: 'cats', raw: { slug: 'cats' } }, { fields, pipeline: null, raw: { fields } }, now)
+    }
+    store(['name'])
+    const d = destination('uv', { tables: viewTables })
+    await d.catchUp()
+
+    const properties = `SELECT client_id, field_id, field_label, field_name, value FROM client_properties ORDER BY client_id, field_id`
+    const mirrorRows = (m.sqlite.prepare(properties).all() as Record<string, unknown>[]).map((r) => ({ ...r, value: String(r.value) }))
+    expect(mirrorRows).toHaveLength(4)
+    expect(await pgQuery(url, properties.replace('FROM client_properties', 'FROM uv.client_properties'))).toEqual(mirrorRows)
+    const columns = `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'uv' AND table_name = 'client_properties' ORDER BY ordinal_position`
+    expect(await pgQuery(url, columns)).toEqual(
+      ['client_id', 'field_id', 'field_label', 'field_name', 'value'].map((column_name) => ({ column_name, data_type: 'text' })),
+    )
+
+    // The user's own views, named like fsm-sync's, beside them; the custom object's schema changes.
+    await pgQuery(url, `CREATE VIEW uv.obj_mine AS SELECT 1 AS x; CREATE VIEW uv.obj_cats_names AS SELECT name FROM uv.obj_cats`)
+    // The other tests' objects have views here too: these are the ones this test is about.
+    const views = `SELECT table_name FROM information_schema.views WHERE table_schema = 'uv' AND table_name IN ('client_properties', 'obj_cats', 'obj_cats_names', 'obj_mine') ORDER BY 1`
+    store(['name', 'age'])
+    await d.catchUp()
+    expect(await pgQuery(url, views)).toEqual(
+      ['client_properties', 'obj_cats', 'obj_cats_names', 'obj_mine'].map((table_name) => ({ table_name })),
+    )
+    expect(d.status().lastError).toBeNull()
+
+    // The object goes: its view goes, the user's views that do not read it stay.
+    await pgQuery(url, `DROP VIEW uv.obj_cats_names`)
+    m.sqlite.prepare(`DELETE FROM custom_object_types WHERE slug = 'cats'`).run()
+    await d.catchUp()
+    expect(await pgQuery(url, views)).toEqual(['client_properties', 'obj_mine'].map((table_name) => ({ table_name })))
+    await d.close()
+    new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
   })
 
   test('calendar_changes is followed by fetched_at: new rows added, rows retention removed deleted, the others left alone', async () => {
