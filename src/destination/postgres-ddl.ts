@@ -140,3 +140,6 @@ export function objectViewSql(schema: string, type: ObjectType): string {
   const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
   return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
 }
+
+/** The query giving the current database's encoding (pg_encoding_to_char: `UTF8`, `LATIN1`, ...). */
+export const DATABASE_ENCODING_QUERY = `SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()`

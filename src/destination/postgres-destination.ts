@@ -43,6 +43,7 @@ import {
 import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
+  DATABASE_ENCODING_QUERY,
   createTableSql,
   indexSql,
   missingColumnsSql,
@@ -53,7 +54,7 @@ import {
   type ExistingColumn,
   type ObjectType,
 } from './postgres-ddl.js'
-import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
+import { DestinationError, describeTarget, encodingProblem, explainDestinationError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 
@@ -486,6 +487,11 @@ export class PostgresDestination {
 
   /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */
   async #ensureSchema(client: pg.Client): Promise<void> {
+    // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
+    await client.query(`SET client_encoding = 'UTF8'`)
+    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
+    const badEncoding = encodingProblem(encoding, String(client.database))
+    if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
     const schema = this.#o.schema
     const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
