@@ -48,6 +48,7 @@ import {
   indexSql,
   missingColumnsSql,
   qualified,
+  recreatedReason,
   quoteIdent,
   shapeProblems,
   STATE_TABLE,
@@ -258,6 +259,8 @@ export class PostgresDestination {
   #stop = new AbortController()
   #loop: Promise<void> | undefined
   #prunedThrough = 0
+  /** Why the replica must be loaded: #ensureSchema created a table or column of it. Cleared by a load. */
+  #schemaReload: string | null = null
 
   constructor(options: PostgresDestinationOptions) {
     this.#o = {
@@ -482,11 +485,14 @@ export class PostgresDestination {
     this.#client = client
     // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
     await client.query('SET standard_conforming_strings = on')
-    await this.#ensureSchema(client)
+    this.#schemaReload = (await this.#ensureSchema(client)) ?? this.#schemaReload
   }
 
-  /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */
-  async #ensureSchema(client: pg.Client): Promise<void> {
+  /**
+   * Creates what is missing (schema, tables, columns); refuses a table of another shape. Returns why
+   * the replica must be loaded again when it created a table or column (empty where rows should be), or null.
+   */
+  async #ensureSchema(client: pg.Client): Promise<string | null> {
     // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
     await client.query(`SET client_encoding = 'UTF8'`)
     const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
@@ -530,15 +536,19 @@ export class PostgresDestination {
     const haveAll =
       columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
       this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
-    if (haveAll) return
+    if (haveAll) return null
+    const reload = recreatedReason(this.#o.tables, columns)
     await client.query('BEGIN')
     try {
       for (const s of ddl) await client.query(s)
+      // Recorded with the DDL too, so that a process that stops before the load still loads at its next start.
+      if (reload !== null) await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET tables_hash = ''`)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
+    return reload
   }
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
@@ -553,6 +563,7 @@ export class PostgresDestination {
     this.#cursor = cursor
     this.#written = readFingerprints(row.fingerprints)
     if (row.views_hash !== null) this.#written.set('views', row.views_hash)
+    if (this.#schemaReload !== null) return this.#schemaReload
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
     const last = lastChangeSeq(sqlite)
@@ -628,6 +639,7 @@ export class PostgresDestination {
           [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, JSON.stringify(Object.fromEntries(written))],
         )
         await client.query('COMMIT')
+        this.#schemaReload = null
         this.#written = written
         this.#written.set('views', viewsHash)
         this.#cursor = seq

@@ -322,6 +322,50 @@ describe('the Postgres destination', () => {
     new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
   })
 
+  test('a table or column dropped by hand is created and loaded again: by replicate, after a failed load, and under the follower', async () => {
+    const rows = `SELECT id, job_status, notes FROM re.jobs ORDER BY id`
+    write(Array.from({ length: 5 }, (_, i) => job(`re${i}`, 3900 + i, { notes: `note ${i}` })))
+    const first = destination('re')
+    await first.catchUp()
+    await first.close()
+    const before = await pgQuery(url, rows)
+    expect(before.length).toBeGreaterThanOrEqual(5)
+
+    // The fix the refusal of a table of another shape gives: drop it, fsm-sync creates and loads it.
+    await pgQuery(url, `DROP TABLE re.jobs`)
+    expect((await destination('re').catchUp()).loaded).toBe('fsm-sync created the missing table jobs')
+    expect(await pgQuery(url, rows)).toEqual(before)
+
+    // A column dropped; the load after its DDL fails: the next start still loads.
+    await pgQuery(url, `ALTER TABLE re.jobs DROP COLUMN job_status`)
+    await pgQuery(
+      url,
+      `CREATE FUNCTION re.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no load now'; END $$;
+       CREATE TRIGGER refuse BEFORE TRUNCATE ON re.change_log FOR EACH STATEMENT EXECUTE FUNCTION re.refuse()`,
+    )
+    await expect(destination('re').catchUp()).rejects.toThrow(/no load now/)
+    await pgQuery(url, `DROP TRIGGER refuse ON re.change_log`)
+    expect((await destination('re').catchUp()).loaded).not.toBeNull()
+    expect(await pgQuery(url, rows)).toEqual(before)
+
+    // Under the running follower: its next write fails on the missing column, and it reconnects, adds it and loads.
+    const follower = destination('re')
+    follower.start()
+    await expect.poll(() => follower.status().state, { timeout: 10_000, interval: 20 }).toBe('following')
+    await pgQuery(url, `ALTER TABLE re.jobs DROP COLUMN notes`)
+    write([job('j1', 4000, { notes: 'after the drop' })])
+    await expect
+      .poll(async () => (await pgQuery(url, `SELECT count(notes)::int AS n FROM re.jobs`).catch(() => [{ n: -1 }]))[0], {
+        timeout: 10_000,
+        interval: 20,
+      })
+      .toEqual({ n: m.sqlite.prepare(`SELECT count(notes) FROM jobs`).pluck().get() as number })
+    expect(follower.status().loads).toBe(1)
+    await follower.stop()
+    expect(await comparePostgres(m.sqlite, url, 're', tables)).toEqual([])
+    new ChangeLogConsumers(m.sqlite).remove(follower.consumerName)
+  })
+
   test('calendar_changes is followed by fetched_at: new rows added, rows retention removed deleted, the others left alone', async () => {
     const calTables = destinationTables().filter((t) => t.name === 'calendar_changes' || t.name === 'change_log')
     const feed = new CalendarChangeStore(m.sqlite, 'calendar-a')
