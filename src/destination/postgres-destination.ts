@@ -111,6 +111,8 @@ export interface DestinationStatus {
   changesApplied: number
   errors: number
   loads: number
+  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
+  timesNulled: number
 }
 
 export interface CatchUpSummary {
@@ -255,7 +257,10 @@ export class PostgresDestination {
   #forceSnapshotCheck = true
   #state: DestinationStatus['state'] = 'starting'
   #lastError: { message: string; at: string } | undefined
-  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0 }
+  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0, timesNulled: 0 }
+  readonly #onNotInstant = (): void => {
+    this.#counts.timesNulled++
+  }
   #stop = new AbortController()
   #loop: Promise<void> | undefined
   #prunedThrough = 0
@@ -467,7 +472,7 @@ export class PostgresDestination {
   async #connect(): Promise<void> {
     if (this.#reader === undefined) {
       this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
-      registerCopyFunctions(this.#reader.sqlite)
+      registerCopyFunctions(this.#reader.sqlite, this.#onNotInstant)
     }
     if (this.#client !== undefined && !this.#broken) return
     await this.#dropConnection()
@@ -658,9 +663,10 @@ export class PostgresDestination {
 
   async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
     // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
+    const onNotInstant = this.#onNotInstant
     const lines: () => Iterable<string> = encodeInJs
       ? function* () {
-          const encode = copyLineEncoder(t.columns)
+          const encode = copyLineEncoder(t.columns, onNotInstant)
           for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
         }
       : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
@@ -931,7 +937,7 @@ export class PostgresDestination {
     return JSON.stringify(
       rows.map((r) => {
         const o: Record<string, unknown> = {}
-        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i])
+        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.#onNotInstant)
         return o
       }),
     )
