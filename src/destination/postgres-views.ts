@@ -21,6 +21,11 @@ export interface ViewDefinition {
   create: string
   /** Its comment, starting with VIEW_MARK. */
   comment: string
+  /**
+   * Whether a view of this name without the mark is taken as fsm-sync's: the custom objects' views,
+   * which releases before the mark built. A fixed view's name held by a view without it is the user's.
+   */
+  adoptUnmarked: boolean
 }
 
 /**
@@ -64,6 +69,7 @@ function fixedView(schema: string, view: TableSpec): ViewDefinition | undefined 
     what: `the view ${view.name}`,
     create: `CREATE VIEW ${qualified(schema, view.name)} AS SELECT ${list} FROM (${rows.from(schema)}) v`,
     comment: `${VIEW_MARK}: ${view.description}`,
+    adoptUnmarked: false,
   }
 }
 
@@ -82,6 +88,7 @@ export function viewDefinitions(schema: string, tables: readonly TableSpec[], ty
     what: `the view of custom object ${type.slug}`,
     create: objectViewSql(schema, type),
     comment: `${VIEW_MARK}: custom object ${type.slug}, rebuilt when its schema changes`,
+    adoptUnmarked: true,
   }))
   return [...fixed, ...objects]
 }
@@ -90,10 +97,20 @@ export function viewDefinitions(schema: string, tables: readonly TableSpec[], ty
  * Brings the schema's views to `views`, each in a savepoint of the caller's transaction: a view
  * Postgres refuses (a user's view depends on a column it would drop) is kept as it was and named in
  * the failures returned. A view whose columns were only appended to is replaced in place (grants and
- * dependent views survive). Views fsm-sync built that are no longer wanted are dropped; no other.
+ * dependent views survive). Views fsm-sync built that are no longer wanted are dropped; no other,
+ * and a user's view in the way of one is left alone (a failure that names it).
  */
 export async function buildViews(client: pg.Client, schema: string, views: readonly ViewDefinition[]): Promise<string[]> {
   const failures: string[] = []
+  const existing = new Map(
+    (
+      await client.query<{ name: string; mine: boolean }>(
+        `SELECT c.relname AS name, starts_with(coalesce(obj_description(c.oid, 'pg_class'), ''), $2) AS mine
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'v'`,
+        [schema, VIEW_MARK],
+      )
+    ).rows.map((r) => [r.name, r.mine]),
+  )
   const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
     for (const [i, sqls] of statements.entries()) {
       await client.query('SAVEPOINT fsm_view')
@@ -110,6 +127,10 @@ export async function buildViews(client: pg.Client, schema: string, views: reado
   }
   for (const v of views) {
     const name = qualified(schema, v.name)
+    if (existing.get(v.name) === false && !v.adoptUnmarked) {
+      failures.push(`${v.what}: a view ${name} that fsm-sync did not build is in the way (rename or drop it)`)
+      continue
+    }
     const comment = `COMMENT ON VIEW ${name} IS ${quoteText(v.comment)}`
     // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
     await attempt(
@@ -119,13 +140,8 @@ export async function buildViews(client: pg.Client, schema: string, views: reado
     )
   }
   const wanted = new Set(views.map((v) => v.name))
-  const built = await client.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relkind = 'v' AND starts_with(coalesce(obj_description(c.oid, 'pg_class'), ''), $2)`,
-    [schema, VIEW_MARK],
-  )
-  for (const { name } of built.rows) {
-    if (!wanted.has(name)) await attempt(`dropping the view ${name}`, [`DROP VIEW IF EXISTS ${qualified(schema, name)}`])
+  for (const [name, mine] of existing) {
+    if (mine && !wanted.has(name)) await attempt(`dropping the view ${name}`, [`DROP VIEW IF EXISTS ${qualified(schema, name)}`])
   }
   return failures
 }

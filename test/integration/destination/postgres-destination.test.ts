@@ -320,6 +320,22 @@ describe('the Postgres destination', () => {
     expect(await pgQuery(url, views)).toEqual(['client_properties', 'obj_mine'].map((table_name) => ({ table_name })))
     await d.close()
     new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
+
+    // A view of the user's own holding the name of one fsm-sync builds is left alone, and named; the data goes on.
+    await pgQuery(url, `CREATE SCHEMA uvu; CREATE VIEW uvu.client_properties AS SELECT 'mine'::text AS x`)
+    const other = destination('uvu', { tables: viewTables })
+    await other.catchUp()
+    expect(other.status().lastError).toMatch(/"uvu"."client_properties" that fsm-sync did not build is in the way/)
+    expect(await pgQuery(url, `SELECT x FROM uvu.client_properties`)).toEqual([{ x: 'mine' }])
+    expect(await comparePostgres(m.sqlite, url, 'uvu', viewTables)).toEqual([])
+    await pgQuery(url, `DROP VIEW uvu.client_properties`)
+    const next = destination('uvu', { tables: viewTables })
+    await next.catchUp()
+    expect(next.status().lastError).toBeNull()
+    expect(await pgQuery(url, `SELECT count(*)::int AS n FROM uvu.client_properties`)).toEqual([{ n: 4 }])
+    await other.close()
+    await next.close()
+    new ChangeLogConsumers(m.sqlite).remove(next.consumerName)
   })
 
   test('a table or column dropped by hand is created and loaded again: by replicate, after a failed load, and under the follower', async () => {
