@@ -45,4 +45,9 @@ export function registerDestinationMetrics(registry: Registry, status: () => Des
   counter('fsm_destination_changes_applied_total', 'change_log entries applied to the destination', (s) => s.changesApplied)
   counter('fsm_destination_errors_total', 'Failed attempts to replicate (each retried with back-off)', (s) => s.errors)
   counter('fsm_destination_loads_total', 'Loads of the destination from a snapshot of the mirror', (s) => s.loads)
+  counter(
+    'fsm_destination_times_nulled_total',
+    'Time values written to the destination as NULL: not an instant timestamptz holds (text upstream sent, year 0000)',
+    (s) => s.timesNulled,
+  )
 }

@@ -44,21 +44,22 @@ import {
 import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
+  DATABASE_ENCODING_QUERY,
   createTableSql,
   indexSql,
   missingColumnsSql,
-  objectViewSql,
-  objectViewsQuery,
   qualified,
+  recreatedReason,
   quoteIdent,
   shapeProblems,
   STATE_TABLE,
   type ExistingColumn,
   type ObjectType,
 } from './postgres-ddl.js'
-import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
+import { DestinationError, describeTarget, encodingProblem, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -116,6 +117,8 @@ export interface DestinationStatus {
   changesApplied: number
   errors: number
   loads: number
+  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
+  timesNulled: number
 }
 
 export interface CatchUpSummary {
@@ -268,10 +271,15 @@ export class PostgresDestination {
   #forceSnapshotCheck = true
   #state: DestinationStatus['state'] = 'starting'
   #lastError: { message: string; at: string } | undefined
-  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0 }
+  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0, timesNulled: 0 }
+  readonly #onNotInstant = (): void => {
+    this.#counts.timesNulled++
+  }
   #stop = new AbortController()
   #loop: Promise<void> | undefined
   #prunedThrough = 0
+  /** Why the replica must be loaded: #ensureSchema created a table or column of it. Cleared by a load. */
+  #schemaReload: string | null = null
 
   constructor(options: PostgresDestinationOptions) {
     this.#o = {
@@ -532,7 +540,7 @@ export class PostgresDestination {
   async #connect(): Promise<void> {
     if (this.#reader === undefined) {
       this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
-      registerCopyFunctions(this.#reader.sqlite)
+      registerCopyFunctions(this.#reader.sqlite, this.#onNotInstant)
     }
     if (this.#client !== undefined && !this.#broken) return
     await this.#dropConnection()
@@ -548,7 +556,7 @@ export class PostgresDestination {
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
     await this.#watch(() =>
       this.#schemaLock(async () => {
-        await this.#ensureSchema(client)
+        this.#schemaReload = (await this.#ensureSchema(client)) ?? this.#schemaReload
         await ensureMirrorIdColumn(client, this.#o.schema)
       }),
     )
@@ -563,8 +571,16 @@ export class PostgresDestination {
     return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
   }
 
-  /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */
-  async #ensureSchema(client: pg.Client): Promise<void> {
+  /**
+   * Creates what is missing (schema, tables, columns); refuses a table of another shape. Returns why
+   * the replica must be loaded again when it created a table or column (empty where rows should be), or null.
+   */
+  async #ensureSchema(client: pg.Client): Promise<string | null> {
+    // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
+    await client.query(`SET client_encoding = 'UTF8'`)
+    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
+    const badEncoding = encodingProblem(encoding, String(client.database))
+    if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
     const schema = this.#o.schema
     const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
@@ -603,15 +619,19 @@ export class PostgresDestination {
     const haveAll =
       columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
       this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
-    if (haveAll) return
+    if (haveAll) return null
+    const reload = recreatedReason(this.#o.tables, columns)
     await client.query('BEGIN')
     try {
       for (const s of ddl) await client.query(s)
+      // Recorded with the DDL too, so that a process that stops before the load still loads at its next start.
+      if (reload !== null) await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET tables_hash = ''`)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
+    return reload
   }
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
@@ -642,6 +662,7 @@ export class PostgresDestination {
     this.#cursor = cursor
     this.#written = readFingerprints(row.fingerprints)
     if (row.views_hash !== null) this.#written.set('views', row.views_hash)
+    if (this.#schemaReload !== null) return this.#schemaReload
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
     const last = lastChangeSeq(sqlite)
@@ -740,6 +761,7 @@ export class PostgresDestination {
         )
         await client.query('COMMIT')
         this.#loadedAt = now
+        this.#schemaReload = null
         this.#written = written
         this.#written.set('views', viewsHash)
         this.#cursor = seq
@@ -758,9 +780,10 @@ export class PostgresDestination {
 
   async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
     // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
+    const onNotInstant = this.#onNotInstant
     const lines: () => Iterable<string> = encodeInJs
       ? function* () {
-          const encode = copyLineEncoder(t.columns)
+          const encode = copyLineEncoder(t.columns, onNotInstant)
           for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
         }
       : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
@@ -784,60 +807,30 @@ export class PostgresDestination {
 
   /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
   #viewsHash(types: readonly ObjectType[]): string {
-    return hash(types.map((t) => objectViewSql(this.#o.schema, t)))
+    return hash(this.#views(types).map((v) => [v.create, v.comment]))
   }
 
   #objectTypes(sqlite: Sqlite): ObjectType[] {
     return new CustomObjectTypes(sqlite).fields()
   }
 
+  /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
+  #views(types: readonly ObjectType[]): ViewDefinition[] {
+    return viewDefinitions(this.#o.schema, this.#o.tables, types)
+  }
+
   /**
-   * Brings the custom objects' views to `types`, each in a savepoint: a view Postgres refuses (a
-   * user's view depends on a column it would drop) is kept as it was, logged and shown as the last
-   * error, and the data goes on. A view whose columns were only appended to is replaced in place
-   * (grants and dependent views survive). Returns whether every view was built.
+   * Brings the views to `types` (buildViews): a view Postgres refuses is kept as it was, logged and
+   * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    if (!this.#byName.has('custom_records')) return true
-    const schema = this.#o.schema
-    const failures: string[] = []
-    const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
-      for (const [i, sqls] of statements.entries()) {
-        await client.query('SAVEPOINT fsm_view')
-        try {
-          for (const sql of sqls) await client.query(sql)
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          return
-        } catch (err) {
-          await client.query('ROLLBACK TO SAVEPOINT fsm_view')
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          if (i === statements.length - 1) failures.push(`${what}: ${(err as Error).message}`)
-        }
-      }
-    }
-    const built = new Set<string>()
-    for (const type of types) {
-      const create = objectViewSql(schema, type)
-      const name = /^CREATE VIEW (.+?) AS /.exec(create)?.[1] ?? ''
-      built.add(name)
-      // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
-      await attempt(
-        `the view of custom object ${type.slug}`,
-        [create.replace(/^CREATE VIEW /, 'CREATE OR REPLACE VIEW ')],
-        [`DROP VIEW IF EXISTS ${name}`, create],
-      )
-    }
-    const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
-    for (const v of old.rows) {
-      const name = qualified(schema, v.table_name)
-      if (!built.has(name)) await attempt(`dropping the view ${v.table_name}`, [`DROP VIEW IF EXISTS ${name}`])
-    }
+    const failures = await buildViews(client, this.#o.schema, this.#views(types))
     if (failures.length === 0) {
-      if (this.#viewError !== undefined) this.#log.info('the custom objects views are built again')
+      if (this.#viewError !== undefined) this.#log.info('the views are built again')
       this.#viewError = undefined
       return true
     }
-    const message = `cannot build the custom objects views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
+    const message = `cannot build the replica's views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
     const at = new Date(this.#o.clock.now()).toISOString()
     if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
     this.#viewError = { message, at }
@@ -897,7 +890,8 @@ export class PostgresDestination {
         batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
       }
       const typesTable = this.#byName.get('custom_object_types')
-      if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+      // With every check too: views a new release defines or names differently are built without a load.
+      if (checkAll || !this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
         const types = this.#objectTypes(sqlite)
         const vh = this.#viewsHash(types)
         if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
@@ -1064,7 +1058,7 @@ export class PostgresDestination {
     return JSON.stringify(
       rows.map((r) => {
         const o: Record<string, unknown> = {}
-        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i])
+        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.#onNotInstant)
         return o
       }),
     )
