@@ -62,6 +62,13 @@ export const consumersCommand: Command = {
           return 0
         }
         case 'ack': {
+          // A seq past the newest change would stop the consumer from holding anything back for good (acks never move back).
+          const last = lastChangeSeq(mirror.sqlite)
+          if (!Number.isSafeInteger(Number(seqText)) || Number(seqText) > last)
+            throw new CommandError(
+              `consumers ack: SEQ ${seqText!} is past the newest change (${last}): acknowledge a seq the consumer has read, at most ${last}`,
+              2,
+            )
           if (!consumers.ack(name!, Number(seqText), now))
             throw new CommandError(`consumers ack: no consumer named ${name!}; add it first (fsm-sync consumers add ${name!})`)
           const c = consumers.get(name!)!
@@ -82,5 +89,6 @@ export const consumersCommand: Command = {
 
 function line(c: Consumer & { behind: number }): string {
   const error = c.lastError === null ? '' : `  last error ${c.lastErrorAt ?? ''}: ${c.lastError}`
-  return `${c.name}  ${c.kind}  seq ${c.seq}  ${c.behind} behind${error}`
+  const idle = c.kind === 'destination' && c.loadedAt === null ? '  never loaded (holds nothing back)' : ''
+  return `${c.name}  ${c.kind}  seq ${c.seq}  ${c.behind} behind${idle}${error}`
 }

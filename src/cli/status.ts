@@ -13,7 +13,7 @@ import { statusReport, type RunningStatus, type StatusReport } from '../store/st
 import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
-import { consumerLag, type ConsumerLag } from '../store/change-log-consumers.js'
+import type { ConsumerLag } from '../store/change-log-consumers.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/index.js'
 import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
@@ -36,10 +36,10 @@ export const statusCommand: Command = {
       }
       const history = readSyncHistory(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
-      const destination = destinationStatus(mirror.sqlite, config.destination.postgres, now)
+      const destination = destinationStatus(report.destinations, config.destination.postgres)
       // `version`: the release reading the mirror (docs/deployment.md, Upgrading); `synced`: see require-synced.ts.
       const doc = { version: packageInfo().version, synced: history.synced, ...report, budgetPerMinute: config.rateLimit, destination }
-      printResult(args, ctx.io, doc, () => render(report, config.rateLimit, now) + renderDestination(destination))
+      printResult(args, ctx.io, doc, () => render(report, config.rateLimit, now) + renderDestinations(destination, report.destinations))
       if (history.synced) return 0
       ctx.io.stderr.write(`fsm-sync: ${neverSyncedError(config.db, history).message}\n`)
       return 1
@@ -87,35 +87,39 @@ function render(report: StatusReport, budget: number, now: number): string {
   return out.join('\n') + '\n'
 }
 
-type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: string; configured: boolean }) | null
+type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: string | null; configured: boolean }) | null
 
-/** The Postgres destination's position as its daemon last recorded it in the mirror; null when there is none. */
+/**
+ * The Postgres destination as it last recorded itself in the mirror: the configured one when this
+ * shell has its URL, else the one that moved or failed last (a daemon elsewhere replicates); null when none.
+ */
 function destinationStatus(
-  sqlite: Parameters<typeof consumerLag>[0],
+  destinations: readonly ConsumerLag[],
   settings: { url?: string | undefined; schema: string },
-  now: number,
 ): DestinationReport {
-  // A mirror from before change_log_consumers, opened read-only, has no such table yet.
-  let lag: ConsumerLag | undefined
-  try {
-    // Its row is named after the configured target; a mirror the destination has not run on since the
-    // per-target names still has the one name older releases used.
-    const name = settings.url === undefined ? undefined : destinationConsumerName(settings.url, settings.schema)
-    lag = (name === undefined ? undefined : consumerLag(sqlite, name, now)) ?? consumerLag(sqlite, POSTGRES_CONSUMER, now)
-  } catch {
-    lag = undefined
+  if (settings.url === undefined) {
+    const last = destinations[0]
+    return last === undefined ? null : { kind: 'postgres', configured: false, ...last }
   }
-  const configured = settings.url !== undefined
-  if (!configured && lag === undefined) return null
-  return { kind: 'postgres', schema: settings.schema, configured, ...(lag ?? {}) }
+  // Its row is named after the configured target; a mirror the destination has not run on since the
+  // per-target names still has the one name older releases used.
+  const name = destinationConsumerName(settings.url, settings.schema)
+  const lag = destinations.find((d) => d.name === name) ?? destinations.find((d) => d.name === POSTGRES_CONSUMER)
+  return { kind: 'postgres', configured: true, ...lag, schema: settings.schema }
 }
 
-function renderDestination(d: DestinationReport): string {
+function renderDestinations(d: DestinationReport, all: readonly ConsumerLag[]): string {
   if (d === null) return ''
   if (d.seq === undefined) return `destination postgres (schema ${d.schema}): not replicated yet (fsm-sync run or fsm-sync replicate)\n`
-  const error = d.lastError === null || d.lastError === undefined ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
-  const off = d.configured ? '' : ' (no longer configured: FSM_POSTGRES_URL is unset)'
-  return `destination postgres (schema ${d.schema})${off}: ${d.lagChanges ?? 0} changes behind (${d.lagSeconds ?? 0} s), at change ${d.seq}${error}\n`
+  return [d as ConsumerLag, ...all.filter((o) => o.name !== d.name)].map(destinationLine).join('')
+}
+
+function destinationLine(d: ConsumerLag): string {
+  const where = [d.target, d.schema === null ? undefined : `schema ${d.schema}`].filter((p) => p != null).join(', ')
+  const error = d.lastError === null ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
+  const load = d.loadedAt === null ? '; never loaded (holds no changes back)' : `; last load ${d.loadedAt}`
+  const applied = d.appliedAt === null ? '' : `, last applied ${d.appliedAt}`
+  return `destination postgres (${where || d.name}): ${d.lagChanges} changes behind (${d.lagSeconds} s), at change ${d.seq}${load}${applied}${error}\n`
 }
 
 /** `clients sweep (backfill): running 42 s; 1,200 rows read, 1,180 changed, 12 requests; ~4,800 rows left (~48 requests); last page 3 s ago`. */

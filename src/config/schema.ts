@@ -454,6 +454,22 @@ export const ConfigSchema = z.strictObject({
                 env: 'FSM_POSTGRES_SCHEMA',
               }),
             ),
+          lockTimeoutSeconds: int(0, 86_400)
+            .default(30)
+            .meta(
+              doc(
+                "How long a statement of the destination may wait for a lock on Postgres (its `lock_timeout`), e.g. behind an analyst's open transaction on a replica table; past it the statement fails and is retried with back-off. A wait longer than a few seconds is reported (log, `fsm-sync status`) with the session holding the lock. 0: no limit.",
+                { unit: 's', env: 'FSM_POSTGRES_LOCK_TIMEOUT' },
+              ),
+            ),
+          statementTimeoutSeconds: int(0, 86_400)
+            .default(900)
+            .meta(
+              doc(
+                "How long one statement of the destination may run on Postgres (its `statement_timeout`; a table's COPY in a load is one statement); past it, it fails and is retried. A server silent 30 s longer than this (a frozen backend, a half-open connection) has its connection cut. 0: no limit.",
+                { unit: 's', env: 'FSM_POSTGRES_STATEMENT_TIMEOUT' },
+              ),
+            ),
         })
         .prefault({}),
     })

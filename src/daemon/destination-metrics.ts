@@ -36,11 +36,18 @@ export function registerDestinationMetrics(registry: Registry, status: () => Des
     'Age of the oldest change the destination has not applied yet (0 when caught up)',
     (s) => s.lagSeconds,
   )
-  gauge('fsm_destination_up', '1 while the destination replicates, 0 while it fails (see fsm-sync status)', (s) =>
-    s.state === 'error' ? 0 : 1,
+  gauge(
+    'fsm_destination_up',
+    '1 while the destination replicates, 0 while it fails or Postgres keeps it waiting (a lock, a server that does not answer; see fsm-sync status)',
+    (s) => (s.state === 'error' || s.state === 'waiting' ? 0 : 1),
   )
   counter('fsm_destination_rows_replicated_total', 'Rows written to the destination (loads and changes)', (s) => s.rowsReplicated)
   counter('fsm_destination_changes_applied_total', 'change_log entries applied to the destination', (s) => s.changesApplied)
   counter('fsm_destination_errors_total', 'Failed attempts to replicate (each retried with back-off)', (s) => s.errors)
   counter('fsm_destination_loads_total', 'Loads of the destination from a snapshot of the mirror', (s) => s.loads)
+  counter(
+    'fsm_destination_times_nulled_total',
+    'Time values written to the destination as NULL: not an instant timestamptz holds (text upstream sent, year 0000)',
+    (s) => s.timesNulled,
+  )
 }

@@ -22,13 +22,14 @@ export function createPostgresDestination(
   mirror: Mirror,
   logger: Logger,
   clock: Clock,
-  options: Partial<Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry'>> = {},
+  options: Partial<Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry' | 'waitReportMs'>> = {},
 ): PostgresDestination | undefined {
-  const { url, schema } = config.destination.postgres
+  const { url, schema, lockTimeoutSeconds, statementTimeoutSeconds } = config.destination.postgres
   if (url === undefined) return undefined
   return new PostgresDestination({
     url,
     schema,
+    limits: { lockTimeoutMs: lockTimeoutSeconds * 1000, statementTimeoutMs: statementTimeoutSeconds * 1000 },
     mirrorPath: mirror.path,
     mirror: mirror.sqlite,
     tables: destinationTables(),

@@ -55,7 +55,7 @@ export interface ExistingColumn {
 /**
  * What makes an existing table unusable (a column of another type, another primary key), one
  * message each with the fix. Missing columns are not a problem: the replicator adds them and loads
- * the table again.
+ * the replica again (recreatedReason).
  */
 export function shapeProblems(
   schema: string,
@@ -66,7 +66,7 @@ export function shapeProblems(
   const problems: string[] = []
   const have = new Map(existing.filter((c) => c.table_name === table.name).map((c) => [c.column_name, c.data_type]))
   if (have.size === 0) return problems
-  const fix = `drop it (DROP TABLE ${qualified(schema, table.name)}; fsm-sync creates and loads it again) or set FSM_POSTGRES_SCHEMA to another schema`
+  const fix = `drop it (DROP TABLE ${qualified(schema, table.name)}; with CASCADE if views depend on it: fsm-sync creates and loads it again, and builds its own views again) or set FSM_POSTGRES_SCHEMA to another schema`
   for (const c of table.columns) {
     const type = have.get(c.name)
     const want = INFORMATION_SCHEMA_TYPE[pgType(c.kind)]
@@ -87,6 +87,27 @@ export function missingColumnsSql(schema: string, table: TableSpec, existing: re
   return table.columns
     .filter((c) => !have.has(c.name))
     .map((c) => `ALTER TABLE ${qualified(schema, table.name)} ADD COLUMN ${quoteIdent(c.name)} ${pgType(c.kind)}`)
+}
+
+/**
+ * Why the replica must be loaded again after the DDL creates what is missing: a table gone (dropped
+ * by hand, as the fix for a table of another shape says) or a column gone comes back empty, while
+ * the cursor says its rows are in. Null when every table is there whole, or none is (a new replica).
+ */
+export function recreatedReason(tables: readonly TableSpec[], existing: readonly ExistingColumn[]): string | null {
+  const have = new Set(existing.map((c) => `${c.table_name}.${c.column_name}`))
+  const present = new Set(existing.map((c) => c.table_name))
+  if (!tables.some((t) => present.has(t.name))) return null
+  const tablesCreated = tables.filter((t) => !present.has(t.name)).map((t) => t.name)
+  const columnsAdded = tables
+    .filter((t) => present.has(t.name))
+    .flatMap((t) => t.columns.filter((c) => !have.has(`${t.name}.${c.name}`)).map((c) => `${t.name}.${c.name}`))
+  if (tablesCreated.length === 0 && columnsAdded.length === 0) return null
+  const what = [
+    ...(tablesCreated.length === 0 ? [] : [`table${tablesCreated.length > 1 ? 's' : ''} ${tablesCreated.join(', ')}`]),
+    ...(columnsAdded.length === 0 ? [] : [`column${columnsAdded.length > 1 ? 's' : ''} ${columnsAdded.join(', ')}`]),
+  ]
+  return `fsm-sync created the missing ${what.join(' and the ')}`
 }
 
 /** A custom object as the mirror stores it in custom_object_types: the slug and its schema fields (JSON text). */
@@ -141,7 +162,5 @@ export function objectViewSql(schema: string, type: ObjectType): string {
   return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
 }
 
-/** SQL listing the views this schema holds for custom objects, to drop before building them again. */
-export function objectViewsQuery(): string {
-  return `SELECT table_name FROM information_schema.views WHERE table_schema = $1 AND table_name LIKE 'obj\\_%'`
-}
+/** The query giving the current database's encoding (pg_encoding_to_char: `UTF8`, `LATIN1`, ...). */
+export const DATABASE_ENCODING_QUERY = `SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()`

@@ -19,12 +19,13 @@ import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
+import type pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
-import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt } from '../store/change-log-consumers.js'
+import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
+import { mirrorId } from '../store/mirror-identity.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
 import {
@@ -43,20 +44,22 @@ import {
 import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
+  DATABASE_ENCODING_QUERY,
   createTableSql,
   indexSql,
   missingColumnsSql,
-  objectViewSql,
-  objectViewsQuery,
   qualified,
+  recreatedReason,
   quoteIdent,
   shapeProblems,
   STATE_TABLE,
   type ExistingColumn,
   type ObjectType,
 } from './postgres-ddl.js'
-import { DestinationError, describeTarget, explainDestinationError } from './postgres-errors.js'
+import { DestinationError, describeTarget, encodingProblem, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
+import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -96,11 +99,15 @@ export interface PostgresDestinationOptions {
   snapshotCheckMs?: number
   /** Back-off after a failure: from minMs, doubling, up to maxMs. */
   retry?: { minMs: number; maxMs: number }
+  /** Postgres lock_timeout and statement_timeout of the destination's session. */
+  limits?: SessionLimits
+  /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
+  waitReportMs?: number
 }
 
 export interface DestinationStatus {
-  /** `following` once loaded and applying changes; `error` while failing (see lastError). */
-  state: 'starting' | 'loading' | 'following' | 'error' | 'stopped'
+  /** `following` once loaded and applying changes; `error` while failing, `waiting` while Postgres keeps a statement waiting (see lastError). */
+  state: 'starting' | 'loading' | 'following' | 'waiting' | 'error' | 'stopped'
   cursor: number | null
   lagChanges: number
   lagSeconds: number
@@ -110,6 +117,8 @@ export interface DestinationStatus {
   changesApplied: number
   errors: number
   loads: number
+  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
+  timesNulled: number
 }
 
 export interface CatchUpSummary {
@@ -231,7 +240,7 @@ async function endClient(client: pg.Client): Promise<void> {
 }
 
 export class PostgresDestination {
-  readonly #o: Required<Omit<PostgresDestinationOptions, 'retry'>> & { retry: { minMs: number; maxMs: number } }
+  readonly #o: Required<PostgresDestinationOptions>
   readonly #log: Logger
   readonly #tables: Table[]
   readonly #byName: Map<string, Table>
@@ -240,7 +249,15 @@ export class PostgresDestination {
   readonly #consumerName: string
   #reader: Mirror | undefined
   #client: pg.Client | undefined
+  #session: Session | undefined
   #broken = false
+  /** What Postgres keeps the statement in flight waiting for, while it does (postgres-session.ts, watched). */
+  #waiting: { message: string; at: string } | undefined
+  /** The last wait reported, which the error of a statement that gave up waiting names. */
+  #lastWait: string | undefined
+  /** When the replica was last loaded from a snapshot (its state row's loaded_at). */
+  #loadedAt: string | undefined
+  #mirrorId: string | undefined
   #cursor: number | null = null
   /**
    * The fingerprint (tableFingerprint) last written of each table without change_log entries, and
@@ -254,10 +271,15 @@ export class PostgresDestination {
   #forceSnapshotCheck = true
   #state: DestinationStatus['state'] = 'starting'
   #lastError: { message: string; at: string } | undefined
-  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0 }
+  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0, timesNulled: 0 }
+  readonly #onNotInstant = (): void => {
+    this.#counts.timesNulled++
+  }
   #stop = new AbortController()
   #loop: Promise<void> | undefined
   #prunedThrough = 0
+  /** Why the replica must be loaded: #ensureSchema created a table or column of it. Cleared by a load. */
+  #schemaReload: string | null = null
 
   constructor(options: PostgresDestinationOptions) {
     this.#o = {
@@ -265,6 +287,8 @@ export class PostgresDestination {
       pollMs: 200,
       snapshotCheckMs: 5_000,
       retry: { minMs: 500, maxMs: 30_000 },
+      limits: { lockTimeoutMs: 30_000, statementTimeoutMs: 900_000 },
+      waitReportMs: 10_000,
       ...options,
     }
     this.#log = options.logger.child({ component: 'destination', destination: 'postgres', schema: options.schema })
@@ -328,13 +352,14 @@ export class PostgresDestination {
       const next = nextChangeAt(sqlite, cursor ?? 0)
       if (next !== undefined) lagSeconds = Math.max(0, (this.#o.clock.now() - parseInstant(next)) / 1000)
     }
+    const shown = this.#lastError ?? this.#waiting ?? this.#viewError
     return {
-      state: this.#state,
+      state: this.#waiting !== undefined && this.#state !== 'error' && this.#state !== 'stopped' ? 'waiting' : this.#state,
       cursor,
       lagChanges: behind,
       lagSeconds,
-      lastError: (this.#lastError ?? this.#viewError)?.message ?? null,
-      lastErrorAt: (this.#lastError ?? this.#viewError)?.at ?? null,
+      lastError: shown?.message ?? null,
+      lastErrorAt: shown?.at ?? null,
       ...this.#counts,
     }
   }
@@ -348,16 +373,22 @@ export class PostgresDestination {
     const before = { ...this.#counts }
     try {
       await this.#connect()
-      const loadReason = options.reseed === true ? 'asked for (--reseed)' : await this.#loadReason()
+      const reseed = options.reseed === true
+      const loadReason = reseed ? 'asked for (--reseed)' : await this.#watch(() => this.#loadReason())
       let loaded = loadReason
       let loadedRows = 0
-      if (loadReason !== null) loadedRows = await this.#load(loadReason)
+      if (loadReason !== null) {
+        const n = await this.#load(loadReason, reseed)
+        // Another process loaded it meanwhile (it held the schema's lock): nothing to load any more.
+        if (n === undefined) loaded = null
+        else loadedRows = n
+      }
       const target = lastChangeSeq(this.#reader!.sqlite)
       for (;;) {
-        const n = await this.#applyBatch()
+        const n = await this.#watch(() => this.#applyBatch())
         if (n === NEEDS_LOAD) {
           loaded = PRUNED_REASON
-          loadedRows += await this.#load(PRUNED_REASON)
+          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
           continue
         }
         if (n === 0 || (this.#cursor ?? 0) >= target) break
@@ -372,10 +403,10 @@ export class PostgresDestination {
             `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
           )
         }
-        const n = await this.#applyBatch()
+        const n = await this.#watch(() => this.#applyBatch())
         if (n === NEEDS_LOAD) {
           loaded = PRUNED_REASON
-          loadedRows += await this.#load(PRUNED_REASON)
+          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
           continue
         }
         if (n === 0) break
@@ -391,8 +422,10 @@ export class PostgresDestination {
         durationMs: Math.round(this.#o.clock.now() - started),
       }
     } catch (err) {
-      const e = explainDestinationError(err, this.#o.url, this.#o.schema)
-      this.#recordError(e)
+      const e = this.#explain(err)
+      // The caller shows the error (replicate prints it): logged here only at debug, and a destination
+      // never loaded is not registered for it.
+      this.#recordError(e, { oneShot: true })
       await this.#dropConnection()
       throw e
     }
@@ -405,11 +438,11 @@ export class PostgresDestination {
       try {
         if (needsPrepare) {
           await this.#connect()
-          const reason = await this.#loadReason()
+          const reason = await this.#watch(() => this.#loadReason())
           if (reason !== null) await this.#load(reason)
           needsPrepare = false
         }
-        const n = await this.#applyBatch()
+        const n = await this.#watch(() => this.#applyBatch())
         if (n === NEEDS_LOAD) {
           await this.#load(PRUNED_REASON)
           continue
@@ -424,8 +457,8 @@ export class PostgresDestination {
         if (n === 0) await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
-        const e = explainDestinationError(err, this.#o.url, this.#o.schema)
-        this.#recordError(e)
+        const e = this.#explain(err)
+        this.#recordError(e, { oneShot: false })
         needsPrepare = true
         await this.#dropConnection()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
@@ -436,27 +469,70 @@ export class PostgresDestination {
     }
   }
 
-  #recordError(e: DestinationError): void {
+  /** The error in words, with the wait reported before a statement gave up waiting (who held the lock). */
+  #explain(err: unknown): DestinationError {
+    const e = explainDestinationError(err, this.#o.url, this.#o.schema)
+    const wait = this.#lastWait
+    this.#lastWait = undefined
+    if (wait === undefined || e.kind !== 'transient') return e
+    return new DestinationError(e.kind, `${e.message} (before that: ${wait})`, { cause: err })
+  }
+
+  #recordError(e: DestinationError, options: { oneShot: boolean }): void {
     this.#counts.errors++
     this.#state = 'error'
     const at = new Date(this.#o.clock.now()).toISOString()
-    if (this.#lastError?.message !== e.message) {
+    if (this.#lastError?.message !== e.message && !options.oneShot) {
       this.#log.error({ kind: e.kind }, `Postgres destination: ${e.message}`)
     } else {
-      this.#log.debug({ kind: e.kind }, 'Postgres destination still failing')
+      this.#log.debug({ kind: e.kind, err: e.message }, 'Postgres destination failed')
     }
     this.#lastError = { message: e.message, at }
     try {
-      this.#consumers.add(this.#consumerName, 'destination', at, this.#cursor ?? 0)
-      this.#consumers.recordError(this.#consumerName, e.message, at)
+      // A destination never loaded holds nothing back: the daemon's gets a row only so that `status` shows why.
+      if (options.oneShot) this.#consumers.recordError(this.#consumerName, e.message, at)
+      else this.#consumers.destinationError(this.#consumerName, this.#where, e.message, at)
     } catch (err) {
       this.#log.debug({ err }, 'cannot record the destination error in the mirror')
+    }
+  }
+
+  get #where(): DestinationTarget {
+    return { target: describeTarget(this.#o.url), schema: this.#o.schema }
+  }
+
+  /** Runs `op` on the connection under watch: a long wait is reported with who holds the lock, a silent server is cut off. */
+  async #watch<T>(op: () => Promise<T>): Promise<T> {
+    const session = this.#session
+    if (session === undefined) return op()
+    this.#lastWait = undefined
+    const { url, clock, limits } = this.#o
+    let logged = false
+    const reportAfterMs = limits.lockTimeoutMs > 0 ? Math.min(this.#o.waitReportMs, limits.lockTimeoutMs / 2) : this.#o.waitReportMs
+    return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.#onWait(d, !logged && (logged = true)) }, op)
+  }
+
+  #onWait(description: string | undefined, first: boolean): void {
+    if (description === undefined) {
+      this.#waiting = undefined
+      return
+    }
+    const at = new Date(this.#o.clock.now()).toISOString()
+    this.#lastWait = description
+    this.#waiting = { message: `Postgres destination ${description}`, at }
+    if (first) this.#log.warn({ kind: 'wait' }, this.#waiting.message)
+    else this.#log.debug({ kind: 'wait' }, this.#waiting.message)
+    try {
+      this.#consumers.recordError(this.#consumerName, this.#waiting.message, at)
+    } catch (err) {
+      this.#log.debug({ err }, 'cannot record the destination wait in the mirror')
     }
   }
 
   async #dropConnection(): Promise<void> {
     const client = this.#client
     this.#client = undefined
+    this.#session = undefined
     this.#broken = false
     if (client !== undefined) await endClient(client)
   }
@@ -464,29 +540,47 @@ export class PostgresDestination {
   async #connect(): Promise<void> {
     if (this.#reader === undefined) {
       this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
-      registerCopyFunctions(this.#reader.sqlite)
+      registerCopyFunctions(this.#reader.sqlite, this.#onNotInstant)
     }
     if (this.#client !== undefined && !this.#broken) return
     await this.#dropConnection()
-    const client = new pg.Client({
-      connectionString: this.#o.url,
-      application_name: 'fsm-sync',
-      connectionTimeoutMillis: 10_000,
-      keepAlive: true,
-    })
-    // An idle connection closed by the server (a restart, pg_terminate_backend) must not crash the process.
-    client.on('error', () => {
+    this.#mirrorId ??= mirrorId(this.#o.mirror)
+    const session = await openSession(this.#o.url, this.#o.limits, this.#o.clock, () => {
       this.#broken = true
     })
-    await client.connect()
+    const client = session.client
+    this.#session = session
     this.#client = client
     // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
     await client.query('SET standard_conforming_strings = on')
-    await this.#ensureSchema(client)
+    // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
+    await this.#watch(() =>
+      this.#schemaLock(async () => {
+        this.#schemaReload = (await this.#ensureSchema(client)) ?? this.#schemaReload
+        await ensureMirrorIdColumn(client, this.#o.schema)
+      }),
+    )
   }
 
-  /** Creates what is missing (schema, tables, columns); refuses a table of another shape. */
-  async #ensureSchema(client: pg.Client): Promise<void> {
+  #schemaLock<T>(fn: () => Promise<T>): Promise<T> {
+    const onBusy = (message: string) => this.#log.info({ kind: 'lock' }, `Postgres destination: ${message}`)
+    return withSchemaLock(this.#client!, this.#o.schema, onBusy, this.#o.limits, fn)
+  }
+
+  #otherMirror(theirs: string): DestinationError {
+    return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
+  }
+
+  /**
+   * Creates what is missing (schema, tables, columns); refuses a table of another shape. Returns why
+   * the replica must be loaded again when it created a table or column (empty where rows should be), or null.
+   */
+  async #ensureSchema(client: pg.Client): Promise<string | null> {
+    // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
+    await client.query(`SET client_encoding = 'UTF8'`)
+    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
+    const badEncoding = encodingProblem(encoding, String(client.database))
+    if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
     const schema = this.#o.schema
     const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
@@ -525,29 +619,50 @@ export class PostgresDestination {
     const haveAll =
       columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
       this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
-    if (haveAll) return
+    if (haveAll) return null
+    const reload = recreatedReason(this.#o.tables, columns)
     await client.query('BEGIN')
     try {
       for (const s of ddl) await client.query(s)
+      // Recorded with the DDL too, so that a process that stops before the load still loads at its next start.
+      if (reload !== null) await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET tables_hash = ''`)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
+    return reload
   }
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const state = await this.#client!.query<{ seq: string; tables_hash: string; views_hash: string | null; fingerprints: string | null }>(
-      `SELECT seq, tables_hash, views_hash, fingerprints FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
+    const state = await this.#client!.query<{
+      seq: string
+      tables_hash: string
+      views_hash: string | null
+      fingerprints: string | null
+      mirror_id: string | null
+      loaded_at: Date
+    }>(
+      `SELECT seq, tables_hash, views_hash, fingerprints, mirror_id, loaded_at FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
       [POSTGRES_CONSUMER],
     )
     const row = state.rows[0]
     if (row === undefined) return 'a new destination'
+    if (row.mirror_id !== null && row.mirror_id !== this.#mirrorId) throw this.#otherMirror(row.mirror_id)
+    if (row.mirror_id === null) {
+      // A replica from before the mirror's identity was recorded: the first mirror that feeds it is its own.
+      await this.#client!.query(`UPDATE ${qualified(this.#o.schema, STATE_TABLE)} SET mirror_id = $2 WHERE id = $1 AND mirror_id IS NULL`, [
+        POSTGRES_CONSUMER,
+        this.#mirrorId,
+      ])
+    }
+    this.#loadedAt = row.loaded_at.toISOString()
     const cursor = Number(row.seq)
     this.#cursor = cursor
     this.#written = readFingerprints(row.fingerprints)
     if (row.views_hash !== null) this.#written.set('views', row.views_hash)
+    if (this.#schemaReload !== null) return this.#schemaReload
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
     const last = lastChangeSeq(sqlite)
@@ -563,8 +678,7 @@ export class PostgresDestination {
   #syncConsumer(seq: number): void {
     const now = new Date(this.#o.clock.now()).toISOString()
     try {
-      this.#consumers.add(this.#consumerName, 'destination', now, seq)
-      this.#consumers.reset(this.#consumerName, seq, now)
+      this.#consumers.destinationLoaded(this.#consumerName, this.#where, seq, this.#loadedAt ?? now, now)
       // The one name older releases registered every destination under holds retention for nobody now.
       if (this.#consumers.get(POSTGRES_CONSUMER)?.kind === 'destination') this.#consumers.remove(POSTGRES_CONSUMER)
     } catch (err) {
@@ -577,15 +691,22 @@ export class PostgresDestination {
    * the rows loaded. SQLite encodes the rows; text holding NUL (which SQLite's string functions cannot
    * see) fails the COPY, and the load is then done again with the JavaScript encoder, which drops it.
    */
-  async #load(reason: string): Promise<number> {
-    try {
-      return await this.#loadOnce(reason, false)
-    } catch (err) {
-      const code = (err as { code?: string }).code
-      if (code !== '22021' && code !== '22P05') throw err
-      this.#log.warn({ code }, 'a text value holds NUL, which Postgres refuses: loading again with every value encoded in JavaScript')
-      return this.#loadOnce(reason, true)
-    }
+  async #load(reason: string, forced = false): Promise<number | undefined> {
+    // One process at a time loads a schema: one that waited for another's load checks again whether it must.
+    return this.#watch(() =>
+      this.#schemaLock(async () => {
+        const why = forced ? reason : await this.#loadReason()
+        if (why === null) return undefined
+        try {
+          return await this.#loadOnce(why, false)
+        } catch (err) {
+          const code = (err as { code?: string }).code
+          if (code !== '22021' && code !== '22P05') throw err
+          this.#log.warn({ code }, 'a text value holds NUL, which Postgres refuses: loading again with every value encoded in JavaScript')
+          return this.#loadOnce(why, true)
+        }
+      }),
+    )
   }
 
   async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
@@ -596,12 +717,19 @@ export class PostgresDestination {
     const sqlite = this.#reader!.sqlite
     const schema = this.#o.schema
     let rows = 0
+    try {
+      await client.query('BEGIN')
+      // The replica's tables are locked before the mirror's read snapshot opens: a wait on Postgres (an
+      // analyst's open transaction) never holds the mirror's write-ahead log from its checkpoints.
+      await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    }
     // The snapshot starts with the read of its seq: every table below is read as of this change.
     return inReadSnapshot(sqlite, async () => {
       try {
         const seq = snapshotSeq(sqlite)
-        await client.query('BEGIN')
-        await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
         for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
         const written = new Map<string, string>()
         for (const t of this.#tables) {
@@ -616,13 +744,24 @@ export class PostgresDestination {
         const viewsBuilt = await this.#rebuildViews(client, types)
         const now = new Date(this.#o.clock.now()).toISOString()
         await client.query(
-          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at)
-           VALUES ($1, $2, $3, $5, $6, $2, $4, $4)
+          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at, mirror_id)
+           VALUES ($1, $2, $3, $5, $6, $2, $4, $4, $7)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
-           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at`,
-          [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, JSON.stringify(Object.fromEntries(written))],
+           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at,
+           mirror_id = excluded.mirror_id`,
+          [
+            POSTGRES_CONSUMER,
+            seq,
+            this.#tablesHash,
+            now,
+            viewsBuilt ? viewsHash : null,
+            JSON.stringify(Object.fromEntries(written)),
+            this.#mirrorId,
+          ],
         )
         await client.query('COMMIT')
+        this.#loadedAt = now
+        this.#schemaReload = null
         this.#written = written
         this.#written.set('views', viewsHash)
         this.#cursor = seq
@@ -641,9 +780,10 @@ export class PostgresDestination {
 
   async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
     // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
+    const onNotInstant = this.#onNotInstant
     const lines: () => Iterable<string> = encodeInJs
       ? function* () {
-          const encode = copyLineEncoder(t.columns)
+          const encode = copyLineEncoder(t.columns, onNotInstant)
           for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
         }
       : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
@@ -667,60 +807,30 @@ export class PostgresDestination {
 
   /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
   #viewsHash(types: readonly ObjectType[]): string {
-    return hash(types.map((t) => objectViewSql(this.#o.schema, t)))
+    return hash(this.#views(types).map((v) => [v.create, v.comment]))
   }
 
   #objectTypes(sqlite: Sqlite): ObjectType[] {
     return new CustomObjectTypes(sqlite).fields()
   }
 
+  /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
+  #views(types: readonly ObjectType[]): ViewDefinition[] {
+    return viewDefinitions(this.#o.schema, this.#o.tables, types)
+  }
+
   /**
-   * Brings the custom objects' views to `types`, each in a savepoint: a view Postgres refuses (a
-   * user's view depends on a column it would drop) is kept as it was, logged and shown as the last
-   * error, and the data goes on. A view whose columns were only appended to is replaced in place
-   * (grants and dependent views survive). Returns whether every view was built.
+   * Brings the views to `types` (buildViews): a view Postgres refuses is kept as it was, logged and
+   * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    if (!this.#byName.has('custom_records')) return true
-    const schema = this.#o.schema
-    const failures: string[] = []
-    const attempt = async (what: string, ...statements: string[][]): Promise<void> => {
-      for (const [i, sqls] of statements.entries()) {
-        await client.query('SAVEPOINT fsm_view')
-        try {
-          for (const sql of sqls) await client.query(sql)
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          return
-        } catch (err) {
-          await client.query('ROLLBACK TO SAVEPOINT fsm_view')
-          await client.query('RELEASE SAVEPOINT fsm_view')
-          if (i === statements.length - 1) failures.push(`${what}: ${(err as Error).message}`)
-        }
-      }
-    }
-    const built = new Set<string>()
-    for (const type of types) {
-      const create = objectViewSql(schema, type)
-      const name = /^CREATE VIEW (.+?) AS /.exec(create)?.[1] ?? ''
-      built.add(name)
-      // Postgres replaces a view in place when its columns are the old ones with more appended; else drop and create.
-      await attempt(
-        `the view of custom object ${type.slug}`,
-        [create.replace(/^CREATE VIEW /, 'CREATE OR REPLACE VIEW ')],
-        [`DROP VIEW IF EXISTS ${name}`, create],
-      )
-    }
-    const old = await client.query<{ table_name: string }>(objectViewsQuery(), [schema])
-    for (const v of old.rows) {
-      const name = qualified(schema, v.table_name)
-      if (!built.has(name)) await attempt(`dropping the view ${v.table_name}`, [`DROP VIEW IF EXISTS ${name}`])
-    }
+    const failures = await buildViews(client, this.#o.schema, this.#views(types))
     if (failures.length === 0) {
-      if (this.#viewError !== undefined) this.#log.info('the custom objects views are built again')
+      if (this.#viewError !== undefined) this.#log.info('the views are built again')
       this.#viewError = undefined
       return true
     }
-    const message = `cannot build the custom objects views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
+    const message = `cannot build the replica's views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
     const at = new Date(this.#o.clock.now()).toISOString()
     if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
     this.#viewError = { message, at }
@@ -780,7 +890,8 @@ export class PostgresDestination {
         batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
       }
       const typesTable = this.#byName.get('custom_object_types')
-      if (!this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+      // With every check too: views a new release defines or names differently are built without a load.
+      if (checkAll || !this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
         const types = this.#objectTypes(sqlite)
         const vh = this.#viewsHash(types)
         if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
@@ -838,9 +949,13 @@ export class PostgresDestination {
     const written = new Map(this.#written)
     await client.query('BEGIN')
     try {
-      const state = await client.query<{ seq: string }>(`SELECT seq FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`, [
-        POSTGRES_CONSUMER,
-      ])
+      const state = await client.query<{ seq: string; mirror_id: string | null }>(
+        `SELECT seq, mirror_id FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`,
+        [POSTGRES_CONSUMER],
+      )
+      // Another mirror took the replica over (replicate --reseed from it) while this one followed.
+      const theirs = state.rows[0]?.mirror_id
+      if (theirs != null && theirs !== this.#mirrorId) throw this.#otherMirror(theirs)
       if (state.rows[0] === undefined || Number(state.rows[0].seq) !== cursor) {
         // Another replicator moved the cursor (a `replicate` beside the daemon): read it again.
         await client.query('ROLLBACK')
@@ -928,7 +1043,7 @@ export class PostgresDestination {
       try {
         const now = new Date(this.#o.clock.now()).toISOString()
         // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
-        if (!this.#consumers.ack(this.#consumerName, to, now)) this.#consumers.add(this.#consumerName, 'destination', now, to)
+        if (!this.#consumers.ack(this.#consumerName, to, now)) this.#syncConsumer(to)
         // The ack clears the row's last error: a view still not built stays shown (`fsm-sync status`).
         if (this.#viewError !== undefined) this.#consumers.recordError(this.#consumerName, this.#viewError.message, this.#viewError.at)
       } catch (err) {
@@ -943,7 +1058,7 @@ export class PostgresDestination {
     return JSON.stringify(
       rows.map((r) => {
         const o: Record<string, unknown> = {}
-        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i])
+        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.#onNotInstant)
         return o
       }),
     )

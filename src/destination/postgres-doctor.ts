@@ -1,10 +1,11 @@
-// The destination's part of `fsm-sync doctor`: can we connect, is the server recent enough, may we
-// create or write what the replica needs, and do the tables already there have the right shape.
+// The destination's part of `fsm-sync doctor`: can we connect, is the server recent enough, is the
+// database UTF8, may we create or write what the replica needs, and do the tables already there
+// have the right shape.
 // Each failed check says how to fix it; none prints the URL or its password.
 import pg from 'pg'
 import type { TableSpec } from '../model/table-spec.js'
-import { qualified, shapeProblems, type ExistingColumn } from './postgres-ddl.js'
-import { describeTarget, explainDestinationError } from './postgres-errors.js'
+import { DATABASE_ENCODING_QUERY, quoteIdent, shapeProblems, STATE_TABLE, type ExistingColumn } from './postgres-ddl.js'
+import { describeTarget, encodingProblem, explainDestinationError } from './postgres-errors.js'
 
 export interface DestinationCheck {
   ok: boolean
@@ -35,6 +36,9 @@ export async function postgresChecks(url: string, schema: string, tables: readon
         ? { ok: true, label: 'Postgres server version', detail: text }
         : { ok: false, label: 'Postgres server version', detail: `${text} is too old: upgrade to PostgreSQL 12 or newer` },
     )
+    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
+    const badEncoding = encodingProblem(encoding, who.db)
+    checks.push({ ok: badEncoding === undefined, label: 'Postgres database encoding', detail: badEncoding ?? encoding })
     checks.push(await privilegeCheck(client, who.user, who.db, schema, tables))
     const columns = (
       await client.query<ExistingColumn>(
@@ -63,6 +67,15 @@ function describeTables(columns: readonly ExistingColumn[], tables: readonly Tab
   return `${present} of ${tables.length} tables present, with the expected column types`
 }
 
+/** What the replicator does to each table: read, upsert, delete, and TRUNCATE for a load. */
+const TABLE_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'] as const
+
+/**
+ * Whether `user` may keep the replica: each privilege checked on its own (has_*_privilege with a
+ * list is true when any one of them is held). The schema needs USAGE; each table already there
+ * needs every one of TABLE_PRIVILEGES, whoever owns it; a missing table needs CREATE on the schema.
+ * The fix names the GRANTs and the role that can run them (the owner of the schema or the tables).
+ */
 async function privilegeCheck(
   client: pg.Client,
   user: string,
@@ -71,32 +84,64 @@ async function privilegeCheck(
   tables: readonly TableSpec[],
 ): Promise<DestinationCheck> {
   const label = `Postgres privileges on schema ${schema}`
-  const exists = (await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])).rowCount! > 0
-  if (!exists) {
+  const ns = (
+    await client.query<{ owner: string; usage: boolean; create: boolean }>(
+      `SELECT pg_get_userbyid(nspowner) AS owner, has_schema_privilege(oid, 'USAGE') AS usage, has_schema_privilege(oid, 'CREATE') AS create
+         FROM pg_namespace WHERE nspname = $1`,
+      [schema],
+    )
+  ).rows[0]
+  if (ns === undefined) {
     const may = (await client.query<{ ok: boolean }>(`SELECT has_database_privilege(current_database(), 'CREATE') AS ok`)).rows[0]!.ok
     return may
       ? { ok: true, label, detail: `the schema does not exist yet; ${user} may create it` }
       : {
           ok: false,
           label,
-          detail: `the schema does not exist and ${user} may not create it: run GRANT CREATE ON DATABASE "${db}" TO "${user}"; or CREATE SCHEMA "${schema}" AUTHORIZATION "${user}"; as an owner`,
+          detail: `the schema does not exist and ${user} may not create it: run GRANT CREATE ON DATABASE ${quoteIdent(db)} TO ${quoteIdent(user)}; or CREATE SCHEMA ${quoteIdent(schema)} AUTHORIZATION ${quoteIdent(user)}; as an owner`,
         }
   }
-  const create = (await client.query<{ ok: boolean }>(`SELECT has_schema_privilege($1, 'USAGE, CREATE') AS ok`, [schema])).rows[0]!.ok
-  if (create) return { ok: true, label, detail: `${user} may create and write the replica's tables` }
-  // Without CREATE, every table (and the bookkeeping table) must be there already and writable.
-  const missing: string[] = []
-  for (const name of [...tables.map((t) => t.name), '_fsm_sync_state']) {
-    const r = await client.query<{ ok: boolean | null }>(
-      `SELECT CASE WHEN to_regclass($1) IS NULL THEN NULL ELSE has_table_privilege($1, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE') END AS ok`,
-      [qualified(schema, name)],
+  const names = [...tables.map((t) => t.name), STATE_TABLE]
+  const present = (
+    await client.query<{ name: string; owner: string; lacking: string[] }>(
+      `SELECT c.relname AS name, pg_get_userbyid(c.relowner) AS owner,
+              array_remove(ARRAY[${TABLE_PRIVILEGES.map((p) => `CASE WHEN has_table_privilege(c.oid, '${p}') THEN NULL ELSE '${p}' END`).join(', ')}], NULL) AS lacking
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind IN ('r', 'p')`,
+      [schema, names],
     )
-    if (r.rows[0]!.ok !== true) missing.push(name)
+  ).rows.sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name))
+  const missing = names.filter((n) => !present.some((p) => p.name === n))
+  const unwritable = present.filter((p) => p.lacking.length > 0)
+  const schemaGrants = [...(ns.usage ? [] : ['USAGE']), ...(missing.length > 0 && !ns.create ? ['CREATE'] : [])]
+  if (schemaGrants.length === 0 && unwritable.length === 0) {
+    const detail =
+      missing.length === 0
+        ? `${user} may write every table of the replica${ns.create ? '' : ' (it may not create new ones)'}`
+        : `${user} may create the replica's missing tables${present.length > 0 ? ' and write those there' : ''}`
+    return { ok: true, label, detail }
   }
-  if (missing.length === 0) return { ok: true, label, detail: `${user} may write every table of the replica (it may not create new ones)` }
-  return {
-    ok: false,
-    label,
-    detail: `${user} lacks CREATE on schema ${schema} and cannot write ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}: run GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}"; as the schema's owner`,
+  const lacks: string[] = []
+  const fixes: string[] = []
+  if (schemaGrants.length > 0) {
+    lacks.push(`${schemaGrants.join(' and ')} on the schema${ns.usage ? ` (to create ${list(missing)})` : ''}`)
+    fixes.push(
+      `as ${ns.owner} (the schema's owner) GRANT ${schemaGrants.join(', ')} ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(user)};`,
+    )
   }
+  if (unwritable.length > 0) {
+    const privileges = TABLE_PRIVILEGES.filter((p) => unwritable.some((t) => t.lacking.includes(p)))
+    lacks.push(`${privileges.join(', ')} on ${list(unwritable.map((t) => t.name))}`)
+    // GRANT ... ON ALL TABLES grants only what its runner owns: once per owner of a table lacking privileges.
+    for (const owner of [...new Set(unwritable.map((t) => t.owner))]) {
+      fixes.push(
+        `as ${owner} (owner of ${list(unwritable.filter((t) => t.owner === owner).map((t) => t.name))}) GRANT ${TABLE_PRIVILEGES.join(', ')} ON ALL TABLES IN SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(user)};`,
+      )
+    }
+  }
+  return { ok: false, label, detail: `${user} lacks ${lacks.join('; and ')}: run ${fixes.join(' then ')}` }
+}
+
+function list(names: readonly string[]): string {
+  return `${names.slice(0, 5).join(', ')}${names.length > 5 ? `, ... (${names.length})` : ''}`
 }

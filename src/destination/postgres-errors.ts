@@ -2,7 +2,7 @@
 // the fix, and never the URL or its password. Transient failures (a restart, a dropped connection)
 // are told apart from the ones that need the user (a wrong password, a missing privilege).
 
-export type DestinationErrorKind = 'connect' | 'auth' | 'database' | 'privilege' | 'shape' | 'transient' | 'other'
+export type DestinationErrorKind = 'connect' | 'auth' | 'database' | 'privilege' | 'shape' | 'identity' | 'transient' | 'other'
 
 export class DestinationError extends Error {
   constructor(
@@ -85,7 +85,21 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
     case '42501':
       return new DestinationError(
         'privilege',
-        `${user} lacks a privilege on ${target} (${raw}): grant it, e.g. GRANT CREATE ON DATABASE "${db}" TO "${user}"; (to create the schema ${schema}) or GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}";, or create the schema and its tables as their owner`,
+        `${user} lacks a privilege on ${target} (${raw}): grant it, e.g. GRANT CREATE ON DATABASE "${db}" TO "${user}"; (to create the schema ${schema}) or GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}";, or, for tables another role owns, GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA "${schema}" TO "${user}"; as their owner (fsm-sync doctor names what is missing)`,
+        { cause: err },
+      )
+    case '55P03':
+      return new DestinationError(
+        'transient',
+        `Postgres at ${target}: a statement waited for a lock longer than the lock timeout (destination.postgres.lockTimeoutSeconds): another session holds a lock on the replica's tables; retrying`,
+        { cause: err },
+      )
+    case '57014':
+      return new DestinationError(
+        'transient',
+        /statement timeout/i.test(raw)
+          ? `Postgres at ${target}: a statement ran longer than the statement timeout (destination.postgres.statementTimeoutSeconds); retrying`
+          : `Postgres at ${target}: ${raw}; retrying`,
         { cause: err },
       )
     case '57P01':
@@ -103,6 +117,25 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
     return new DestinationError('transient', `the connection to Postgres at ${target} was lost (${raw}); retrying`, { cause: err })
   }
   return new DestinationError('other', `Postgres at ${target}: ${raw}`, { cause: err })
+}
+
+/** The refusal of a replica another mirror feeds (its state row records the mirror): replicating this one would merge the two. */
+export function otherMirrorError(schema: string, target: string, theirs: string, ours: string): DestinationError {
+  const short = (id: string) => id.slice(0, 12)
+  return new DestinationError(
+    'identity',
+    `schema ${schema} on ${target} is the replica of another mirror (id ${short(theirs)}; this mirror is ${short(ours)}): ` +
+      `replicating this one into it would merge the two. Set FSM_POSTGRES_SCHEMA to another schema, or replace the replica with this mirror's data (fsm-sync replicate --reseed)`,
+  )
+}
+
+/**
+ * Why a database of this encoding cannot hold the replica, with the fix; undefined for UTF8. Only
+ * UTF8 holds every character the account's text may have (an emoji in a note, say).
+ */
+export function encodingProblem(encoding: string, db: string): string | undefined {
+  if (encoding === 'UTF8') return undefined
+  return `the database ${JSON.stringify(db)} is encoded in ${encoding}, which cannot hold every character the account's data may have (an emoji would stop the replica): create a UTF8 database (CREATE DATABASE "${db}_utf8" ENCODING 'UTF8' TEMPLATE template0;) and point FSM_POSTGRES_URL at it`
 }
 
 /** Removes the URL and its password from a text, should a driver ever echo them. */

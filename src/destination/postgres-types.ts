@@ -3,7 +3,7 @@
 // sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
 // (initial loads). Pure.
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
-import { parseInstant } from '../model/timestamps.js'
+import { isInstant } from '../model/timestamps.js'
 
 /** A value as better-sqlite3 reads it from the mirror. */
 export type MirrorValue = string | number | bigint | Buffer | null | undefined
@@ -40,28 +40,32 @@ export const INFORMATION_SCHEMA_TYPE: Readonly<Record<PgType, string>> = {
   bytea: 'bytea',
 }
 
-const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-
 /**
- * The mirror's canonical instant text, or null for anything else: a `time` column may hold a value
- * upstream sent that is not an instant (the row's raw keeps it), which timestamptz cannot hold.
+ * The mirror's canonical instant text, or null for anything else (isInstant, the model's rule): a
+ * `time` column may hold a value upstream sent that is not an instant (the row's raw keeps it), or
+ * one timestamptz cannot hold (year 0000), and either is NULL in the replica rather than a failure.
  */
 export function instantOrNull(value: unknown): string | null {
-  if (typeof value !== 'string' || !CANONICAL.test(value)) return null
-  // Days 29 to 31 exist only in some months: a round trip tells.
-  if (value.slice(8, 10) <= '28') return value
-  const ms = parseInstant(value)
-  return Number.isFinite(ms) && new Date(ms).toISOString() === value ? value : null
+  return isInstant(value) ? value : null
+}
+
+/** Called for each time value written as NULL because it is not an instant ('' is no value: not counted). */
+export type OnNotInstant = () => void
+
+function timeOrNull(value: MirrorValue, onNotInstant: OnNotInstant | undefined): string | null {
+  const instant = instantOrNull(value)
+  if (instant === null && value !== '' && value !== null && value !== undefined) onNotInstant?.()
+  return instant
 }
 
 /** A mirror value as a JSON value for jsonb_populate_recordset: Postgres casts it to the column's type. */
-export function jsonValue(kind: ColumnKind, value: MirrorValue): unknown {
+export function jsonValue(kind: ColumnKind, value: MirrorValue, onNotInstant?: OnNotInstant): unknown {
   if (value === null || value === undefined) return null
   switch (kind) {
     case 'text':
       return typeof value === 'string' ? forPostgres(value) : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
     case 'time':
-      return instantOrNull(value)
+      return timeOrNull(value, onNotInstant)
     case 'real':
     case 'integer':
       return typeof value === 'bigint' ? value.toString() : value
@@ -124,7 +128,7 @@ function copyText(text: string): string {
 }
 
 /** A mirror value as one field of COPY's text format (`\N` for NULL). */
-export function copyField(kind: ColumnKind, value: MirrorValue): string {
+export function copyField(kind: ColumnKind, value: MirrorValue, onNotInstant?: OnNotInstant): string {
   if (value === null || value === undefined) return '\\N'
   switch (kind) {
     case 'text':
@@ -133,7 +137,7 @@ export function copyField(kind: ColumnKind, value: MirrorValue): string {
       // JSON text goes as it is (jsonb parses it), without the escapes jsonb refuses.
       return copyText(jsonForJsonb(typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value)))
     case 'time':
-      return instantOrNull(value) ?? '\\N'
+      return timeOrNull(value, onNotInstant) ?? '\\N'
     case 'real':
     case 'integer':
       return typeof value === 'number' || typeof value === 'bigint' ? String(value) : '\\N'
@@ -145,13 +149,13 @@ export function copyField(kind: ColumnKind, value: MirrorValue): string {
 }
 
 /** A function turning one mirror row (its values in column order) into one line of COPY text. */
-export function copyLineEncoder(columns: readonly ColumnSpec[]): (values: readonly MirrorValue[]) => string {
+export function copyLineEncoder(columns: readonly ColumnSpec[], onNotInstant?: OnNotInstant): (values: readonly MirrorValue[]) => string {
   const kinds = columns.map((c) => c.kind)
   return (values) => {
     let line = ''
     for (let i = 0; i < kinds.length; i++) {
       if (i > 0) line += '\t'
-      line += copyField(kinds[i]!, values[i])
+      line += copyField(kinds[i]!, values[i], onNotInstant)
     }
     return `${line}\n`
   }
@@ -167,8 +171,9 @@ const escaped = (x: string): string =>
 /**
  * One column as a field of COPY's text format, computed by SQLite itself: for an initial load this
  * costs a fraction of encoding every value in JavaScript. The same rules as copyField: a time that
- * is not a canonical instant (a day that does not exist included) is NULL; a real is written with
- * 17 significant digits, which reads back as the same double.
+ * is not a canonical instant (a day that does not exist, year 0000 included: isInstant) is NULL, and
+ * counted through registerCopyFunctions' onNotInstant; a real is written with 17 significant digits,
+ * which reads back as the same double.
  */
 function copyFieldSql(column: ColumnSpec): string {
   const x = ident(column.name)
@@ -180,7 +185,7 @@ function copyFieldSql(column: ColumnSpec): string {
       // (registerCopyFunctions); a surrogate pair (an escaped emoji) goes too, and is kept.
       return `coalesce(${escaped(`CASE WHEN instr(${x}, '\\u0000') > 0 OR ${x} GLOB '*\\u[dD][89a-fA-F]*' THEN ${JSON_FUNCTION}(${x}) ELSE ${x} END`)}, '\\N')`
     case 'time':
-      return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${x}) = ${x} AND ${x} GLOB '[0-9][0-9][0-9][0-9]-*' THEN ${x} ELSE '\\N' END`
+      return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${x}) = ${x} AND ${x} GLOB '[0-9][0-9][0-9][0-9]-*' AND ${x} >= '0001' THEN ${x} WHEN ${x} IS NULL OR ${x} = '' THEN '\\N' ELSE ${NOT_INSTANT_FUNCTION}() END`
     case 'real':
       return `CASE WHEN typeof(${x}) IN ('real', 'integer') THEN printf('%!.17g', ${x}) ELSE '\\N' END`
     case 'integer':
@@ -193,12 +198,21 @@ function copyFieldSql(column: ColumnSpec): string {
 }
 
 const JSON_FUNCTION = 'fsm_json_for_jsonb'
+const NOT_INSTANT_FUNCTION = 'fsm_not_instant'
 
-/** Registers the functions copyLineSql's expressions call on a SQLite connection (once per connection). */
-export function registerCopyFunctions(db: {
-  function(name: string, options: { deterministic: boolean }, fn: (text: string) => string): unknown
-}): void {
+/**
+ * Registers the functions copyLineSql's expressions call on a SQLite connection (once per
+ * connection); onNotInstant is called for each time value a load writes as NULL.
+ */
+export function registerCopyFunctions(
+  db: { function(name: string, options: { deterministic: boolean }, fn: (...args: string[]) => string): unknown },
+  onNotInstant?: OnNotInstant,
+): void {
   db.function(JSON_FUNCTION, { deterministic: true }, (text: string) => jsonForJsonb(text))
+  db.function(NOT_INSTANT_FUNCTION, { deterministic: false }, () => {
+    onNotInstant?.()
+    return '\\N'
+  })
 }
 
 /** A SQLite expression giving a row's line of COPY text (newline included); see registerCopyFunctions. */

@@ -25,15 +25,36 @@ export function parseInstant(text: string): number {
   return Number.NaN
 }
 
-/** Canonical form of an upstream date-time, or null when absent. Throws on a value that is not a date. */
+/**
+ * Whether a text is an instant in the mirror's canonical form: the pattern, a day that exists, and a
+ * year from 0001 to 9999. Year 0000 (1 BC in ISO-8601) fits the pattern but not Postgres, whose
+ * timestamptz refuses it, nor most warehouses: it is not an instant here. The one rule the mirror's
+ * writers (canonicalTime) and the destinations (which write anything else as NULL) follow.
+ */
+export function isInstant(value: unknown): value is string {
+  if (typeof value !== 'string' || !CANONICAL.test(value) || value.startsWith('0000')) return false
+  // Days 29 to 31 exist only in some months: a round trip tells.
+  return value.slice(8, 10) <= '28' || isoOrEmpty(Date.parse(value)) === value
+}
+
+/** The ISO text of an instant in milliseconds, or '' for NaN and beyond what a Date holds. */
+function isoOrEmpty(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : ''
+}
+
+/**
+ * Canonical form of an upstream date-time, or null when absent. Throws on a value that is not a
+ * date, or whose instant has no canonical form (isInstant: years 0001 to 9999).
+ */
 export function canonicalTime(value: unknown): string | null {
   if (value === null || value === undefined || value === '') return null
   // The common case, already canonical, costs a regex test instead of a parse and a format.
-  if (typeof value === 'string' && CANONICAL.test(value) && value.slice(8, 10) <= '28') return value
+  if (typeof value === 'string' && CANONICAL.test(value) && value.slice(8, 10) <= '28' && !value.startsWith('0000')) return value
   if (typeof value !== 'string' && typeof value !== 'number') throw new TypeError(`not a date-time: ${JSON.stringify(value)}`)
   const ms = typeof value === 'number' ? value : parseInstant(value)
-  if (!Number.isFinite(ms)) throw new TypeError(`not a date-time: ${JSON.stringify(value)}`)
-  return new Date(ms).toISOString()
+  const text = isoOrEmpty(ms)
+  if (!isInstant(text)) throw new TypeError(`not a date-time between years 0001 and 9999: ${JSON.stringify(value)}`)
+  return text
 }
 
 /** Like canonicalTime, but keeps an unparseable value as text instead of failing the whole page. */

@@ -1,43 +1,29 @@
-// WAL checkpoints off the event loop (docs/webhooks.md). A checkpoint copies the log's pages
-// into the database file and syncs both; on the writer connection it runs inside whichever commit
-// crosses wal_autocheckpoint, on the event loop. With webhooks arriving, that commit is an inbox
-// group or a processor slice, and every request parsed, verified or acked in the meantime waits:
-// measured at a steady 1,000 deliveries/s, 40-75 ms stalls several times a second, which set the
-// ack latency's p99 (72 ms against a goal of 10).
-//
-// So the daemon runs PASSIVE checkpoints on a worker thread (checkpoint-worker.ts) with its own
-// connection, every `everyMs`. PASSIVE never takes the writer lock and never waits: the writer
-// commits on while the worker copies and syncs, and a pass that meets another checkpointer just
-// skips. The worker's
-// connection has synchronous=NORMAL like the writer's, so SQLite syncs the log before copying and
-// the database after, exactly as an automatic checkpoint does; durability is unchanged.
-//
-// Why the writer keeps a (smaller) automatic checkpoint: the log restarts from its start only when
-// a write begins after a checkpoint that copied every frame. Under steady writes the worker's pass
-// almost never ends between two commits, so the log would grow without bound. At `backstopFrames`
-// the writer's own checkpoint copies what the worker has not yet copied (a fraction of a second of
-// writes), completes, and the next commit restarts the log. If the worker cannot run, the writer's
-// previous setting comes back and the mirror checkpoints as it did before.
+// WAL checkpoints off the event loop, for every mirror of the process on one worker thread
+// (checkpoint-worker.ts): a checkpoint on the writer runs inside a commit on the event loop and
+// held every webhook ack behind it (40-75 ms stalls at 1,000 deliveries/s). The thread runs PASSIVE
+// checkpoints, which never take the writer lock nor wait, with synchronous=NORMAL like the writer's
+// (same syncs, same durability). Each writer keeps a smaller automatic checkpoint as a backstop:
+// only a checkpoint that completes between two commits restarts the log. Why, and what an idle
+// mirror costs: src/store/README.md, "Checkpoints".
+import type { Worker } from 'node:worker_threads'
 import type { Logger } from '../log/logger.js'
-import {
-  CHECKPOINT_COUNTERS as FIELDS,
-  STOP_CHECKPOINTS,
-  type CheckpointWorkerData,
-  type CheckpointWorkerMessage,
-} from './checkpoint-protocol.js'
+import { CHECKPOINT_COUNTERS as FIELDS, type CheckpointCommand, type CheckpointWorkerMessage } from './checkpoint-protocol.js'
 import type { Sqlite } from './mirror-database.js'
 import { startModuleWorker } from './module-worker.js'
 
-export interface BackgroundCheckpointsOptions {
-  /** The mirror's writer connection (its file is opened again by the worker). */
-  sqlite: Sqlite
+export interface CheckpointServiceOptions {
   logger: Logger
-  /** Time between passes (ms). Default 100. */
+  /** Time between two passes over one mirror (ms). Default 100. */
   everyMs?: number
-  /** The writer's wal_autocheckpoint while the worker runs (frames). Default 4,000 (16 MiB). */
-  backstopFrames?: number
   /** How long stop() waits for a pass in flight (ms). Default 3,000. */
   stopTimeoutMs?: number
+}
+
+export interface RegisterOptions {
+  /** The writer's wal_autocheckpoint while the thread checkpoints it (frames). Default 4,000 (16 MiB). */
+  backstopFrames?: number
+  /** For this mirror's log lines (an account's logger); the service's by default. */
+  logger?: Logger
 }
 
 export interface CheckpointStats {
@@ -54,89 +40,211 @@ export interface CheckpointStats {
    * what the writer's backstop copied between two passes.
    */
   copiedFrames: number
-  /** Time spent in passes, µs (on the worker thread). */
+  /** Time spent on this mirror on the worker thread, µs. */
   micros: number
 }
 
+export interface MirrorCheckpointStats extends CheckpointStats {
+  /** Passes skipped because nothing was committed since the last one, which copied everything. */
+  idle: number
+}
+
+/** One mirror's checkpoints (a registration with the service). */
 export interface BackgroundCheckpoints {
   readonly running: boolean
-  /** stop() gave up waiting for a pass stuck on the disk: its thread may outlive a normal exit. */
+  /** stop() gave up waiting for a pass stuck on the disk: the thread may outlive a normal exit. */
   readonly abandoned: boolean
-  stats(): CheckpointStats
-  /** Stops the worker and gives the writer back its own automatic checkpoints. */
+  stats(): MirrorCheckpointStats
+  /** Stops checkpointing this mirror and gives its writer back its own automatic checkpoints. */
   stop(): Promise<void>
 }
 
-export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions): BackgroundCheckpoints {
-  const { sqlite } = options
-  const log = options.logger.child({ component: 'checkpoints' })
-  const previous = sqlite.pragma('wal_autocheckpoint', { simple: true }) as number
-  const counters = new Float64Array(new SharedArrayBuffer(FIELDS.length * Float64Array.BYTES_PER_ELEMENT))
-  const stats = (): CheckpointStats => Object.fromEntries(FIELDS.map((f, i) => [f, counters[i]!])) as unknown as CheckpointStats
-  const walMode = sqlite.pragma('journal_mode', { simple: true }) === 'wal'
-  if (!walMode || sqlite.memory || sqlite.name === '') {
-    return { running: false, abandoned: false, stats, stop: () => Promise.resolve() }
-  }
-  const backstop = options.backstopFrames ?? 4_000
-  let running = true
+export interface CheckpointService {
+  /** Mirrors the thread checkpoints now. */
+  readonly mirrors: number
+  /** stop() gave up waiting for the thread (a pass stuck on the disk). */
+  readonly abandoned: boolean
+  /** Checkpoints this writer's file on the service's thread (started with the first mirror). */
+  register(sqlite: Sqlite, options?: RegisterOptions): BackgroundCheckpoints
+  /** Ends the thread; every writer still registered gets its own automatic checkpoints back. */
+  stop(): Promise<void>
+}
+
+interface Registration {
+  log: Logger
+  giveBack(why: string, err?: unknown): void
+  removed?: () => void
+}
+
+export function startCheckpointService(options: CheckpointServiceOptions): CheckpointService {
+  const serviceLog = options.logger.child({ component: 'checkpoints' })
+  const everyMs = options.everyMs ?? 100
+  const waitMs = options.stopTimeoutMs ?? 3_000
+  const registered = new Map<number, Registration>()
+  let worker: Worker | undefined
+  let exited = Promise.resolve()
   let stopping = false
   let abandoned = false
   let stopped: Promise<void> | undefined
-  const giveBack = (why: string, err?: unknown) => {
-    if (!running) return
-    running = false
-    if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${previous}`)
-    if (!stopping) log.error({ err }, `background checkpoints stopped (${why}): the writer checkpoints on its own again, on the event loop`)
+  let nextId = 0
+
+  const send = (command: CheckpointCommand) => worker?.postMessage(command)
+  const giveBackAll = (why: string, err?: unknown) => {
+    for (const r of registered.values()) r.giveBack(why, err)
+    registered.clear()
   }
-  const workerData: CheckpointWorkerData = { file: sqlite.name, everyMs: options.everyMs ?? 100, counters: counters.buffer }
-  const worker = startModuleWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData })
-  worker.unref()
-  worker.on('message', (m: CheckpointWorkerMessage) => {
-    if (m.kind === 'failed') giveBack(`the worker could not open the mirror: ${m.message}`)
-    else log.warn({ reason: m.message }, 'a background checkpoint failed; the next pass tries again')
-  })
-  worker.on('error', (err) => giveBack('the worker failed', err))
-  const exited = new Promise<void>((resolve) =>
-    worker.once('exit', () => {
-      giveBack('the worker exited')
-      resolve()
-    }),
-  )
-  // Only once the worker is asked to run: until then the writer keeps its own setting.
-  sqlite.pragma(`wal_autocheckpoint = ${Math.min(backstop, previous > 0 ? previous : backstop)}`)
-  const stop = async (): Promise<void> => {
-    stopping = true
-    // Unreferenced while it runs (it never keeps a process alive), but waited for here: without
-    // a reference a caller's top-level await would see an empty event loop and exit (code 13).
-    worker.ref()
-    worker.postMessage(STOP_CHECKPOINTS)
-    // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
-    // Closing the writer meanwhile is safe: the worker's connection still holds the log. The
-    // thread itself cannot be stopped while the kernel holds it, and a normal process exit waits
-    // for it: `abandoned` tells the caller to end the process another way.
-    const waitMs = options.stopTimeoutMs ?? 3_000
+  const thread = (): void => {
+    if (worker !== undefined) return
+    const w = startModuleWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { everyMs } })
+    w.unref()
+    w.on('message', (m: CheckpointWorkerMessage) => {
+      const r = registered.get(m.id)
+      if (r === undefined) return
+      if (m.kind === 'failed') {
+        registered.delete(m.id)
+        r.giveBack(`the worker could not open the mirror: ${m.message}`)
+      } else if (m.kind === 'error') r.log.warn({ reason: m.message }, 'a background checkpoint failed; the next pass tries again')
+      else r.removed?.()
+    })
+    w.on('error', (err) => giveBackAll('the worker failed', err))
+    exited = new Promise<void>((resolve) =>
+      w.once('exit', () => {
+        // A later registration starts a new thread; the mirrors given back here stay with their writers.
+        if (worker === w) worker = undefined
+        giveBackAll('the worker exited')
+        resolve()
+      }),
+    )
+    worker = w
+  }
+
+  /** Waits for `done` at most stopTimeoutMs; true if it came in time. */
+  const within = async (done: Promise<unknown>): Promise<boolean> => {
     let timer: NodeJS.Timeout | undefined
-    const late = await Promise.race([
-      exited.then(() => false),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
+    const inTime = await Promise.race([
+      done.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
     ])
     clearTimeout(timer)
-    if (late) {
-      abandoned = true
-      giveBack('stopped late')
-      log.error({ waitedMs: waitMs }, 'the checkpoint worker did not stop in time (a pass is waiting on the disk): leaving it behind')
-      worker.unref()
-      void worker.terminate()
+    return inTime
+  }
+
+  const register = (sqlite: Sqlite, opts: RegisterOptions = {}): BackgroundCheckpoints => {
+    if (stopping) throw new Error('the checkpoint service is stopped')
+    const log = opts.logger?.child({ component: 'checkpoints' }) ?? serviceLog
+    const counters = new Float64Array(new SharedArrayBuffer(FIELDS.length * Float64Array.BYTES_PER_ELEMENT))
+    const stats = () => Object.fromEntries(FIELDS.map((f, i) => [f, counters[i]!])) as unknown as MirrorCheckpointStats
+    const walMode = sqlite.pragma('journal_mode', { simple: true }) === 'wal'
+    if (!walMode || sqlite.memory || sqlite.name === '') {
+      return { running: false, abandoned: false, stats, stop: () => Promise.resolve() }
+    }
+    const id = nextId++
+    const previous = sqlite.pragma('wal_autocheckpoint', { simple: true }) as number
+    const backstop = opts.backstopFrames ?? 4_000
+    let running = true
+    let leaving = false
+    let left = false
+    let done: Promise<void> | undefined
+    const registration: Registration = {
+      log,
+      giveBack: (why, err) => {
+        if (!running) return
+        running = false
+        if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${previous}`)
+        if (!stopping && !leaving)
+          log.error(
+            { err, file: sqlite.name },
+            `background checkpoints stopped (${why}): the writer checkpoints on its own again, on the event loop`,
+          )
+      },
+    }
+    registered.set(id, registration)
+    thread()
+    send({ kind: 'add', id, file: sqlite.name, counters: counters.buffer })
+    // Only once the thread is asked to run: until then the writer keeps its own setting.
+    sqlite.pragma(`wal_autocheckpoint = ${Math.min(backstop, previous > 0 ? previous : backstop)}`)
+    const leave = async (): Promise<void> => {
+      leaving = true
+      if (running && registered.has(id)) {
+        const closed = new Promise<void>((resolve) => (registration.removed = resolve))
+        send({ kind: 'remove', id })
+        // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway.
+        if (!(await within(Promise.race([closed, exited])))) {
+          left = true
+          log.error(
+            { waitedMs: waitMs, file: sqlite.name },
+            'the checkpoint worker did not let go of the mirror in time (a pass is waiting on the disk)',
+          )
+        }
+      }
+      registered.delete(id)
+      registration.giveBack('unregistered')
+    }
+    return {
+      get running() {
+        return running
+      },
+      get abandoned() {
+        return left || abandoned
+      },
+      stats,
+      stop: () => (done ??= leave()),
     }
   }
+
+  const stop = async (): Promise<void> => {
+    stopping = true
+    const w = worker
+    if (w === undefined) return
+    // Unreferenced while it runs (it never keeps a process alive), but waited for here: without
+    // a reference a caller's top-level await would see an empty event loop and exit (code 13).
+    w.ref()
+    send({ kind: 'stop' })
+    // A pass stuck in a sync (a stalled disk) must not hold the daemon past its shutdown budget.
+    // Closing the writers meanwhile is safe: the thread's connections still hold the logs. The
+    // thread cannot be stopped while the kernel holds it, and a normal process exit waits for it:
+    // `abandoned` tells the caller to end the process another way.
+    if (!(await within(exited))) {
+      abandoned = true
+      giveBackAll('stopped late')
+      serviceLog.error(
+        { waitedMs: waitMs },
+        'the checkpoint worker did not stop in time (a pass is waiting on the disk): leaving it behind',
+      )
+      w.unref()
+      void w.terminate()
+    }
+  }
+
   return {
-    get running() {
-      return running
+    get mirrors() {
+      return registered.size
     },
     get abandoned() {
       return abandoned
     },
-    stats,
+    register,
     stop: () => (stopped ??= stop()),
+  }
+}
+
+export interface BackgroundCheckpointsOptions extends CheckpointServiceOptions, Omit<RegisterOptions, 'logger'> {
+  /** The mirror's writer connection (its file is opened again by the worker). */
+  sqlite: Sqlite
+}
+
+/** A service of its own with one mirror (the daemon with one account, the benches); stop() ends both. */
+export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions): BackgroundCheckpoints {
+  const service = startCheckpointService(options)
+  const mirror = service.register(options.sqlite, options)
+  return {
+    get running() {
+      return mirror.running
+    },
+    get abandoned() {
+      return mirror.abandoned || service.abandoned
+    },
+    stats: () => mirror.stats(),
+    stop: () => service.stop(),
   }
 }

@@ -4,7 +4,7 @@
 // `fsm-sync consumers ack NAME SEQ`). Retention prunes change_log rows only once every consumer has
 // read them and they are older than `retention.changeLogDays`; a consumer further behind than
 // `retention.changeLogHoldDays` stops holding rows back, and a destination that finds its next
-// change pruned loads itself again from a snapshot.
+// change pruned loads itself again from a snapshot. A destination never loaded holds nothing back.
 import { parseInstant } from '../model/timestamps.js'
 import type { Sqlite } from './mirror-database.js'
 
@@ -19,6 +19,19 @@ export interface Consumer {
   updatedAt: string
   lastError: string | null
   lastErrorAt: string | null
+  /** A destination: the server and database it writes to (`host:port/database`), and its schema. */
+  target: string | null
+  schema: string | null
+  /** A destination: when it was last loaded from a snapshot (null until its first load: it holds nothing back). */
+  loadedAt: string | null
+  /** A destination: when it last committed changes. */
+  appliedAt: string | null
+}
+
+/** Where a destination writes: `host:port/database` (never the user or password) and the schema. */
+export interface DestinationTarget {
+  target: string
+  schema: string
 }
 
 interface ConsumerRow {
@@ -29,6 +42,10 @@ interface ConsumerRow {
   updated_at: string
   last_error: string | null
   last_error_at: string | null
+  target: string | null
+  schema_name: string | null
+  loaded_at: string | null
+  applied_at: string | null
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/
@@ -47,6 +64,11 @@ function toConsumer(r: ConsumerRow): Consumer {
     updatedAt: r.updated_at,
     lastError: r.last_error,
     lastErrorAt: r.last_error_at,
+    // A mirror read-only from before these columns (status) has none of them.
+    target: r.target ?? null,
+    schema: r.schema_name ?? null,
+    loadedAt: r.loaded_at ?? null,
+    appliedAt: r.applied_at ?? null,
   }
 }
 
@@ -105,10 +127,40 @@ export class ChangeLogConsumers {
     return (
       this.sqlite
         .prepare(
-          `UPDATE change_log_consumers SET seq = max(seq, ?), updated_at = ?, last_error = NULL, last_error_at = NULL WHERE name = ?`,
+          `UPDATE change_log_consumers SET seq = max(seq, ?), updated_at = ?, last_error = NULL, last_error_at = NULL,
+             applied_at = CASE WHEN kind = 'destination' THEN ? ELSE applied_at END WHERE name = ?`,
         )
-        .run(seq, now, name).changes > 0
+        .run(seq, now, now, name).changes > 0
     )
+  }
+
+  /**
+   * Registers a destination (or updates its row) as loaded: it has read up to `seq` and holds rows
+   * after it back from now on. `loadedAt` is when its replica was last loaded from a snapshot.
+   */
+  destinationLoaded(name: string, where: DestinationTarget, seq: number, loadedAt: string, now: string): void {
+    this.sqlite
+      .prepare(
+        `INSERT INTO change_log_consumers (name, kind, seq, registered_at, updated_at, target, schema_name, loaded_at)
+           VALUES (?, 'destination', ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at, last_error = NULL, last_error_at = NULL,
+           target = excluded.target, schema_name = excluded.schema_name, loaded_at = excluded.loaded_at`,
+      )
+      .run(name, seq, now, now, where.target, where.schema, loadedAt)
+  }
+
+  /**
+   * Records a destination's error. One not registered yet (never loaded) gets a row that holds
+   * nothing back, so that `status` shows why it does not replicate.
+   */
+  destinationError(name: string, where: DestinationTarget, message: string, now: string): void {
+    this.sqlite
+      .prepare(
+        `INSERT INTO change_log_consumers (name, kind, seq, registered_at, updated_at, target, schema_name) VALUES (?, 'destination', 0, ?, ?, ?, ?)
+         ON CONFLICT(name) DO NOTHING`,
+      )
+      .run(name, now, now, where.target, where.schema)
+    this.recordError(name, message, now)
   }
 
   /** Sets the consumer's position, also backwards (a destination loaded again from a snapshot), clearing its last error. */
@@ -148,6 +200,8 @@ export function pruneHorizon(sqlite: Sqlite, now: number, settings: ChangeLogPru
   const holdCutoff = settings.changeLogHoldDays === 'off' ? undefined : new Date(now - settings.changeLogHoldDays * DAY_MS).toISOString()
   for (const c of new ChangeLogConsumers(sqlite).list()) {
     if (c.seq >= horizon) continue
+    // A destination never loaded has nothing to keep reading from (a mistyped URL must not hold retention).
+    if (c.kind === 'destination' && c.loadedAt === null) continue
     // How old the consumer's next unread change is: past the hold, it stops holding rows back.
     const next = nextChangeAt(sqlite, c.seq)
     if (holdCutoff !== undefined && next !== undefined && next < holdCutoff) continue
@@ -168,21 +222,41 @@ export interface ConsumerLag {
   lastError: string | null
   lastErrorAt: string | null
   updatedAt: string
+  target: string | null
+  schema: string | null
+  loadedAt: string | null
+  appliedAt: string | null
 }
 
 /** How far behind the mirror a consumer is, from the mirror alone; undefined when it is not registered. */
 export function consumerLag(sqlite: Sqlite, name: string, now: number): ConsumerLag | undefined {
   const c = new ChangeLogConsumers(sqlite).get(name)
-  if (c === undefined) return undefined
+  return c === undefined ? undefined : lagOf(sqlite, c, lastChangeSeq(sqlite), now)
+}
+
+/** Every destination registered on the mirror with its lag, the one that moved or failed last first. */
+export function destinationLags(sqlite: Sqlite, now: number): ConsumerLag[] {
   const last = lastChangeSeq(sqlite)
+  return new ChangeLogConsumers(sqlite)
+    .list()
+    .filter((c) => c.kind === 'destination')
+    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0))
+    .map((c) => lagOf(sqlite, c, last, now))
+}
+
+function lagOf(sqlite: Sqlite, c: Consumer, last: number, now: number): ConsumerLag {
   const next = nextChangeAt(sqlite, c.seq)
   return {
-    name,
+    name: c.name,
     seq: c.seq,
     lagChanges: Math.max(0, last - c.seq),
     lagSeconds: next === undefined ? 0 : Math.max(0, Math.round((now - parseInstant(next)) / 1000)),
     lastError: c.lastError,
     lastErrorAt: c.lastErrorAt,
     updatedAt: c.updatedAt,
+    target: c.target,
+    schema: c.schema,
+    loadedAt: c.loadedAt,
+    appliedAt: c.appliedAt,
   }
 }

@@ -46,6 +46,14 @@ export interface OpenMirrorOptions {
 /** Owner read/write, group read: the mirror holds no secret, and warehouse readers may share a group. */
 export const DEFAULT_DB_MODE = 0o640
 
+/**
+ * Page cache of each connection, KiB: bounded, since a process may hold many mirrors open (each
+ * connection's cache fills up to this as pages are read, and is not shared). The writer's is the
+ * larger so index updates of a backfill stay in memory; a reader streams. src/store/README.md.
+ */
+export const WRITER_CACHE_KIB = 4 * 1024
+export const READER_CACHE_KIB = 2 * 1024
+
 export function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
   try {
     return Promise.resolve(open(file, options))
@@ -124,11 +132,12 @@ function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions
     // Bounds the WAL file left behind after a checkpoint.
     sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`)
     // Fewer, larger automatic checkpoints (each one syncs the file); the daemon also checkpoints
-    // on a timer. A bigger page cache keeps index updates of large backfills in memory.
+    // on a worker thread (background-checkpoints.ts).
     sqlite.pragma('wal_autocheckpoint = 10000')
-    sqlite.pragma(`cache_size = ${-16 * 1024}`)
+    sqlite.pragma(`cache_size = ${-WRITER_CACHE_KIB}`)
   } else {
     sqlite.pragma('query_only = ON')
+    sqlite.pragma(`cache_size = ${-READER_CACHE_KIB}`)
   }
 }
 

@@ -134,6 +134,30 @@ export const STATE_TABLES: readonly TableSpec[] = [
       c('updated_at', 'time', false, 'When it last moved or failed.'),
       c('last_error', 'text', true, 'Its last error, until it next succeeds.'),
       c('last_error_at', 'time', true, 'When that error happened.'),
+      c(
+        'target',
+        'text',
+        true,
+        'A destination: the server and database it writes to (`<host>:<port>/<database>`, never the user or password).',
+      ),
+      c('schema_name', 'text', true, 'A destination: the Postgres schema of its replica.'),
+      c(
+        'loaded_at',
+        'time',
+        true,
+        'A destination: when it was last loaded from a snapshot; NULL until its first load, and until then it holds no rows back.',
+      ),
+      c('applied_at', 'time', true, 'A destination: when it last committed changes.'),
+    ],
+  ),
+  state(
+    'mirror_identity',
+    "The mirror's identity, created once: a destination records it and refuses to be fed by another mirror.",
+    ['id'],
+    [
+      c('id', 'integer', false, 'Always 1.'),
+      c('mirror_id', 'text', false, 'A random id, the same for the life of the mirror file.'),
+      c('created_at', 'time', false, 'When it was created.'),
     ],
   ),
   state(

@@ -10,6 +10,7 @@ import { readRunProgress, type RunProgress } from './sync-state.js'
 import { parseInstant } from '../model/timestamps.js'
 import { mirrorQuery, rows } from './typed-query.js'
 import { inboxCounts } from './webhook-inbox-store.js'
+import { destinationLags, type ConsumerLag } from './change-log-consumers.js'
 
 export interface StreamStatus {
   stream: string
@@ -57,6 +58,11 @@ export interface StatusReport {
   /** Requests runs recorded as spent in the last 60 seconds (runs still going count at the end). */
   requestsLastMinute: number
   webhookInbox: { backlog: number; failed: number; skipped: number } | null
+  /**
+   * Every destination registered on the mirror, as it last recorded itself there (the one that moved
+   * or failed last first): whatever process replicates, and whether or not this one has its URL.
+   */
+  destinations: ConsumerLag[]
 }
 
 interface Counts {
@@ -119,7 +125,9 @@ export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams):
   const requestsLastMinute = history.requestsSince(new Date(now - 60_000).toISOString())
   const webhookInbox = tables.has('webhook_inbox') ? inboxCounts(sqlite) : null
   const running = runningStatus(sqlite, history, tables.has('run_owners'), now)
-  return { streams, running, backfill: backfillLeft(running), requestsLastMinute, webhookInbox }
+  // A mirror from before change_log_consumers, opened read-only, has no such table yet.
+  const destinations = tables.has('change_log_consumers') ? destinationLags(sqlite, now) : []
+  return { streams, running, backfill: backfillLeft(running), requestsLastMinute, webhookInbox, destinations }
 }
 
 function runningStatus(sqlite: Sqlite, history: RunHistory, hasOwners: boolean, now: number): RunningStatus[] {

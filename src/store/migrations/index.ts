@@ -15,6 +15,7 @@ import { secretsFile, secretsFileHooks } from './0011-secrets-file.js'
 import { runOwners } from './0012-run-owners.js'
 import { retention } from './0013-retention.js'
 import { changeLogConsumers } from './0014-change-log-consumers.js'
+import { destinationState } from './0015-destination-state.js'
 
 export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0001-core': core,
@@ -39,6 +40,8 @@ export const MIGRATIONS: Readonly<Record<string, MigrationStatements>> = {
   '0013-retention': retention,
   // 0014 records who reads change_log (a destination, a named consumer), so retention waits for them.
   '0014-change-log-consumers': changeLogConsumers,
+  // 0015 gives the mirror an identity a destination records, and the destination's state for `status`.
+  '0015-destination-state': destinationState,
 }
 
 /** Code run beside some migrations' statements (see MigrationHooks), by migration name. */

@@ -38,10 +38,14 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
 
     const wrong = new URL(url)
     wrong.password = 'not-the-password-8812'
-    const refused = await runCli(['replicate'], env({ FSM_POSTGRES_URL: wrong.toString() }))
+    const refused = await runCli(['replicate'], env({ FSM_POSTGRES_URL: wrong.toString(), FSM_LOG_LEVEL: 'info' }))
     expect(refused.code).toBe(1)
     expect(refused.stderr).toMatch(/refused the login of postgres .*check the user and password in FSM_POSTGRES_URL/)
     expect(refused.stdout + refused.stderr).not.toContain('not-the-password-8812')
+    // Said once at the default level (the command's message, no log line repeating it).
+    expect(refused.stderr.match(/refused the login/g)).toHaveLength(1)
+    // A destination that never loaded registers nothing: a mistyped URL holds no change_log rows back.
+    expect(JSON.parse((await runCli(['consumers', 'list', '--json'], env({}))).stdout)).toEqual([])
 
     const ok = await runCli(['replicate', '--json'], env({ FSM_POSTGRES_URL: url }))
     expect(ok.stderr).toBe('')
@@ -53,6 +57,25 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
 
     const status = await runCli(['status', '--json'], env({ FSM_POSTGRES_URL: url }))
     expect(JSON.parse(status.stdout).destination).toMatchObject({ kind: 'postgres', schema: 'fsm', seq: 5, lagChanges: 0, lastError: null })
+    // Another shell, without the URL (a daemon replicates): the destination as it recorded itself in the mirror.
+    const target = `127.0.0.1:${new URL(url).port}${new URL(url).pathname}`
+    const elsewhere = await runCli(['status', '--json'], env({}))
+    expect(JSON.parse(elsewhere.stdout).destination).toMatchObject({
+      kind: 'postgres',
+      configured: false,
+      target,
+      schema: 'fsm',
+      seq: 5,
+      lagChanges: 0,
+      lagSeconds: 0,
+      lastError: null,
+      loadedAt: expect.stringMatching(/^\d{4}-/),
+    })
+    expect((await runCli(['status'], env({}))).stdout).toMatch(
+      new RegExp(
+        `destination postgres \\(${target.replace(/\./g, '\\.')}, schema fsm\\): 0 changes behind \\(0 s\\), at change 5; last load \\d{4}-`,
+      ),
+    )
 
     const add = await runCli(['consumers', 'add', 'etl', '--json'], env({}))
     expect(JSON.parse(add.stdout)).toMatchObject({ name: 'etl', kind: 'user', seq: 5 })
@@ -60,6 +83,12 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
     const bad = await runCli(['consumers', 'ack', 'etl', 'five', '--json'], env({}))
     expect(bad.code).toBe(2)
     expect(JSON.parse(bad.stdout)).toEqual({ error: { message: expect.stringContaining('SEQ must be'), exitCode: 2 } })
+    // A seq past the newest change (5) would stop the consumer from holding anything back for good.
+    for (const seq of ['5000000', '12345678901234567890']) {
+      const past = await runCli(['consumers', 'ack', 'etl', seq], env({}))
+      expect(past.code).toBe(2)
+      expect(past.stderr).toContain(`SEQ ${seq} is past the newest change (5)`)
+    }
     const unknown = await runCli(['consumers', 'ack', 'nobody', '3', '--json'], env({}))
     expect(unknown.code).toBe(1)
     expect(JSON.parse(unknown.stdout).error.message).toContain('no consumer named nobody; add it first')
@@ -75,4 +104,4 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
   } finally {
     rmSync(m.dir, { recursive: true, force: true })
   }
-}, 60_000)
+}, 240_000)

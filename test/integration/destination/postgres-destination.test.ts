@@ -6,6 +6,7 @@ import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
+import { replaceClientFields } from '../../../src/store/client-fields.js'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
 import { columnNames, viewName } from '../../../src/store/custom-object-views.js'
 import { ChangeLogConsumers, lastChangeSeq } from '../../../src/store/change-log-consumers.js'
@@ -256,6 +257,129 @@ describe('the Postgres destination', () => {
     // Gone for good, so that it holds no retention back in the tests below.
     await again.close()
     consumers.remove(again.consumerName)
+  })
+
+  test("views: client_properties as in the mirror; a rebuild drops only the views fsm-sync built, never a user's obj_ views", async () => {
+    const names = ['clients', 'client_fields', 'custom_object_types', 'custom_records', 'change_log']
+    const viewTables = destinationTables().filter((t) => names.includes(t.name))
+    const now = new Date().toISOString()
+    const client = (id: string, s: number, properties: unknown): RecordRow => ({
+      id,
+      updated_at: at(s),
+      raw: '{}',
+      columns: { properties: properties === null ? null : JSON.stringify(properties) },
+    })
+    const clients = new RecordWriter(m.sqlite, 'clients')
+    clients.upsert(
+      [
+        client('c1', 1, [
+          { id: 'f1', value: 'A-1' },
+          { id: 'f2', value: 7 },
+        ]),
+        client('c2', 2, { f1: 'B-2', f2: { value: ['fri'] } }),
+        client('c3', 3, [{ id: 'f1', value: 'gone' }]),
+        client('c4', 4, null),
+      ],
+      { now, replaceTies: true },
+    )
+    clients.markDeleted(['c3'], at(5))
+    replaceClientFields(m.sqlite, [{ id: 'f1', name: 'gateCode', label: 'Gate code', type: 'text', options: null, raw: '{}' }], now)
+    const types = new CustomObjectTypes(m.sqlite)
+    const store = (fieldNames: string[]) => {
+      const fields = fieldNames.map((name) => ({ name, type: 'text' }))
+      types.store({ slug: 'cats', raw: { slug: 'cats' } }, { fields, pipeline: null, raw: { fields } }, now)
+    }
+    store(['name'])
+    const d = destination('uv', { tables: viewTables })
+    await d.catchUp()
+
+    const properties = `SELECT client_id, field_id, field_label, field_name, value FROM client_properties ORDER BY client_id, field_id`
+    const mirrorRows = (m.sqlite.prepare(properties).all() as Record<string, unknown>[]).map((r) => ({ ...r, value: String(r.value) }))
+    expect(mirrorRows).toHaveLength(4)
+    expect(await pgQuery(url, properties.replace('FROM client_properties', 'FROM uv.client_properties'))).toEqual(mirrorRows)
+    const columns = `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'uv' AND table_name = 'client_properties' ORDER BY ordinal_position`
+    expect(await pgQuery(url, columns)).toEqual(
+      ['client_id', 'field_id', 'field_label', 'field_name', 'value'].map((column_name) => ({ column_name, data_type: 'text' })),
+    )
+
+    // The user's own views, named like fsm-sync's, beside them; the custom object's schema changes.
+    await pgQuery(url, `CREATE VIEW uv.obj_mine AS SELECT 1 AS x; CREATE VIEW uv.obj_cats_names AS SELECT name FROM uv.obj_cats`)
+    // The other tests' objects have views here too: these are the ones this test is about.
+    const views = `SELECT table_name FROM information_schema.views WHERE table_schema = 'uv' AND table_name IN ('client_properties', 'obj_cats', 'obj_cats_names', 'obj_mine') ORDER BY 1`
+    store(['name', 'age'])
+    await d.catchUp()
+    expect(await pgQuery(url, views)).toEqual(
+      ['client_properties', 'obj_cats', 'obj_cats_names', 'obj_mine'].map((table_name) => ({ table_name })),
+    )
+    expect(d.status().lastError).toBeNull()
+
+    // The object goes: its view goes, the user's views that do not read it stay.
+    await pgQuery(url, `DROP VIEW uv.obj_cats_names`)
+    m.sqlite.prepare(`DELETE FROM custom_object_types WHERE slug = 'cats'`).run()
+    await d.catchUp()
+    expect(await pgQuery(url, views)).toEqual(['client_properties', 'obj_mine'].map((table_name) => ({ table_name })))
+    await d.close()
+    new ChangeLogConsumers(m.sqlite).remove(d.consumerName)
+
+    // A view of the user's own holding the name of one fsm-sync builds is left alone, and named; the data goes on.
+    await pgQuery(url, `CREATE SCHEMA uvu; CREATE VIEW uvu.client_properties AS SELECT 'mine'::text AS x`)
+    const other = destination('uvu', { tables: viewTables })
+    await other.catchUp()
+    expect(other.status().lastError).toMatch(/"uvu"."client_properties" that fsm-sync did not build is in the way/)
+    expect(await pgQuery(url, `SELECT x FROM uvu.client_properties`)).toEqual([{ x: 'mine' }])
+    expect(await comparePostgres(m.sqlite, url, 'uvu', viewTables)).toEqual([])
+    await pgQuery(url, `DROP VIEW uvu.client_properties`)
+    const next = destination('uvu', { tables: viewTables })
+    await next.catchUp()
+    expect(next.status().lastError).toBeNull()
+    expect(await pgQuery(url, `SELECT count(*)::int AS n FROM uvu.client_properties`)).toEqual([{ n: 4 }])
+    await other.close()
+    await next.close()
+    new ChangeLogConsumers(m.sqlite).remove(next.consumerName)
+  })
+
+  test('a table or column dropped by hand is created and loaded again: by replicate, after a failed load, and under the follower', async () => {
+    const rows = `SELECT id, job_status, notes FROM re.jobs ORDER BY id`
+    write(Array.from({ length: 5 }, (_, i) => job(`re${i}`, 3900 + i, { notes: `note ${i}` })))
+    const first = destination('re')
+    await first.catchUp()
+    await first.close()
+    const before = await pgQuery(url, rows)
+    expect(before.length).toBeGreaterThanOrEqual(5)
+
+    // The fix the refusal of a table of another shape gives: drop it, fsm-sync creates and loads it.
+    await pgQuery(url, `DROP TABLE re.jobs`)
+    expect((await destination('re').catchUp()).loaded).toBe('fsm-sync created the missing table jobs')
+    expect(await pgQuery(url, rows)).toEqual(before)
+
+    // A column dropped; the load after its DDL fails: the next start still loads.
+    await pgQuery(url, `ALTER TABLE re.jobs DROP COLUMN job_status`)
+    await pgQuery(
+      url,
+      `CREATE FUNCTION re.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no load now'; END $$;
+       CREATE TRIGGER refuse BEFORE TRUNCATE ON re.change_log FOR EACH STATEMENT EXECUTE FUNCTION re.refuse()`,
+    )
+    await expect(destination('re').catchUp()).rejects.toThrow(/no load now/)
+    await pgQuery(url, `DROP TRIGGER refuse ON re.change_log`)
+    expect((await destination('re').catchUp()).loaded).not.toBeNull()
+    expect(await pgQuery(url, rows)).toEqual(before)
+
+    // Under the running follower: its next write fails on the missing column, and it reconnects, adds it and loads.
+    const follower = destination('re')
+    follower.start()
+    await expect.poll(() => follower.status().state, { timeout: 10_000, interval: 20 }).toBe('following')
+    await pgQuery(url, `ALTER TABLE re.jobs DROP COLUMN notes`)
+    write([job('j1', 4000, { notes: 'after the drop' })])
+    await expect
+      .poll(async () => (await pgQuery(url, `SELECT count(notes)::int AS n FROM re.jobs`).catch(() => [{ n: -1 }]))[0], {
+        timeout: 10_000,
+        interval: 20,
+      })
+      .toEqual({ n: m.sqlite.prepare(`SELECT count(notes) FROM jobs`).pluck().get() as number })
+    expect(follower.status().loads).toBe(1)
+    await follower.stop()
+    expect(await comparePostgres(m.sqlite, url, 're', tables)).toEqual([])
+    new ChangeLogConsumers(m.sqlite).remove(follower.consumerName)
   })
 
   test('calendar_changes is followed by fetched_at: new rows added, rows retention removed deleted, the others left alone', async () => {

@@ -12,18 +12,26 @@ const URL_WITH_PASSWORD = 'postgres://fsm:s3cr%40t-pass-9911@db.internal:5432/wa
 
 describe('destination.postgres settings', () => {
   test('no URL: no destination; the schema defaults to fsm', () => {
-    expect(loadConfig({ env: {} }).destination.postgres).toEqual({ schema: 'fsm' })
+    expect(loadConfig({ env: {} }).destination.postgres).toEqual({ schema: 'fsm', lockTimeoutSeconds: 30, statementTimeoutSeconds: 900 })
+  })
+
+  test('the lock and statement timeouts: from the environment or the config file, 0 for no limit, whole seconds only', () => {
+    const env = { FSM_POSTGRES_LOCK_TIMEOUT: '5', FSM_POSTGRES_STATEMENT_TIMEOUT: '0' }
+    expect(loadConfig({ env }).destination.postgres).toMatchObject({ lockTimeoutSeconds: 5, statementTimeoutSeconds: 0 })
+    expect(() => loadConfig({ env: { FSM_POSTGRES_LOCK_TIMEOUT: '1.5' } })).toThrow(ConfigError)
   })
 
   test('FSM_POSTGRES_URL and FSM_POSTGRES_SCHEMA, or the config file', () => {
-    expect(loadConfig({ env: { FSM_POSTGRES_URL: URL_WITH_PASSWORD, FSM_POSTGRES_SCHEMA: 'replica' } }).destination.postgres).toEqual({
-      url: URL_WITH_PASSWORD,
-      schema: 'replica',
-    })
+    expect(loadConfig({ env: { FSM_POSTGRES_URL: URL_WITH_PASSWORD, FSM_POSTGRES_SCHEMA: 'replica' } }).destination.postgres).toMatchObject(
+      {
+        url: URL_WITH_PASSWORD,
+        schema: 'replica',
+      },
+    )
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'fsm-cfg-')), 'config.json')
     writeFileSync(file, JSON.stringify({ destination: { postgres: { url: URL_WITH_PASSWORD } } }))
     const fromFile = loadConfig({ file, env: { FSM_POSTGRES_SCHEMA: 'other' } }).destination.postgres
-    expect(fromFile).toEqual({ url: URL_WITH_PASSWORD, schema: 'other' })
+    expect(fromFile).toMatchObject({ url: URL_WITH_PASSWORD, schema: 'other' })
   })
 
   test('a bad URL is refused naming the variable, without echoing the value', () => {

@@ -29,11 +29,18 @@ const rows: MirrorValue[][] = [
   ['', null, null, 42, null, '{}', null],
   ['no nul', null, null, null, null, '{"a":"x\\u0000y","b":"\\\\u0000"}', null],
   ['lone', null, null, null, null, '["\\ud800","\\uDBFF\\uDFFF","\\\\ud800","\\udc00x","\\ud83d\\ude00"]', null],
+  ['years', '0000-01-01T00:00:00.000Z', null, null, null, null, null],
+  ['years', '0001-01-01T00:00:00.000Z', null, null, null, null, null],
+  ['years', '9999-12-31T23:59:59.999Z', null, null, null, null, null],
+  ['years', '', null, null, null, null, null],
 ]
+/** The time values above that are written as NULL although they hold something: not instants (isInstant). */
+const NOT_INSTANTS = 3
 
 test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
   const db = new Database(':memory:')
-  registerCopyFunctions(db)
+  let nulled = 0
+  registerCopyFunctions(db, () => nulled++)
   db.exec(`CREATE TABLE x (t TEXT, "at" TEXT, r REAL, i INTEGER, f INTEGER, j TEXT, b BLOB)`)
   const insert = db.prepare(`INSERT INTO x VALUES (?, ?, ?, ?, ?, ?, ?)`)
   for (const r of rows) insert.run(...r)
@@ -41,11 +48,17 @@ test('SQLite writes the same COPY lines as the JavaScript encoder', () => {
     .prepare(`SELECT ${copyLineSql(columns)} FROM x ORDER BY rowid`)
     .pluck()
     .all() as string[]
-  const encode = copyLineEncoder(columns)
+  expect(nulled).toBe(NOT_INSTANTS)
+  const encode = copyLineEncoder(columns, () => nulled++)
   // Reals may be spelled differently (1.0e+21, 1e+21) but must read back as the same double.
   const same = (line: string) => line.split('\t').map((f, i) => (i === 2 && f !== '\\N' ? Number(f) : f))
   expect(fromSqlite.map(same)).toEqual(rows.map((r) => same(encode(r))))
   expect(fromSqlite[2]).toBe('\\N\t\\N\t1.0e+21\t\\N\t\\N\t\\N\t\\\\x\n')
+  expect(nulled).toBe(2 * NOT_INSTANTS)
+  // Year 0000 fits the text form, not timestamptz; 0001 and 9999 are instants.
+  expect(fromSqlite.slice(-4).map((l) => l.split('\t')[1])).toEqual(['\\N', '0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '\\N'])
+  expect(jsonValue('time', '0000-12-31T23:59:59.999Z', () => nulled++)).toBeNull()
+  expect(nulled).toBe(2 * NOT_INSTANTS + 1)
 })
 
 test('jsonb never sees the NUL escape it refuses; an escaped backslash before u0000 is kept', () => {

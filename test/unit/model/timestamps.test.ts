@@ -7,7 +7,7 @@ import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { calendarChangeRow } from '../../../src/daemon/calendar-feed.js'
-import { canonicalTime, canonicalTimeOrText, parseInstant } from '../../../src/model/timestamps.js'
+import { canonicalTime, canonicalTimeOrText, isInstant, parseInstant } from '../../../src/model/timestamps.js'
 import { ROOT } from '../../support/run-cli.js'
 
 describe('the suite runs in a non-UTC zone', () => {
@@ -42,6 +42,31 @@ describe('zone-less timestamps are read as UTC, not in the host zone', () => {
       expect(canonicalTimeOrText(text)).toBe(text === '' ? null : text)
     },
   )
+
+  test('an instant is a year from 0001 to 9999: year 0000 (which Postgres refuses) and wider years are kept as text, never as an instant', () => {
+    for (const t of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2024-02-29T12:00:00.000Z']) {
+      expect(isInstant(t)).toBe(true)
+      expect(canonicalTime(t)).toBe(t)
+    }
+    for (const t of [
+      '0000-01-01T00:00:00.000Z',
+      '0000-06-30T12:00:00.000Z',
+      '0000-01-01',
+      '+010000-01-01T00:00:00.000Z',
+      '-000001-01-01T00:00:00.000Z',
+    ]) {
+      expect(isInstant(t)).toBe(false)
+      expect(() => canonicalTime(t)).toThrow(/between years 0001 and 9999/)
+      expect(canonicalTimeOrText(t)).toBe(t)
+    }
+    expect(isInstant('2026-02-30T00:00:00.000Z')).toBe(false)
+    expect(() => canonicalTime(8.7e15)).toThrow(/not a date-time/)
+    // A record whose updatedAt is one is refused; a createdAt is kept as text.
+    expect(() => RECORD_STREAMS[0]!.toRow({ id: 'r1', updatedAt: '0000-01-01T00:00:00.000Z' })).toThrow(/without a valid updatedAt/)
+    expect(RECORD_STREAMS[0]!.toRow({ id: 'r1', updatedAt: '2026-01-01', createdAt: '0000-01-01T00:00:00.000Z' }).columns.created_at).toBe(
+      '0000-01-01T00:00:00.000Z',
+    )
+  })
 
   test.each(RECORD_STREAMS.map((s) => [s.name, s] as const))(
     'a %s row with a zone-less updatedAt is stored at that UTC instant',

@@ -1,21 +1,30 @@
-// Checkpoints on a worker thread, against a real mirror file: committed rows reach the database file
+// Checkpoints on a worker thread, against real mirror files: committed rows reach the database file
 // while the writer never checkpoints itself, the writer's own setting comes back when the worker
-// stops or cannot start, and the data survives it all.
-import { copyFileSync, existsSync, renameSync, statSync } from 'node:fs'
+// stops or cannot start, one thread serves many mirrors, and the data survives it all.
+import { copyFileSync, existsSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { afterEach, expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { startBackgroundCheckpoints, type BackgroundCheckpoints } from '../../../src/store/background-checkpoints.js'
+import {
+  startBackgroundCheckpoints,
+  startCheckpointService,
+  type BackgroundCheckpoints,
+  type CheckpointService,
+} from '../../../src/store/background-checkpoints.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined
 let checkpoints: BackgroundCheckpoints | undefined
+let service: CheckpointService | undefined
+let others: TempMirror[] = []
 afterEach(async () => {
   await checkpoints?.stop()
-  await mirror?.dispose()
-  checkpoints = mirror = undefined
+  await service?.stop()
+  for (const m of [mirror, ...others]) await m?.dispose()
+  checkpoints = mirror = service = undefined
+  others = []
 })
 
 function captureLogger(): { logger: ReturnType<typeof createLogger>; lines: () => Record<string, unknown>[] } {
@@ -112,6 +121,8 @@ test("with the worker passing beside steady writes, the writer's backstop still 
   })
   // The backstop is what restarts the log: the worker's pass rarely ends between two commits.
   expect(mirror.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(200)
+  // A loaded machine can take a while to start the thread: the writes below are meant to meet passes.
+  await until(() => checkpoints!.stats().passes > 0, 'the first pass')
   let most = 0
   for (let i = 0; i < 200; i++) {
     writeRows(mirror.sqlite, i * 10, 10)
@@ -149,4 +160,74 @@ test('an in-memory database has no log to checkpoint: nothing starts', async () 
   expect(none.running).toBe(false)
   await none.stop()
   sqlite.close()
+})
+
+/** Threads of this process (vitest runs each file in a process of its own). */
+const threads = () => readdirSync('/proc/self/task').length
+
+test('one thread checkpoints every registered mirror; a mirror with nothing new costs no pass', async () => {
+  others = [await tempMirror(), await tempMirror(), await tempMirror()]
+  for (const m of others) m.sqlite.pragma('wal_autocheckpoint = 100000')
+  service = startCheckpointService({ logger: createLogger({ level: 'silent' }), everyMs: 10 })
+  const before = threads()
+  const first = service.register(others[0]!.sqlite, { backstopFrames: 50_000 })
+  await until(() => first.stats().passes + first.stats().idle > 0, 'the thread to start')
+  const withOne = threads()
+  expect(withOne).toBeGreaterThan(before)
+  const handles = [first, ...others.slice(1).map((m) => service!.register(m.sqlite, { backstopFrames: 50_000 }))]
+  expect(service.mirrors).toBe(3)
+  others.forEach((m, i) => writeRows(m.sqlite, i * 1_000, 300))
+  await until(
+    () => others.every((m, i) => handles[i]!.stats().copiedFrames > 100 && rowsInFileAlone(m) === 300),
+    "every mirror's rows to reach its database file",
+  )
+  // Two more mirrors, no more threads.
+  expect(threads()).toBe(withOne)
+  for (const h of handles) expect(h.stats().errors).toBe(0)
+
+  // Mirrors nobody writes to are skipped once settled, while a busy one keeps being checkpointed.
+  const quiet = handles.slice(1)
+  await until(() => quiet.every((h) => h.stats().idle > 0), 'the quiet mirrors to settle')
+  const passes = quiet.map((h) => h.stats().passes)
+  const idle = quiet.map((h) => h.stats().idle)
+  writeRows(others[0]!.sqlite, 5_000, 100)
+  await until(() => rowsInFileAlone(others[0]!) === 400 && quiet.every((h, i) => h.stats().idle > idle[i]! + 5), 'more passes')
+  expect(quiet.map((h) => h.stats().passes)).toEqual(passes)
+
+  // One mirror leaves: its writer gets its own setting back, the others go on.
+  await handles[1]!.stop()
+  expect(handles[1]!.running).toBe(false)
+  expect(others[1]!.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(100_000)
+  expect(service.mirrors).toBe(2)
+  writeRows(others[2]!.sqlite, 6_000, 100)
+  await until(() => rowsInFileAlone(others[2]!) === 400, 'the third mirror to be checkpointed still')
+})
+
+test('a mirror moved, replaced by garbage or deleted does not stop the checkpoints of the others', async () => {
+  others = [await tempMirror(), await tempMirror(), await tempMirror(), await tempMirror()]
+  const [healthy, moved, garbage, deleted] = others as [TempMirror, TempMirror, TempMirror, TempMirror]
+  const { logger, lines } = captureLogger()
+  service = startCheckpointService({ logger, everyMs: 10 })
+  const gone = service.register(deleted.sqlite)
+  // Moved while open: the writer keeps its descriptors, the thread finds no file.
+  renameSync(moved.path, `${moved.path}.moved`)
+  // Another file where the mirror was: not a database (its -wal and -shm moved too, or they would
+  // still name the old log).
+  const parts = ['', '-wal', '-shm'].map((suffix) => garbage.path + suffix)
+  for (const p of parts) renameSync(p, `${p}.moved`)
+  writeFileSync(garbage.path, Buffer.alloc(8_192, 7))
+  const handles = [healthy, moved, garbage].map((m) => service!.register(m.sqlite))
+  await until(() => !handles[1]!.running && !handles[2]!.running, 'the thread to give up the two it cannot open')
+  // Deleted while the thread has it open.
+  await deleted.dispose()
+  writeRows(healthy.sqlite, 0, 300)
+  await until(() => rowsInFileAlone(healthy) === 300, "the healthy mirror's rows to reach its file")
+  expect(handles[0]!.running).toBe(true)
+  expect(gone.stats().errors).toBe(0)
+  const stopped = lines().filter((l) => String(l.msg).startsWith('background checkpoints stopped'))
+  expect(stopped.map((l) => l.file).sort()).toEqual([moved.path, garbage.path].sort())
+  expect(stopped.find((l) => l.file === garbage.path)?.msg).toMatch(/could not open the mirror: file is not a database/)
+  renameSync(`${moved.path}.moved`, moved.path)
+  for (const p of parts) renameSync(`${p}.moved`, p)
+  others = [healthy, moved, garbage]
 })

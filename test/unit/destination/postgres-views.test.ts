@@ -1,0 +1,25 @@
+// The replica's views are derived from the declarations: every fixed view the connectors declare has
+// its Postgres definition, with the declared columns in order, and each carries fsm-sync's mark.
+import { expect, test } from 'vitest'
+import { destinationTables, destinationViews } from '../../../src/destination/destination-tables.js'
+import { undefinedFixedViews, VIEW_MARK, viewDefinitions } from '../../../src/destination/postgres-views.js'
+
+test("every declared fixed view is built in Postgres with its declared columns, and marked as fsm-sync's", () => {
+  expect(undefinedFixedViews()).toEqual([])
+  const views = viewDefinitions('fsm', destinationTables(), [{ slug: 'pets', fields: '[{"name":"colour"}]' }])
+  expect(views.map((v) => v.name)).toEqual([...destinationViews().map((v) => v.name), 'obj_pets'])
+  for (const declared of destinationViews()) {
+    const create = views.find((v) => v.name === declared.name)!.create
+    const list = /^CREATE VIEW "fsm"\."\w+" AS SELECT (.*?) FROM \(/s.exec(create)![1]!
+    expect(list.split(', ').map((c) => /AS "(\w+)"$/.exec(c)![1])).toEqual(declared.columns.map((c) => c.name))
+  }
+  for (const v of views) expect(v.comment.startsWith(VIEW_MARK)).toBe(true)
+  // Without the tables a view reads, it is not built.
+  expect(
+    viewDefinitions(
+      'fsm',
+      destinationTables().filter((t) => t.name !== 'client_fields'),
+      [],
+    ).map((v) => v.name),
+  ).toEqual([])
+})
