@@ -4,6 +4,7 @@ import { demoCommand } from './demo.js'
 import { doctorCommand } from './doctor.js'
 import { emulatorCommand } from './emulator.js'
 import { exportCommand } from './export.js'
+import { healthcheckCommand } from './healthcheck.js'
 import { queryCommand } from './query.js'
 import { reconcileCommand } from './reconcile.js'
 import { replicateCommand } from './replicate.js'
@@ -28,6 +29,7 @@ export const commands: readonly Command[] = [
   triggerCommand,
   webhooksCommand,
   doctorCommand,
+  healthcheckCommand,
   emulatorCommand,
   demoCommand,
 ]
