@@ -9,8 +9,6 @@ const PASSED = ['port', 'seed', 'clients', 'jobs', 'invoices', 'records', 'rate-
 const NOT_FOR_THE_EMULATOR = ['config', 'base-url', 'db', 'log-level'] as const
 
 export const emulatorCommand: Command = {
-  command: 'emulator',
-  describe: 'Start the local emulated account and print its base URL and a key',
   builder: (y) =>
     y
       .hide('version')

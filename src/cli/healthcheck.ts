@@ -11,8 +11,6 @@ import { ConfigError, type Config } from '../config/index.js'
 export const DEFAULT_TIMEOUT_SECONDS = 4
 
 export const healthcheckCommand: Command = {
-  command: 'healthcheck',
-  describe: "Exit 0 when the configured daemon's /healthz (or /readyz) answers OK, 1 with the reason otherwise (the image's HEALTHCHECK)",
   builder: (y) =>
     y
       .option('ready', {
