@@ -28,6 +28,8 @@ export interface NewKey {
   expiresMs?: number | null
   rateLimit?: number | null
   isActive?: boolean
+  /** The plaintext to use instead of a random one (the emulator's stable default key). */
+  key?: string
 }
 
 export interface TokenHolder {
@@ -35,7 +37,10 @@ export interface TokenHolder {
   userId: string | null
 }
 
-const hashOf = (key: string): string => createHash('sha256').update(key).digest('hex')
+export const hashOf = (key: string): string => createHash('sha256').update(key).digest('hex')
+
+/** Told of every credential a store issues (keys and JWTs), so one server can tell whose it is. */
+export type IssueListener = (credential: string) => void
 
 export class KeyStore {
   private readonly byId = new Map<string, ApiKeyRecord>()
@@ -46,10 +51,13 @@ export class KeyStore {
    */
   private readonly tokens = new Map<string, TokenHolder>()
 
-  constructor(private readonly newId: () => string) {}
+  constructor(
+    private readonly newId: () => string,
+    private readonly onIssue: IssueListener = () => {},
+  ) {}
 
   create(input: NewKey, nowMs: number, createdBy: string): { record: ApiKeyRecord; key: string } {
-    const key = `${KEY_PREFIX}${randomBytes(24).toString('hex')}`
+    const key = input.key ?? `${KEY_PREFIX}${randomBytes(24).toString('hex')}`
     const expiresMs = input.expiresMs ?? null
     const record: ApiKeyRecord = {
       id: this.newId(),
@@ -68,6 +76,7 @@ export class KeyStore {
     }
     this.byId.set(record.id, record)
     this.byHash.set(record.hash, record)
+    this.onIssue(key)
     return { record, key }
   }
 
@@ -101,6 +110,7 @@ export class KeyStore {
     const sub = holder.userId ?? 'support'
     const token = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ sub, kind: holder.kind, ...claims, jti: randomBytes(8).toString('hex') })}.${randomBytes(32).toString('base64url')}`
     this.tokens.set(token, holder)
+    this.onIssue(token)
     return token
   }
 }

@@ -20,6 +20,23 @@ export const DEFAULT_COUNTS: Counts = {
   jobForms: 5,
 }
 
+/** Reference data (items, taxes, team, job forms) that every account has whatever its size. */
+const REFERENCE_ROWS = DEFAULT_COUNTS.items + DEFAULT_COUNTS.taxes + DEFAULT_COUNTS.teamMembers + DEFAULT_COUNTS.jobForms
+/** Records the defaults give beside the reference data (clients, jobs and their visits, invoices, custom records). */
+const DEFAULT_RECORD_ROWS = 488
+
+/** Counts for an account of about `rows` records: the defaults' mix, scaled (the reference data stays). */
+export function countsForRows(rows: number): Partial<Counts> {
+  const scale = Math.max(0, rows - REFERENCE_ROWS) / DEFAULT_RECORD_ROWS
+  const of = (n: number): number => Math.round(n * scale)
+  return {
+    clients: of(DEFAULT_COUNTS.clients),
+    jobs: of(DEFAULT_COUNTS.jobs),
+    invoices: of(DEFAULT_COUNTS.invoices),
+    customRecords: of(DEFAULT_COUNTS.customRecords),
+  }
+}
+
 export function seedState(seed: number, counts: Partial<Counts>, nowMs: number): State {
   const resolved: Counts = { ...DEFAULT_COUNTS, ...counts }
   const prng = new Prng(seed)

@@ -1,6 +1,6 @@
 // The request pipeline of the emulated API: faults (as a gateway would inject them), route match,
 // authentication, the per-key rate limit, the scope check, the body, the handler; then the log.
-// Control routes (/__emulator/...) bypass all of it.
+// Control routes (/__emulator/...) never reach it (see ../account.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
 import { authenticate, hasScope } from '../auth/authenticate.js'
@@ -12,7 +12,8 @@ import { readBody, readForm } from './read-body.js'
 import { sendJson, sendText } from './respond.js'
 import type { Router } from './router.js'
 
-export type ControlHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
+/** Answers one request, whose URL the caller has parsed. */
+export type UrlHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
 
 // A UTC datetime as the emulator writes it, inside a JSON string: the `zonelessTimes` fault drops the `Z`.
 const UTC_IN_JSON = /"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)Z"/g
@@ -32,12 +33,8 @@ function withoutPage(query: URLSearchParams): URLSearchParams {
 const GATEWAY_PAGE = (status: number): string =>
   `<html><head><title>${status}</title></head><body><h1>${status} Bad Gateway</h1></body></html>`
 
-export function requestHandler(ctx: EmulatorContext, router: Router, control: ControlHandler) {
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://emulator.local')
-    // Background moves the service would have made by now (invoices turning overdue).
-    ctx.overdue.run(ctx)
-    if (url.pathname.startsWith('/__emulator/')) return control(req, res, url)
+export function requestHandler(ctx: EmulatorContext, router: Router): UrlHandler {
+  return async (req, res, url) => {
     const method = req.method ?? 'GET'
     const path = url.pathname
     // Arrival time: a rate limit is judged on request starts, and injected latency delays the end.

@@ -8,7 +8,7 @@ import { extractRows } from './page-rows.js'
 import type { Priority } from './governor/index.js'
 import { CursorMetaSchema, type CursorMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
-import type { PageSource } from './updated-at-keyset.js'
+import type { PageSource } from './keyset/index.js'
 import { isoNow, parseInstant } from '../model/timestamps.js'
 
 export interface CustomObjectOptions {

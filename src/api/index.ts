@@ -44,11 +44,4 @@ export {
   type RetryPolicy,
 } from './retry-policy.js'
 export type { Query, QueryValue } from './routes.js'
-export {
-  stallLimit,
-  updatedAtKeyset,
-  type KeysetCursor,
-  type KeysetOptions,
-  type KeysetPage,
-  type PageSource,
-} from './updated-at-keyset.js'
+export { stallLimit, updatedAtKeyset, type KeysetCursor, type KeysetOptions, type KeysetPage, type PageSource } from './keyset/index.js'

@@ -7,7 +7,7 @@ import { extractRows } from './page-rows.js'
 import type { Priority } from './governor/index.js'
 import { ListMetaSchema, type ListMeta, type Row } from './response-schemas.js'
 import type { Query } from './routes.js'
-import type { PageSource } from './updated-at-keyset.js'
+import type { PageSource } from './keyset/index.js'
 
 export interface PageWalkOptions {
   /** Page size; the API clamps above 100. Default 100. */

@@ -2,7 +2,7 @@
 // field list and the same column names (columnNames) that custom-object-views.ts built the views
 // from, so the catalog describes exactly the columns each view has.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { columnNames, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
 import { CustomObjectTypes, type TypeWithView } from '../store/custom-object-types.js'
 import type { Sqlite } from '../store/mirror-database.js'
 
@@ -37,12 +37,17 @@ const time = (name: string, description: string, nullable = true): ColumnSpec =>
 
 /** The TableSpec of one object's view: id, stage, one column per schema field, the record's times. */
 export function customObjectViewSpec(type: StoredObjectType): TableSpec {
-  const fields = parseFields(type.slug, type.fields)
+  const all = parseFields(type.slug, type.fields)
+  const fields = viewFields(all)
   const names = columnNames(fields)
   const label = type.nameSingular ?? type.slug
+  const narrowed =
+    all.length > fields.length
+      ? ` Columns for the first ${fields.length} of its ${all.length} schema fields only (the most a view has); the others are in custom_records.data.`
+      : ''
   return {
     name: viewName(type.slug),
-    description: `One row per ${label} record (custom object \`${type.slug}\`), one column per schema field; a view over custom_records.${type.disabledAt === null ? '' : ` The object left discovery at ${type.disabledAt}.`}`,
+    description: `One row per ${label} record (custom object \`${type.slug}\`), one column per schema field; a view over custom_records.${narrowed}${type.disabledAt === null ? '' : ` The object left discovery at ${type.disabledAt}.`}`,
     role: 'data',
     primaryKey: ['id'],
     columns: [

@@ -2,7 +2,7 @@
 import type { TableSpec } from '../model/table-spec.js'
 import { mirrorType } from './column-type.js'
 import { customObjectViewSpec } from './custom-object-tables.js'
-import { viewName } from '../store/custom-object-views.js'
+import { MAX_VIEW_FIELDS, viewName } from '../store/custom-object-views.js'
 
 function keyText(table: TableSpec): string {
   const key = table.primaryKey.length === 0 ? 'no key' : `key ${table.primaryKey.join(', ')}`
@@ -67,8 +67,8 @@ export function tablesMarkdown(tables: readonly TableSpec[]): string {
     '`fsm-sync export` use. `type` is the SQLite type of the column (fsm-sync creates STRICT tables); `kind` is',
     'what the value is (`time`: canonical ISO-8601 UTC text, `flag`: 0 or 1, `json`: JSON text); `from` is the',
     'upstream payload path the value comes from (`a|b`: either; `a[]`: each element of the array `a`), empty for',
-    'a value fsm-sync computes. `fsm-sync schema` prints the same for a given mirror, its custom objects included;',
-    '`fsm-sync schema --json` as JSON Schemas.',
+    "a value fsm-sync computes. `fsm-sync schema` prints the account's data for a given mirror, its custom objects",
+    "included (`--all`: the daemon's bookkeeping too); `fsm-sync schema --json` as JSON Schemas.",
     '',
     `The account's data (tables and views): ${index(data)}.`,
     '',
@@ -85,6 +85,9 @@ export function tablesMarkdown(tables: readonly TableSpec[]): string {
     `Each custom object the account defines gets a view ${code(example.name)} over \`custom_records\`, rebuilt when`,
     'its schema changes. Between `stage` and `created_at` it has one column per schema field, named after the field (a',
     'multi relation is JSON, every other field text); `fsm-sync schema` lists the fields of the mirror at hand.',
+    `A view has columns for the first ${MAX_VIEW_FIELDS.toLocaleString('en-US')} fields at most (SQLite takes 2,000 columns in a result,`,
+    'Postgres 1,664, and a query joining the view needs room for the other tables): the fields past them are read',
+    'from `custom_records.data`, and the sync warns naming the object.',
     'A slug of lower-case letters, digits and `_` gives `obj_<slug>`; any other slug (another character, a capital,',
     'a name over 63 bytes, or one ending in `_` and eight hex digits) gives `obj_` plus the slug with every other',
     'character replaced by `_`, cut to fit 63 bytes, plus `_` and eight hex digits of its SHA-256 (`pet-care` gives',

@@ -71,7 +71,7 @@ export const commands: readonly CommandEntry[] = [
   },
   {
     command: 'emulator',
-    describe: 'Start the local emulated account and print its base URL and a key',
+    describe: 'Start the local emulated account (or --accounts N of them) and print the export lines of its base URL and key',
     load: async () => (await import('./emulator.js')).emulatorCommand,
   },
   {

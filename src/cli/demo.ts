@@ -4,7 +4,7 @@
 // daemon cleanly, then the emulator.
 import { formatActivity } from '../daemon/activity.js'
 import { runDemo } from '../daemon/demo.js'
-import { formatQueryResult } from '../store/read-only-query.js'
+import { formatQueryResult } from './query-format.js'
 import type { Command } from './command.js'
 import { formatResults } from './run-summary.js'
 

@@ -4,7 +4,7 @@
 // them and passing one is a usage error; its own --rate-limit replaces the global one.
 import type { Command } from './command.js'
 
-const PASSED = ['port', 'seed', 'clients', 'jobs', 'invoices', 'records', 'rate-limit'] as const
+const PASSED = ['port', 'seed', 'accounts', 'rows', 'key', 'clients', 'jobs', 'invoices', 'records', 'rate-limit'] as const
 /** Global options of main.ts that mean nothing to the emulator. */
 const NOT_FOR_THE_EMULATOR = ['config', 'base-url', 'db', 'log-level'] as const
 
@@ -17,7 +17,17 @@ export const emulatorCommand: Command = {
       .hide('db')
       .hide('log-level')
       .option('port', { type: 'number', describe: 'port to listen on (0: a free one)', default: 4010 })
-      .option('seed', { type: 'number', describe: 'seed of the generated data', default: 1 })
+      .option('seed', {
+        type: 'number',
+        describe: 'seed of the generated data (and of the printed key: the same seed, the same key)',
+        default: 1,
+      })
+      .option('accounts', {
+        type: 'number',
+        describe: 'independent accounts on the one port, acct-001 and on, each with its own key and data (seeds --seed, --seed + 1, ...)',
+      })
+      .option('rows', { type: 'number', describe: 'about this many records per account (the counts below win)' })
+      .option('key', { type: 'string', describe: "the (first) account's key instead of the seed's: svc_live_ and letters, digits, _ or -" })
       .option('clients', { type: 'number', describe: 'clients to generate' })
       .option('jobs', { type: 'number', describe: 'jobs to generate' })
       .option('invoices', { type: 'number', describe: 'invoices to generate' })
@@ -26,6 +36,10 @@ export const emulatorCommand: Command = {
       .option('allow-http-webhooks', {
         type: 'boolean',
         describe: 'also deliver webhooks to http://127.0.0.1 and http://localhost receivers (the API itself takes only https://)',
+      })
+      .option('json', {
+        type: 'boolean',
+        describe: 'print one JSON document (url, and each account with its id, seed and key) instead of export lines',
       })
       .check((argv) => {
         const given = NOT_FOR_THE_EMULATOR.filter((name) => argv[name] !== undefined)
@@ -43,6 +57,7 @@ export const emulatorCommand: Command = {
       if (typeof value === 'number' || typeof value === 'string') argv.push(`--${name}`, String(value))
     }
     if (args['allow-http-webhooks'] === true) argv.push('--allow-http-webhooks')
+    if (args.json === true) argv.push('--json')
     return runEmulatorCli(argv)
   },
 }

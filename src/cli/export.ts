@@ -13,6 +13,7 @@ import {
   type ExportFormat,
   type ExportManifest,
 } from '../export/export-mirror.js'
+import { ExportBusyError, ExportFileError } from '../export/out-dir.js'
 import { ChangeLogConsumers, consumerNameProblem } from '../store/change-log-consumers.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
@@ -84,20 +85,22 @@ export const exportCommand: Command = {
         afterSeq: after === undefined ? undefined : Number(after),
         now: systemClock.now(),
         fileMode: dbMode,
-        onTable: (t) => ctx.logger().info({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
+        // Progress for a debugging eye only: stdout lists every file once the export is done.
+        onTable: (t) => ctx.logger().debug({ table: t.name, file: t.file, rows: t.rows }, 'table exported'),
       })
       if (consumer !== undefined) await acknowledge(db, dbMode, consumer, manifest.seq)
-      const nulled = manifest.tables.filter((t) => t.nulledValues > 0)
-      for (const t of nulled)
-        ctx.io.stderr.write(
-          `fsm-sync: ${t.name}: ${t.nulledValues} values did not fit their column's type and were written as NULL (its raw column keeps them)\n`,
-        )
+      for (const t of manifest.tables)
+        for (const c of t.nulledColumns)
+          ctx.io.stderr.write(
+            `fsm-sync: ${t.name}.${c.column}: ${c.values} ${c.values === 1 ? 'value' : 'values'} did not fit the column's type and ${c.values === 1 ? 'was' : 'were'} written as NULL (e.g. ${c.example}); ${t.columns.some((k) => k.name === 'raw') ? "the row's raw column keeps them as received" : 'the mirror keeps them'}\n`,
+          )
       // --json: the manifest, as written to manifest.json.
       printResult(args, ctx.io, manifest, (m) => summary(m, out))
       return 0
     } catch (err) {
       if (err instanceof ExportUsageError) throw new CommandError(err.message, 2)
-      if (err instanceof ExportPrunedError) throw new CommandError(err.message, 1)
+      if (err instanceof ExportPrunedError || err instanceof ExportFileError || err instanceof ExportBusyError)
+        throw new CommandError(err.message, 1)
       throw explainMirrorError(db, err)
     } finally {
       await mirror.close()

@@ -5,7 +5,7 @@
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { namedParameters, openReadOnlyQuery, type QueryParams } from '../store/read-only-query.js'
-import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from '../store/query-format.js'
+import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from './query-format.js'
 import { writeChunks } from './write-chunks.js'
 import { CommandError, jsonOption, PartialResultError, wantsJson } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'

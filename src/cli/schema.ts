@@ -1,7 +1,8 @@
-// `fsm-sync schema [--stream S]... [--json]`: every table and view the mirror holds, from the table
-// declarations (and the mirror's custom objects, when the mirror file exists; it is never created).
-// `--json` prints one document shaped like an Airbyte catalog, a JSON Schema (draft 2020-12) per table
-// (src/catalog/json-schema.ts).
+// `fsm-sync schema [--stream S]... [--all] [--json]`: the account's data the mirror holds, every table
+// and view, from the table declarations (and the mirror's custom objects, when the mirror file exists;
+// it is never created); `--all` adds the daemon's own tables, and a table named with --stream is shown
+// whatever it is. `--json` prints one document shaped like an Airbyte catalog, a JSON Schema (draft
+// 2020-12) per table (src/catalog/json-schema.ts).
 import type { Command } from './command.js'
 import { readCatalog } from '../catalog/catalog.js'
 import { catalogDocument } from '../catalog/json-schema.js'
@@ -13,11 +14,17 @@ import { CommandError, jsonOption, printResult } from './output.js'
 
 export const schemaCommand: Command = {
   builder: (y) =>
-    jsonOption(y).option('stream', {
-      type: 'string',
-      array: true,
-      describe: 'only the tables of these streams (clients, jobs, objects, objects:<slug>, ...) or tables',
-    }),
+    jsonOption(y)
+      .option('stream', {
+        type: 'string',
+        array: true,
+        describe: 'only the tables of these streams (clients, jobs, objects, objects:<slug>, ...) or tables',
+      })
+      .option('all', {
+        type: 'boolean',
+        default: false,
+        describe: "also the daemon's own tables (sync_runs, change_log, request_starts, kysely_migration, ...)",
+      }),
   run: async (args, ctx) => {
     const db = ctx.config().db
     let catalog: TableSpec[]
@@ -27,7 +34,8 @@ export const schemaCommand: Command = {
       throw explainMirrorError(db, err)
     }
     const named = (args.stream as string[] | undefined) ?? []
-    let tables = catalog
+    // The catalog of the account's data; the daemon's bookkeeping only when asked for.
+    let tables = args.all === true ? catalog : catalog.filter((t) => t.role === 'data')
     if (named.length > 0) {
       const picked = new Set<string>()
       for (const name of named) {

@@ -33,7 +33,7 @@ const int = (min: number, max: number, rangeMessage?: string) =>
 /** The smallest `sync.pageSize`: see PAGE_SIZE_MESSAGE. */
 const MIN_PAGE_SIZE = 5
 // Stepping through rows that share an updatedAt asks for pages overlapping the last row read
-// (src/api/updated-at-keyset.ts, nextStep): a page of one row brings nothing new, a page of two
+// (src/api/keyset/next-step.ts, nextStep): a page of one row brings nothing new, a page of two
 // makes one row of progress a request. Five leaves room for both.
 const PAGE_SIZE_MESSAGE = `must be a whole number from ${MIN_PAGE_SIZE} to 100: a sweep steps through rows sharing an updatedAt with pages that overlap the last row read, so smaller pages stall it`
 
@@ -278,7 +278,7 @@ export const ConfigSchema = z.strictObject({
         .default(60)
         .meta(
           doc(
-            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often.',
+            'Longest time a stream waits between two continuous sweeps while the budget allows a round of every stream within it; busy streams are swept more often, and a stream whose sweeps find nothing rests longer each time, up to this bound: an idle account costs about one request per stream per bound (README.md, Continuous sweeping).',
             { unit: 's' },
           ),
         ),

@@ -82,6 +82,8 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     streams: RECORD_STREAMS,
     selectedStreams: config.streams,
     objectSink: customObjectSink(app.mirror.sqlite),
+    // A delivery is a change on the account: resting sweeps plan again (sweep-loop.ts).
+    onStored: () => sweeps?.wake(),
   })
   // Checkpoints on a worker thread (the writer's own, on the event loop, stalled webhook acks),
   // started once the daemon listens: a start that fails before leaves no thread behind.

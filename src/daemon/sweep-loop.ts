@@ -1,11 +1,10 @@
 // Continuous sweeping (README.md, Continuous sweeping): the daemon sweeps the record streams and
 // custom objects back to back, every request waiting in a share of the budget (BudgetShare,
-// `sync.budgetShare` of the effective limit) before the governor, so the sweeps use what the budget
-// leaves idle and never more than their share. Which stream goes next is the planner's choice
-// (sweep-planner.ts): streams that changed lately (the sweeps' own results and the webhook traffic)
-// more often, none later than `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in
-// turn with reconciliation and the failed-delivery sweeps (sync-jobs.ts), so a stream is never
-// walked by two runs at once. Time comes from the injected clock.
+// `sync.budgetShare` of the effective limit) before the governor. Which stream goes next is the
+// planner's choice (sweep-planner.ts): streams that changed lately (the sweeps' own results and the
+// webhook traffic) more often, quiet ones resting longer after each empty sweep, none later than
+// `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in turn with reconciliation and
+// the failed-delivery sweeps (sync-jobs.ts), so a stream is never walked by two runs at once.
 import type { RecordStream } from '../model/streams.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
 import type { ApiClient } from '../api/api-client.js'
@@ -22,7 +21,7 @@ import { sweepRecords } from '../sync/record-sweep.js'
 import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
-import { ChangeRate, planNext, retryDelayMs, type PlannedStream } from './sweep-planner.js'
+import { ChangeRate, planNext, restAfterActivity, restAfterSweep, retryDelayMs, type PlannedStream } from './sweep-planner.js'
 
 /**
  * Custom objects are discovered again this often (new objects, changed schemas): as often as a
@@ -58,6 +57,8 @@ interface UnitState {
   cost: number
   failures: number
   retryAt: number | undefined
+  /** How long it rests after its last sweep began (sweep-planner.ts, restAfterSweep). */
+  restMs: number
 }
 
 export class SweepLoop {
@@ -108,11 +109,20 @@ export class SweepLoop {
     })
   }
 
-  /** Notes `n` changes of `stream` seen at `at` (the webhook path): it is swept sooner. */
+  /**
+   * Notes `n` changes of `stream` seen at `at` (the webhook path): it is swept sooner, and the
+   * other streams rest less (the account is active).
+   */
   noteChanges(stream: string, n: number, at: number = this.#o.clock.now()): void {
     const unit = this.#units.get(stream)
     if (unit === undefined || n <= 0) return
     unit.rate.add(n, at)
+    this.#active(stream)
+  }
+
+  /** Something may have changed (a webhook delivery was stored): a loop resting plans again now. */
+  wake(): void {
+    this.#wake?.()
   }
 
   async stop(): Promise<void> {
@@ -149,8 +159,10 @@ export class SweepLoop {
         requestMs: this.#o.governor.guardedWindowMs / this.share.limit,
       })
       if (plan.kind !== 'sweep') {
-        // Nothing to sweep (every stream backing off, or none selected): wait for the back-off.
-        const until = plan.kind === 'wait' ? plan.until : now + this.#o.maxIntervalMs
+        // Nothing to sweep (every stream resting or backing off, or none selected): wait for the
+        // first to wake, the next discovery, or a webhook delivery (wake()).
+        let until = plan.kind === 'wait' ? plan.until : now + this.#o.maxIntervalMs
+        if (this.#discoveredAt !== undefined) until = Math.min(until, this.#discoveredAt + DISCOVERY_EVERY_MS)
         await this.#pause(until - now)
         continue
       }
@@ -159,7 +171,7 @@ export class SweepLoop {
       const result = await this.#o.lane.run(() => this.#sweep(ctx, plan.stream, source))
       if (result.outcome === 'interrupted' || signal.aborted) break
       this.#o.onRun?.(result)
-      this.#learn(unit, result)
+      this.#learn(plan.stream, unit, result)
       if (result.outcome === 'error')
         logger.warn(
           { stream: plan.stream, retryInMs: (unit.retryAt ?? now) - clock.now() },
@@ -230,7 +242,7 @@ export class SweepLoop {
     return Math.max(1, Math.floor(perBound / Math.max(1, this.#units.size)))
   }
 
-  #learn(unit: UnitState, result: RunResult): void {
+  #learn(name: string, unit: UnitState, result: RunResult): void {
     const now = this.#o.clock.now()
     if (result.outcome === 'error') {
       unit.failures++
@@ -241,6 +253,15 @@ export class SweepLoop {
     unit.retryAt = undefined
     unit.cost = unit.cost * 0.8 + Math.max(1, result.requests) * 0.2
     unit.rate.add(result.rows, now)
+    // A capped sweep left pages to read: as much a reason to come back soon as a change.
+    const changed = result.rows > 0 || result.details?.capped === true
+    unit.restMs = restAfterSweep(unit.restMs, changed, this.#o.maxIntervalMs)
+    if (changed) this.#active(name)
+  }
+
+  /** A change seen in `stream`: it rests no more, the others half as long. */
+  #active(stream: string): void {
+    for (const [name, unit] of this.#units) unit.restMs = restAfterActivity(unit.restMs, name === stream)
   }
 
   #firstPassDone(): boolean {
@@ -251,7 +272,7 @@ export class SweepLoop {
   #unit(name: string): UnitState {
     let unit = this.#units.get(name)
     if (unit === undefined) {
-      unit = { lastStartedAt: undefined, rate: new ChangeRate(), cost: 1, failures: 0, retryAt: undefined }
+      unit = { lastStartedAt: undefined, rate: new ChangeRate(), cost: 1, failures: 0, retryAt: undefined, restMs: 0 }
       this.#units.set(name, unit)
     }
     return unit

@@ -1,16 +1,18 @@
 // Which stream the continuous sweep takes next: a pure function of what the loop knows (README.md,
 // Continuous sweeping). Two rules, in order:
 //
-// 1. The bound. A stream that would pass `maxIntervalMs` since its last sweep began if it waited
-//    behind one sweep of every other stream is due: the due stream that waited longest goes first.
-//    So no stream waits longer than the bound while the budget allows a round within it.
+// 1. The bound. A stream whose next sweep would end past `maxIntervalMs` since its last sweep began
+//    if it waited behind one sweep of every other stream that may go first (awake, or waking or
+//    reaching the bound before it does) is due: the due stream that waited longest goes first. So
+//    no stream waits longer than the bound while the budget allows a round within it.
 // 2. Otherwise the stream whose sweep now removes the most staleness per request: changes arrive
 //    at `changeRate` per second, so those waiting since the last sweep have aged, together, about
 //    rate x age^2 / 2. Picking the largest rate x age^2 / cost sweeps each stream at intervals
 //    proportional to sqrt(cost / rate), which minimises the mean staleness of a change for a
 //    budget (the square-root rule); a cold stream still rises with age^2 until rule 1 takes it.
 //
-// A stream whose last sweep failed waits out its back-off (`retryAt`) and is not planned until then.
+// A stream whose last sweep failed waits out its back-off (`retryAt`); one resting after sweeps that
+// found nothing (`restMs`, restAfterSweep) is left to rule 1 until its rest ends.
 
 export interface PlannedStream {
   name: string
@@ -22,6 +24,8 @@ export interface PlannedStream {
   cost: number
   /** Clock ms before which it is not swept again (a back-off after a failure). */
   retryAt?: number | undefined
+  /** How long it rests after its last sweep began before rule 2 takes it again (0 or undefined: none). */
+  restMs?: number | undefined
 }
 
 export interface PlanInput {
@@ -35,7 +39,7 @@ export interface PlanInput {
 
 export type Plan =
   | { kind: 'sweep'; stream: string; reason: 'first' | 'due' | 'stalest' }
-  /** Every stream is backing off: nothing to sweep before `until`. */
+  /** Every stream is backing off or resting: nothing to sweep before `until`. */
   | { kind: 'wait'; until: number }
   | { kind: 'idle' }
 
@@ -51,18 +55,33 @@ export function planNext(input: PlanInput): Plan {
   }
   const first = ready.find((s) => s.lastStartedAt === undefined)
   if (first !== undefined) return { kind: 'sweep', stream: first.name, reason: 'first' }
-  const round = ready.reduce((sum, s) => sum + Math.max(1, s.cost), 0) * requestMs
   const ageOf = (s: PlannedStream) => now - (s.lastStartedAt ?? now)
+  const bound = (s: PlannedStream) => (s.lastStartedAt ?? now) + maxIntervalMs
+  const restsUntil = (s: PlannedStream) => (s.lastStartedAt ?? now) + (s.restMs ?? 0)
+  // When a stream is due: its own sweep and one of each stream that may go before it would take it
+  // past the bound. Streams resting past its bound do not count, so idle streams come due at the
+  // bound less one sweep, rather than earlier by a round none of them will take.
+  const dueAt = (s: PlannedStream) => {
+    let ahead = Math.max(1, s.cost)
+    for (const o of ready) if (o !== s && Math.min(restsUntil(o), bound(o)) < bound(s)) ahead += Math.max(1, o.cost)
+    return bound(s) - ahead * requestMs
+  }
   let due: PlannedStream | undefined
   for (const s of ready) {
-    const others = round - Math.max(1, s.cost) * requestMs
-    if (ageOf(s) + others < maxIntervalMs) continue
+    if (now < dueAt(s)) continue
     if (due === undefined || ageOf(s) > ageOf(due)) due = s
   }
   if (due !== undefined) return { kind: 'sweep', stream: due.name, reason: 'due' }
+  const awake = ready.filter((s) => restsUntil(s) <= now)
+  if (awake.length === 0) {
+    // Every stream rests: the first to wake (or fall due), or a failed one's retry if sooner.
+    const wakes = ready.map((s) => Math.min(restsUntil(s), dueAt(s)))
+    const retries = input.streams.flatMap((s) => (s.retryAt !== undefined && s.retryAt > now ? [s.retryAt] : []))
+    return { kind: 'wait', until: Math.ceil(Math.min(...wakes, ...retries)) }
+  }
   let best: PlannedStream | undefined
   let bestValue = Number.NEGATIVE_INFINITY
-  for (const s of ready) {
+  for (const s of awake) {
     const age = Math.max(0, ageOf(s)) / 1000
     const value = (Math.max(FLOOR_RATE, s.changeRate) * age * age) / Math.max(1, s.cost)
     if (value > bestValue) {
@@ -71,6 +90,31 @@ export function planNext(input: PlanInput): Plan {
     }
   }
   return best === undefined ? { kind: 'idle' } : { kind: 'sweep', stream: best.name, reason: 'stalest' }
+}
+
+/** The first rest after a sweep that found nothing; each further one doubles it. */
+export const FIRST_REST_MS = 1_000
+
+/**
+ * A stream's rest after one of its sweeps: none when the sweep changed rows (or stopped at its page
+ * cap with more to read); otherwise twice the rest it had (FIRST_REST_MS the first time), at most
+ * `maxMs` (the bound). So a stream idle for a minute is swept about once per bound.
+ */
+export function restAfterSweep(restMs: number, changed: boolean, maxMs: number): number {
+  if (changed) return 0
+  return Math.min(maxMs, Math.max(FIRST_REST_MS, restMs * 2))
+}
+
+/**
+ * A stream's rest after a change seen on the account: none when the change is its own (a webhook
+ * for it); halved when it is another stream's (a sweep that changed rows, a webhook), since one
+ * change in an account makes more likely (someone is at work in the web app); below the first rest,
+ * none.
+ */
+export function restAfterActivity(restMs: number, own: boolean): number {
+  if (own) return 0
+  const half = restMs / 2
+  return half < FIRST_REST_MS ? 0 : half
 }
 
 /**

@@ -3,7 +3,7 @@
 // already there, and one view per custom object. Pure: returns SQL text and problems.
 import { toSchema } from '../../connectors/custom-objects.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { columnNames, quoteIdent, quoteText, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { columnNames, quoteIdent, quoteText, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
 import { INFORMATION_SCHEMA_TYPE, pgType } from './postgres-types.js'
 
 export { quoteIdent, quoteText }
@@ -135,7 +135,7 @@ function fieldExpression(field: FieldDescriptor): string {
  */
 // The fields come last: a field added upstream appends a column, which CREATE OR REPLACE VIEW allows in place.
 export function objectViewSql(schema: string, type: ObjectType): string {
-  const fields = fieldDescriptors(type.fields)
+  const fields = viewFields(fieldDescriptors(type.fields))
   const cols = columnNames(fields)
   const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
   return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`

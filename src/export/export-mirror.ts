@@ -6,7 +6,7 @@
 // row as it is at the snapshot; a deleted record's row carries its deleted_at. A child table's file
 // holds the current child rows of every changed parent: a loader replaces the children of each
 // parent id in the parent's file with them.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { firstKeptSeq } from '../store/change-log-consumers.js'
@@ -20,6 +20,7 @@ import {
   tableRows,
   tablesChangedBetween,
 } from '../store/mirror-snapshot.js'
+import { ExportBusyError, fileError, isSystemError, onFile, OutDirLock, removeLeftovers, WORK_PREFIX } from './out-dir.js'
 import { duckdbType, ParquetWriters } from './parquet-writer.js'
 import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
 import { CHANGE_COLUMNS, nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
@@ -53,6 +54,8 @@ export interface ExportedTable {
   rows: number
   /** Values that did not fit their column's type and were written as NULL (values.ts). */
   nulledValues: number
+  /** The columns holding them: how many each, and the first one (a text cut at 40 characters). */
+  nulledColumns: { column: string; values: number; example: string }[]
   primaryKey: readonly string[]
   columns: { name: string; kind: ColumnSpec['kind']; type: string; nullable: boolean }[]
 }
@@ -93,18 +96,26 @@ export async function exportMirror(
   options: ExportOptions,
 ): Promise<ExportManifest> {
   const mode = options.fileMode ?? 0o640
+  const out = options.outDir
   // A folder it creates is closed to others (umask permitting); the files' own mode is set below.
-  mkdirSync(options.outDir, { recursive: true, mode: 0o750 })
-  // A manifest left by an earlier export into this folder would vouch for files being replaced; the
-  // files it listed that this export does not write again are removed before the new manifest.
-  const manifestFile = path.join(options.outDir, MANIFEST_FILE)
-  const previous = previousFiles(manifestFile)
-  rmSync(manifestFile, { force: true })
-  // Every file is written in a folder only the owner can enter (mkdtemp: 0700), given its mode, then
-  // moved into place: DuckDB creates its file with the umask's mode, which may let others read it.
-  const work = mkdtempSync(path.join(options.outDir, '.export-'))
-  const parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
+  onFile('create the folder', out, () => mkdirSync(out, { recursive: true, mode: 0o750 }))
+  const lock = OutDirLock.acquire(out, new Date(options.now).toISOString())
+  let work: string | undefined
+  let parquet: ParquetWriters | undefined
   try {
+    removeLeftovers(out)
+    // A manifest left by an earlier export into this folder would vouch for files being replaced; the
+    // files it listed that this export does not write again are removed before the new manifest.
+    const manifestFile = path.join(out, MANIFEST_FILE)
+    const previous = previousFiles(manifestFile)
+    onFile('remove the earlier', manifestFile, () => rmSync(manifestFile, { force: true }))
+    // Every file (the manifest too) is written in a folder only the owner can enter (mkdtemp: 0700),
+    // given its mode, then renamed into place: DuckDB creates its file with the umask's mode, and a
+    // rename replaces whatever is at the target (a link too) instead of writing through it.
+    work = onFile('create a work folder in', out, () => mkdtempSync(path.join(out, WORK_PREFIX)))
+    const staged = work
+    parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
+    const writers = parquet
     // One read transaction: the first read fixes the snapshot every later read sees.
     return await inReadSnapshot(sqlite, async () => {
       const seq = snapshotSeq(sqlite)
@@ -123,31 +134,43 @@ export async function exportMirror(
       const tables: ExportedTable[] = []
       for (const p of plans) {
         const file = `${p.table.name}.${EXTENSIONS[options.format]}`
-        const target = path.join(options.outDir, file)
-        const partial = path.join(work, file)
-        const writer: RowWriter =
-          parquet !== undefined
-            ? await parquet.writer(partial, p.columns)
+        const target = path.join(out, file)
+        const partial = path.join(staged, file)
+        const writer: RowWriter = await onFileAsync('write', target, async () =>
+          writers !== undefined
+            ? await writers.writer(partial, p.columns)
             : options.format === 'csv'
               ? csvWriter(partial, p.columns, mode)
-              : jsonlWriter(partial, p.columns, mode)
-        const coerced: Coercions = { count: 0 }
+              : jsonlWriter(partial, p.columns, mode),
+        )
+        const coerced: Coercions[] = p.columns.map(() => ({ count: 0 }))
         const kinds = p.columns.map((c) => c.kind)
         let rows = 0
         const values: Typed[] = new Array<Typed>(kinds.length)
-        for (const cells of p.rows()) {
-          for (let i = 0; i < kinds.length; i++) values[i] = typed(kinds[i]!, cells[i] ?? null, coerced)
-          writer.row(values)
-          rows++
+        try {
+          for (const cells of p.rows()) {
+            for (let i = 0; i < kinds.length; i++) values[i] = typed(kinds[i]!, cells[i] ?? null, coerced[i]!)
+            writer.row(values)
+            rows++
+          }
+        } catch (err) {
+          // A write of the file's (ENOSPC); an error of the mirror's passes as it is.
+          throw isSystemError(err) ? fileError(err, 'write', target) : err
         }
-        await writer.close()
-        chmodSync(partial, mode)
-        renameSync(partial, target)
+        await onFileAsync('write', target, () => writer.close())
+        onFile('move into place', target, () => {
+          chmodSync(partial, mode)
+          renameSync(partial, target)
+        })
         const exported: ExportedTable = {
           name: p.table.name,
           file,
           rows,
-          nulledValues: coerced.count,
+          nulledValues: coerced.reduce((n, c) => n + c.count, 0),
+          nulledColumns: p.columns.flatMap((c, i) => {
+            const { count, example } = coerced[i]!
+            return count === 0 ? [] : [{ column: c.name, values: count, example: example ?? '' }]
+          }),
           primaryKey: p.table.primaryKey,
           columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
         }
@@ -155,28 +178,45 @@ export async function exportMirror(
         await options.onTable?.(exported)
       }
       const files = new Set(tables.map((t) => t.file))
-      for (const f of previous) if (!files.has(f)) rmSync(path.join(options.outDir, f), { force: true })
+      for (const f of previous) if (!files.has(f)) onFile('remove', path.join(out, f), () => rmSync(path.join(out, f), { force: true }))
       const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
-      writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n', { mode })
-      chmodSync(manifestFile, mode)
+      const partial = path.join(staged, MANIFEST_FILE)
+      onFile('write', manifestFile, () => {
+        writeFileSync(partial, JSON.stringify(manifest, null, 2) + '\n', { mode, flag: 'wx' })
+        chmodSync(partial, mode)
+      })
+      // The lock was taken over by another export (a race on a stale lock): its files may be mixed with these.
+      if (!lock.held())
+        throw new ExportBusyError(`another export took over ${out} while this one wrote; no manifest.json was written by this one`)
+      onFile('move into place', manifestFile, () => renameSync(partial, manifestFile))
       return manifest
     })
   } finally {
     parquet?.close()
-    rmSync(work, { recursive: true, force: true })
+    if (work !== undefined) rmSync(work, { recursive: true, force: true })
+    lock.release()
+  }
+}
+
+async function onFileAsync<T>(action: string, file: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw fileError(err, action, file)
   }
 }
 
 /** The files the manifest of an earlier export lists (plain names in the folder only), or none. */
 function previousFiles(manifestFile: string): string[] {
-  if (!existsSync(manifestFile)) return []
   try {
+    // Only a file this command could have written: a link planted in its place is not read through.
+    if (!lstatSync(manifestFile).isFile()) return []
     const m = JSON.parse(readFileSync(manifestFile, 'utf8')) as Partial<ExportManifest>
     return (m.tables ?? [])
       .map((t) => t.file)
       .filter((f): f is string => typeof f === 'string' && f !== '' && path.basename(f) === f && !f.startsWith('.') && f !== MANIFEST_FILE)
   } catch {
-    // Not a manifest this command wrote: nothing is known about the files beside it.
+    // None, or not a manifest this command wrote: nothing is known about the files beside it.
     return []
   }
 }

@@ -1,10 +1,9 @@
-// CSV (RFC 4180: a header line, CRLF between records, a field quoted when it holds a comma, a quote,
-// CR or LF, quotes doubled) and JSON Lines (one object per line). Values come typed (values.ts):
-// NULL is an empty CSV field and an empty string a quoted one (`""`), so a loader that reads empty
-// fields as NULL keeps the two apart; times are canonical ISO-8601 UTC text; flags `true`/`false`;
-// bytes base64; JSON columns their JSON text in CSV and the JSON value itself in JSONL.
+// The CSV and JSON Lines files of an export: a header line then one record per row, or one object
+// per line. Values come typed (values.ts) and are written by the rule `fsm-sync query` follows too
+// (encoding.ts).
 import { closeSync, openSync, writeSync } from 'node:fs'
 import type { ColumnSpec } from '../model/table-spec.js'
+import { csvField, csvRecord, csvValue, jsonValue } from './encoding.js'
 import type { Typed } from './values.js'
 
 export interface RowWriter {
@@ -41,52 +40,11 @@ class FileSink {
   }
 }
 
-const NEEDS_QUOTES = /[",\r\n]/
-
-export function csvField(text: string): string {
-  return text === '' || NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text
-}
-
-function csvValue(v: Typed): string {
-  if (v === null) return ''
-  switch (v.kind) {
-    case 'text':
-    case 'time':
-    case 'json':
-      return csvField(v.value)
-    case 'real':
-    case 'integer':
-    case 'flag':
-      return String(v.value)
-    case 'bytes':
-      return csvField(v.value.toString('base64'))
-  }
-}
-
-function jsonValue(v: Typed): string {
-  if (v === null) return 'null'
-  switch (v.kind) {
-    case 'text':
-    case 'time':
-      return JSON.stringify(v.value)
-    case 'real':
-      // JSON has no NaN or Infinity; a STRICT REAL column holds neither, a view might.
-      return Number.isFinite(v.value) ? String(v.value) : 'null'
-    case 'integer':
-    case 'flag':
-      return String(v.value)
-    case 'json':
-      return v.value
-    case 'bytes':
-      return JSON.stringify(v.value.toString('base64'))
-  }
-}
-
 export function csvWriter(path: string, columns: readonly ColumnSpec[], mode: number): RowWriter {
   const sink = new FileSink(path, mode)
-  sink.write(columns.map((c) => csvField(c.name)).join(',') + '\r\n')
+  sink.write(csvRecord(columns.map((c) => csvField(c.name))))
   return {
-    row: (values) => sink.write(values.map(csvValue).join(',') + '\r\n'),
+    row: (values) => sink.write(csvRecord(values.map(csvValue))),
     close: () => Promise.resolve(sink.close()),
   }
 }

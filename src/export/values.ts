@@ -2,7 +2,9 @@
 // from, so a Parquet, CSV and JSONL file of the same snapshot hold the same values. A value that does
 // not fit its kind (a `time` column holding text upstream sent that is no instant, a JSON column
 // holding text that is not JSON) becomes NULL and is counted: a warehouse load job would otherwise
-// reject the whole file. The row's `raw` keeps such a value as upstream sent it.
+// reject the whole file. The row's `raw` keeps such a value as upstream sent it. An empty `time`
+// value is the mirror's own "no time" (updated_at is NOT NULL, and '' where upstream gives none: an
+// API key, a legacy record, a tombstone): NULL too, but no misfit.
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
 import { canonicalTime, parseInstant } from '../model/timestamps.js'
 
@@ -38,15 +40,24 @@ export type Typed =
   | { kind: 'bytes'; value: Buffer }
   | null
 
-/** Counts values that did not fit their column's kind (and were written as NULL). */
+/** Counts values that did not fit their column's kind (and were written as NULL), with the first one. */
 export interface Coercions {
   count: number
+  example?: string
+}
+
+/** A misfit as a short, printable example (a long text is cut). */
+function exampleOf(cell: SqliteCell): string {
+  if (typeof cell === 'string') return JSON.stringify(cell.length > 40 ? `${cell.slice(0, 39)}…` : cell)
+  if (Buffer.isBuffer(cell)) return `<${cell.length} bytes>`
+  return String(cell)
 }
 
 export function typed(kind: ColumnKind, cell: SqliteCell, coerced: Coercions): Typed {
   if (cell === null) return null
   const miss = (): null => {
     coerced.count++
+    coerced.example ??= exampleOf(cell)
     return null
   }
   switch (kind) {
@@ -56,13 +67,13 @@ export function typed(kind: ColumnKind, cell: SqliteCell, coerced: Coercions): T
       return { kind, value: cell.toString('utf8') }
     case 'time': {
       if (typeof cell !== 'string') return miss()
+      if (cell === '') return null
       let value: string | null
       try {
         value = canonicalTime(cell)
       } catch {
         return miss()
       }
-      // '' (a legacy record without a time) is no instant.
       if (value === null) return miss()
       return { kind, value, micros: BigInt(parseInstant(value)) * 1000n }
     }

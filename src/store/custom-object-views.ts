@@ -82,6 +82,28 @@ export function columnNames(fields: readonly FieldDescriptor[]): string[] {
   })
 }
 
+/**
+ * The most schema fields a view gives a column (README.md, Tables): past it, the view keeps the first
+ * fields in display order and the others are read from custom_records.data. SQLite refuses a result
+ * of more than 2,000 columns (SQLITE_MAX_COLUMN) and Postgres a select list of more than 1,664; a view
+ * has six columns of its own, and a query joining it to other tables needs room for theirs.
+ */
+export const MAX_VIEW_FIELDS = 1500
+
+/**
+ * The fields a view has columns for: the one place a view's width is decided, so the mirror's view,
+ * the catalog, the export and the Postgres view all agree.
+ */
+export function viewFields<F extends FieldDescriptor>(fields: readonly F[]): F[] {
+  return fields.slice(0, MAX_VIEW_FIELDS)
+}
+
+/** Why an object's view lacks some of its fields, naming the object; undefined when it has them all. */
+export function viewWidthNote(slug: string, fieldCount: number): string | undefined {
+  if (fieldCount <= MAX_VIEW_FIELDS) return undefined
+  return `custom object ${slug} has ${fieldCount} schema fields: its view ${viewName(slug)} has columns for the first ${MAX_VIEW_FIELDS} only, the other ${fieldCount - MAX_VIEW_FIELDS} are in custom_records.data (json_extract(data, '$."<field>"'))`
+}
+
 /** The expression reading one field of `data`, whatever characters its name holds. */
 function fieldExpression(name: string): string {
   // A JSON path label cannot hold a double quote or a backslash; json_each compares the key as plain text.
@@ -89,8 +111,9 @@ function fieldExpression(name: string): string {
   return `json_extract(r.data, ${quoteText(`$."${name}"`)})`
 }
 
-export function viewStatements(slug: string, fields: readonly FieldDescriptor[]): string[] {
+export function viewStatements(slug: string, schemaFields: readonly FieldDescriptor[]): string[] {
   const view = quoteIdent(viewName(slug))
+  const fields = viewFields(schemaFields)
   const cols = columnNames(fields)
   const fieldCols = fields.map((f, i) => {
     const expr = fieldExpression(f.name)

@@ -2,20 +2,27 @@
 // read-only with query_only set, and a statement SQLite does not report as read-only is refused
 // before it runs, so a write can neither run nor be attempted.
 import type { Sqlite } from './mirror-database.js'
-import { formatRows, type QueryFormat } from './query-format.js'
 
 export class QueryRefusedError extends Error {
   readonly code = 'QUERY_REFUSED' as const
 }
 
+/** The table column a result column reads as it is (through a view too), or null for an expression. */
+export interface ColumnOrigin {
+  table: string
+  column: string
+}
+
 /** A statement's columns and its rows as an iterator: read once, row by row, never all held. */
 export interface QueryRows {
   columns: string[]
+  origins: (ColumnOrigin | null)[]
   rows: Iterable<unknown[]>
 }
 
 export interface QueryResult {
   columns: string[]
+  origins: (ColumnOrigin | null)[]
   rows: unknown[][]
 }
 
@@ -42,7 +49,7 @@ export function openReadOnlyQuery(sqlite: Sqlite, text: string, params?: QueryPa
   // SQLite counts ATTACH and DETACH as read-only, yet ATTACH creates files: refuse them by name.
   if (!stmt.readonly || /^\s*(ATTACH|DETACH|VACUUM)\b/i.test(stripComments(text)))
     throw new QueryRefusedError('only read-only statements are allowed: the mirror is written by fsm-sync alone')
-  if (!stmt.reader) return { columns: [], rows: [] }
+  if (!stmt.reader) return { columns: [], origins: [], rows: [] }
   const bind: unknown[] = [...(params?.positional ?? [])]
   if (params !== undefined && Object.keys(params.named).length > 0) bind.push(params.named)
   let rows
@@ -56,19 +63,20 @@ export function openReadOnlyQuery(sqlite: Sqlite, text: string, params?: QueryPa
       { cause: err },
     )
   }
-  return { columns: stmt.columns().map((c) => c.name), rows }
+  const columns = stmt.columns()
+  return {
+    columns: columns.map((c) => c.name),
+    origins: columns.map((c) => (c.table === null || c.column === null ? null : { table: c.table, column: c.column })),
+    rows,
+  }
 }
 
 /** The whole result in memory: for small, known-size results (the demo's examples). */
 export function runReadOnlyQuery(sqlite: Sqlite, text: string): QueryResult {
-  const { columns, rows } = openReadOnlyQuery(sqlite, text)
-  return { columns, rows: [...rows] }
+  const { rows, ...columns } = openReadOnlyQuery(sqlite, text)
+  return { ...columns, rows: [...rows] }
 }
 
 function stripComments(sql: string): string {
   return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
-}
-
-export function formatQueryResult(result: QueryResult, format: QueryFormat): string {
-  return [...formatRows(result, format)].join('')
 }

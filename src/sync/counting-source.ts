@@ -5,7 +5,7 @@
 // priority) is not taken for older than it is.
 import type { ApiResponse, CallOptions } from '../api/api-client.js'
 import type { Query } from '../api/routes.js'
-import type { PageSource } from '../api/updated-at-keyset.js'
+import type { PageSource } from '../api/keyset/index.js'
 
 export interface Upstream {
   get(path: string, query: Query | undefined, options: CallOptions): Promise<ApiResponse>

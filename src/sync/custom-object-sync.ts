@@ -11,6 +11,7 @@ import { customObjectCursor } from '../api/custom-object-cursor.js'
 import { extractRows } from '../api/page-rows.js'
 import { replaceClientFields } from '../store/client-fields.js'
 import { CustomObjectTypes } from '../store/custom-object-types.js'
+import { MAX_VIEW_FIELDS, viewWidthNote } from '../store/custom-object-views.js'
 import type { RecordRow } from '../model/rows.js'
 import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter } from '../store/record-writer.js'
@@ -96,6 +97,8 @@ async function fetchSchema(ctx: SyncContext, source: CountingSource, types: Cust
   const changed = types.store(item, schema, isoNow(ctx.now()))
   recordSchemaFetch(ctx, item.slug, item)
   if (changed) ctx.logger.info({ slug: item.slug, fields: schema.fields.length }, 'custom object schema stored; view rebuilt')
+  const narrowed = changed ? viewWidthNote(item.slug, schema.fields.length) : undefined
+  if (narrowed !== undefined) ctx.logger.warn({ slug: item.slug, fields: schema.fields.length, columns: MAX_VIEW_FIELDS }, narrowed)
   return changed
 }
 

@@ -3,7 +3,7 @@
 // loses at most the page in flight and the next run goes on from the last checkpoint
 // (docs/guarantees.md, Killed at any moment).
 import type { RecordStream } from '../model/streams.js'
-import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/updated-at-keyset.js'
+import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/keyset/index.js'
 import type { RecordRow } from '../model/rows.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { isoNow, parseInstant } from '../model/timestamps.js'

@@ -36,6 +36,8 @@ export interface WebhookServiceOptions {
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
   syncFile?: SyncFile
+  /** Told when new deliveries are stored (the daemon's continuous sweeps plan again on it). */
+  onStored?: () => void
 }
 
 export interface WebhookService {
@@ -63,7 +65,10 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     maxBacklog: options.config.webhooks.maxBacklog,
     logger: options.logger,
     metrics,
-    onStored: () => processor?.wake(),
+    onStored: () => {
+      processor?.wake()
+      options.onStored?.()
+    },
     ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
   })
   processor = new WebhookProcessor({

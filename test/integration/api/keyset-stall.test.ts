@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import { ApiClient } from '../../../src/api/api-client.js'
 import { PagingStalledError } from '../../../src/api/errors.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
-import { stallLimit, updatedAtKeyset, type KeysetOptions } from '../../../src/api/updated-at-keyset.js'
+import { stallLimit, updatedAtKeyset, type KeysetOptions } from '../../../src/api/keyset/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { RowStore, startLoopback, type Handler, type Loopback } from './loopback.js'
 

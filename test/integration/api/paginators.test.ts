@@ -8,7 +8,7 @@ import { customObjectCursor } from '../../../src/api/custom-object-cursor.js'
 import { MalformedResponseError } from '../../../src/api/errors.js'
 import { pageWalk } from '../../../src/api/page-walk.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
-import { updatedAtKeyset, type KeysetCursor, type KeysetPage } from '../../../src/api/updated-at-keyset.js'
+import { updatedAtKeyset, type KeysetCursor, type KeysetPage } from '../../../src/api/keyset/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { RowStore, startLoopback, type Handler, type Loopback } from './loopback.js'
 

@@ -1,9 +1,11 @@
 // Results on stdout, logs on stderr, for every command that prints a result; with --json, stdout is
 // one JSON document and the exit code is the same as without. The real CLI in child processes against
 // the emulator, logging at info so that stderr has lines to check.
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { cliInProcess } from '../../support/cli-in-process.js'
 import { cleanEnv, runCli, type CliResult } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
@@ -108,6 +110,53 @@ describe('--json: one JSON document on stdout, the logs on stderr', () => {
     // Failing before anything was written: the error document alone, as for any command.
     expect(early.code).toBe(1)
     expect(checkStreams(early)).toEqual({ error: { message: 'malformed JSON', exitCode: 1 } })
+  })
+})
+
+describe('export, query and schema on a fresh account', () => {
+  test.concurrent(
+    'export at the default level: the result on stdout and nothing on stderr (no misfit in a fresh mirror)',
+    async () => {
+      // The mirror's own '' for what upstream gives no time (an API key's updated_at) is no misfit.
+      const keys = await cliInProcess(['query', "SELECT count(*) AS n FROM api_keys WHERE updated_at = ''", '--json'], vars.FSM_DB!)
+      expect(JSON.parse(keys.stdout)).toEqual([{ n: 1 }])
+      const r = await runCli(['export', '--format', 'jsonl', '--out', tempDir(), '--json'], vars)
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stderr).toBe('')
+      const manifest = checkStreams(r) as { tables: { name: string; nulledValues: number; nulledColumns: unknown[] }[] }
+      expect(manifest.tables.find((t) => t.name === 'api_keys')).toMatchObject({ nulledValues: 0, nulledColumns: [] })
+    },
+    120_000,
+  )
+
+  test.concurrent('query writes what export writes: JSON columns as JSON values, CSV with CRLF', async () => {
+    const dir = tempDir()
+    const cli = (args: string[]) => cliInProcess(args, vars.FSM_DB!)
+    const out = await cli(['export', '--format', 'csv', '--out', dir, '--tables', 'clients'])
+    expect(out.code, out.stderr).toBe(0)
+    const jsonl = tempDir()
+    await cli(['export', '--format', 'jsonl', '--out', jsonl, '--tables', 'clients'])
+    const sql = 'SELECT * FROM clients ORDER BY id'
+    const csv = await cli(['query', sql, '--format', 'csv'])
+    expect(csv.stdout).toBe(readFileSync(path.join(dir, 'clients.csv'), 'utf8'))
+    expect(csv.stdout).toMatch(/^id,[^\n]*\r\n/)
+    const rows = JSON.parse((await cli(['query', sql, '--json'])).stdout) as Record<string, unknown>[]
+    const lines = readFileSync(path.join(jsonl, 'clients.jsonl'), 'utf8').trim().split('\n')
+    expect(rows).toEqual(lines.map((l) => JSON.parse(l) as unknown))
+    expect(typeof rows[0]!.raw).toBe('object')
+  })
+
+  test.concurrent("schema --json is the catalog of the account's data; --all adds the daemon's own tables", async () => {
+    const cli = (args: string[]) => cliInProcess(args, vars.FSM_DB!)
+    const [data, all] = [await cli(['schema', '--json']), await cli(['schema', '--json', '--all'])]
+    const names = (r: { stdout: string }) => (JSON.parse(r.stdout) as { streams: { name: string }[] }).streams.map((s) => s.name)
+    expect(names(data)).toEqual(expect.arrayContaining(['clients', 'client_fields', 'client_properties']))
+    for (const internal of ['kysely_migration', 'mirror_probe', 'request_starts', 'sync_runs', 'change_log']) {
+      expect(names(data)).not.toContain(internal)
+      expect(names(all)).toContain(internal)
+    }
+    const text = await cli(['schema'])
+    expect(text.stdout).not.toMatch(/^request_starts /m)
   })
 })
 

@@ -59,7 +59,7 @@ describe('fsm-sync query', () => {
     expect(json.code).toBe(0)
     expect(JSON.parse(json.stdout)).toEqual([{ first_name: 'Client 1' }, { first_name: 'Client 2' }, { first_name: 'Client 3' }])
     const csv = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--format', 'csv'], env())
-    expect(csv.stdout).toBe('n\n3\n')
+    expect(csv.stdout).toBe('n\r\n3\r\n')
     const table = await runCli(['query', 'SELECT id, email FROM clients ORDER BY id LIMIT 1'], env())
     expect(table.stdout).toContain('c1@example.com')
     expect(table.stdout).toContain('(1 row)')
@@ -70,7 +70,7 @@ describe('fsm-sync query', () => {
     expect(r.code).toBe(1)
     expect(r.stderr).toMatch(/read-only/)
     const count = await runCli(['query', 'SELECT count(*) AS n FROM clients', '--format', 'csv'], env())
-    expect(count.stdout).toBe('n\n3\n')
+    expect(count.stdout).toBe('n\r\n3\r\n')
   })
 
   test('no mirror yet: a clear error naming what to do', async () => {

@@ -115,10 +115,10 @@ describe('query streams rows in constant memory', () => {
           ),
         ).toBe(true)
       } else {
-        expect(r.head.split('\n')[0]).toBe('seq,table_name,record_id,op,updated_at,changed_at')
+        expect(r.head.split('\n')[0]).toBe('seq,table_name,record_id,op,updated_at,changed_at\r')
         expect(
           r.tail.endsWith(
-            `\n${rows},jobs,${rows.toString(16).padStart(24, '0')},upsert,2026-01-01T00:00:00.000Z,2026-01-02T00:00:00.000Z\n`,
+            `\n${rows},jobs,${rows.toString(16).padStart(24, '0')},upsert,2026-01-01T00:00:00.000Z,2026-01-02T00:00:00.000Z\r\n`,
           ),
         ).toBe(true)
       }

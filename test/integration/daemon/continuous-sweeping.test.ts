@@ -1,13 +1,16 @@
 // Continuous sweeping against the emulator over loopback and a real mirror: the daemon finds a
 // web-app change (no webhook) with no cron schedule firing, reads reference data at start, and
 // shows each stream's staleness in /metrics and status; the sweeps never start more than their
-// share of the budget in any window (fake time, starts counted where the client takes its slot).
+// share of the budget in any window (fake time, starts counted where the client takes its slot);
+// an idle account costs little, and a change after an idle hour is still found within the bound.
 import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { FakeClock } from '../../support/fake-clock.js'
 import type { CallOptions } from '../../../src/api/api-client.js'
 import type { Query } from '../../../src/api/routes.js'
+import path from 'node:path'
+import { loadConfig } from '../../../src/config/index.js'
 import { createApp } from '../../../src/daemon/create-app.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { Lane } from '../../../src/daemon/sync-jobs.js'
@@ -19,6 +22,9 @@ import type { RunResult } from '../../../src/sync/sync-context.js'
 import { selectStreams } from '../../../connectors/selection.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
+import { tempDir } from '../../support/temp-mirror.js'
+import { sign } from '../../../src/webhooks/signature.js'
+import { request } from 'undici'
 import { NEVER, get, until } from './daemon-env.js'
 
 const silent = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
@@ -144,7 +150,9 @@ describe('continuous sweeping', () => {
       expect(loop.share.limit).toBe(30)
       loop.start()
       const end = clock.now() + 2 * 60_000
-      while (clock.now() < end) {
+      for (let step = 0; clock.now() < end; step++) {
+        // A web-app change a second keeps the account active (no stream rests for long).
+        if (step % 2 === 0) await emu.control('POST', '/mutate', { resource: 'jobs', op: 'update', count: 1, emit: false })
         // Let the request in flight answer and the loop ask for its next slot, then move time on.
         await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
         await clock.advance(500)
@@ -156,7 +164,7 @@ describe('continuous sweeping', () => {
         most = Math.max(most, hi - lo + 1)
       }
       expect(most).toBeLessThanOrEqual(30)
-      // Sweeping back to back fills the share: the busiest window holds nearly all of it.
+      // On an active account, sweeping back to back fills the share: the busiest window holds nearly all of it.
       expect(most).toBeGreaterThanOrEqual(27)
     } finally {
       await loop.stop()
@@ -268,4 +276,120 @@ describe('continuous sweeping', () => {
       await emu.close()
     }
   }, 60_000)
+
+  test('an idle account at the defaults: at most 10 requests a minute; after an idle hour a web-app change is found within 60 s, and a webhook wakes the sweeps at once (fake time)', async () => {
+    // The emulator runs on the daemon's fake clock: its request log, rate limit (60 a minute, as
+    // the daemon's default budget) and updatedAt stamps all follow it.
+    const clock = new FakeClock(Date.UTC(2026, 0, 5, 8, 0, 30))
+    const emu = await emulatorEnv({ counts: COUNTS, rateLimit: 60, now: () => clock.now() })
+    const secret = 'whsec_idle_account_0123456789abcdef'
+    // Every setting at its default (every schedule, the budget, the share, the bound).
+    const config = loadConfig({
+      env: {
+        FSM_BASE_URL: emu.url,
+        FSM_API_KEY: emu.apiKey,
+        FSM_DB: path.join(tempDir(), 'mirror.db'),
+        FSM_HTTP_HOST: '127.0.0.1',
+        FSM_HTTP_PORT: '0',
+        FSM_WEBHOOK_SECRETS: secret,
+      },
+    })
+    expect(config.sync.maxSweepIntervalSeconds).toBe(60)
+    const daemon = await startDaemon(config, { logger: silent(), clock })
+    const sqlite = daemon.app.mirror.sqlite
+    let seq = 0
+    const log: { at: number; path: string; status: number }[] = []
+    const readLog = async () => {
+      for (const r of (await emu.control('GET', `/requests?after=${seq}&path=/api/`)) as {
+        seq: number
+        startedAt: string
+        path: string
+        status: number
+      }[]) {
+        log.push({ at: Date.parse(r.startedAt), path: r.path, status: r.status })
+        seq = Math.max(seq, r.seq)
+      }
+    }
+    // Fake time moves to the next timer once no request is in flight; `done` is checked at each step.
+    const drive = async (ms: number, done: () => boolean = () => false) => {
+      const end = clock.now() + ms
+      while (clock.now() < end && !done()) {
+        await settled(() => daemon.app.governor.state().inFlight === 0 && clock.pending > 0)
+        if (done()) break
+        const before = clock.now()
+        await clock.advanceToNext()
+        if (clock.now() > end) break
+        if (clock.now() === before) await clock.advance(1)
+      }
+    }
+    try {
+      await drive(5 * 60_000)
+      await daemon.firstSweep
+      await readLog()
+      const idleFrom = clock.now()
+      let mostSweepStarts = 0
+      await drive(60 * 60_000, () => {
+        mostSweepStarts = Math.max(mostSweepStarts, daemon.sweeps!.share.startsInWindow())
+        return false
+      })
+      await readLog()
+      const idle = log.filter((r) => r.at >= idleFrom)
+      const perMinute = Array.from(
+        { length: 60 },
+        (_, m) => idle.filter((r) => r.at - idleFrom >= m * 60_000 && r.at - idleFrom < (m + 1) * 60_000).length,
+      )
+      // Every request of the key, every default schedule included (the hourly reference data and
+      // calendar triggers, failed deliveries every 10 minutes, the nightly reconciliation).
+      expect(idle.length / 60, JSON.stringify(perMinute)).toBeLessThanOrEqual(10)
+      // The continuous sweeps' own starts in any window of the budget (a little over a minute):
+      // one round of the six streams, a discovery every five minutes (its list and the schemas),
+      // and the start of the next round, which comes due one sweep before the bound. Not 51.
+      expect(mostSweepStarts).toBeLessThanOrEqual(12)
+      expect(log.filter((r) => r.status === 429)).toEqual([])
+
+      // A web-app change (no webhook) after the idle hour: in the mirror within the bound.
+      const [visit] = (await emu.control('POST', '/mutate', { resource: 'visits', op: 'update', count: 1, emit: false })) as {
+        id: string
+        updatedAt: string
+      }[]
+      const changedAt = clock.now()
+      const stored = () =>
+        ((sqlite.prepare(`SELECT updated_at FROM visits WHERE id = ?`).pluck().get(visit!.id) as string) ?? '') >= visit!.updatedAt
+      await drive(2 * 60_000, stored)
+      expect(stored()).toBe(true)
+      expect(clock.now() - changedAt).toBeLessThanOrEqual(60_000)
+
+      // Idle again; then a signed webhook delivery: the resting sweeps plan again at once, and its
+      // stream is swept within seconds, not at the bound.
+      await drive(3 * 60_000)
+      await readLog()
+      const body = Buffer.from(JSON.stringify({ id: 'c-webhook', name: 'From a webhook', updatedAt: new Date(clock.now()).toISOString() }))
+      const res = await request(`${daemon.url}${config.webhooks.path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-service-event': 'client.updated',
+          'x-service-delivery': 'd-idle-1',
+          'x-service-signature': sign(secret, body),
+        },
+        body,
+      })
+      await res.body.text()
+      expect(res.statusCode).toBe(200)
+      const deliveredAt = clock.now()
+      const clientsSweeps = () => {
+        const runs = sqlite
+          .prepare(`SELECT started_at FROM sync_runs WHERE kind = 'sweep' AND stream = 'clients' ORDER BY id DESC LIMIT 1`)
+          .pluck()
+          .get() as string
+        return Date.parse(runs) >= deliveredAt
+      }
+      await drive(60_000, clientsSweeps)
+      expect(clientsSweeps()).toBe(true)
+      expect(clock.now() - deliveredAt).toBeLessThanOrEqual(5_000)
+    } finally {
+      await daemon.stop()
+      await emu.close()
+    }
+  }, 180_000)
 })

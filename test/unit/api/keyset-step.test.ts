@@ -1,9 +1,9 @@
-// The step planner of the keyset walk (src/api/updated-at-keyset.ts): every step after page 1
+// The step planner of the keyset walk (src/api/keyset/next-step.ts): every step after page 1
 // overlaps the rows already read by at least one row (the anchor), and no step reads fewer new rows
 // than another valid choice would.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { nextStep } from '../../../src/api/updated-at-keyset.js'
+import { nextStep } from '../../../src/api/keyset/next-step.js'
 
 describe('nextStep', () => {
   test('page 1 while it reads the most; then a page overlapping the rows read by one', () => {

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { expect, test } from 'vitest'
 import { readCatalog } from '../../../src/catalog/catalog.js'
 import { catalogDocument, JSON_SCHEMA_DIALECT } from '../../../src/catalog/json-schema.js'
-import { csvField } from '../../../src/export/text-writers.js'
+import { csvField } from '../../../src/export/encoding.js'
 import type { TableSpec } from '../../../src/model/table-spec.js'
 import { tempDir } from '../../support/temp-mirror.js'
 

@@ -1,9 +1,9 @@
 // `sync.pageSize` below 5 is refused: a sweep steps through rows sharing an updatedAt with pages that
-// overlap the last row read (src/api/updated-at-keyset.ts, nextStep), so a page of one row would bring
+// overlap the last row read (src/api/keyset/next-step.ts, nextStep), so a page of one row would bring
 // nothing new on every request and a page of two would stall on a tie of three rows.
 import { expect, test } from 'vitest'
 import { ConfigError, loadConfig } from '../../../src/config/index.js'
-import { nextStep } from '../../../src/api/updated-at-keyset.js'
+import { nextStep } from '../../../src/api/keyset/next-step.js'
 
 test('sync.pageSize under 5 is a configuration error saying why; 5 passes', () => {
   for (const pageSize of [1, 2, 4]) {

@@ -16,13 +16,18 @@ test('values take their kind; what does not fit becomes NULL and is counted', ()
   expect(typed('json', '{\n  "a": 1\n}', c)).toEqual({ kind: 'json', value: '{"a":1}' })
   expect(typed('text', null, c)).toBeNull()
   expect(c.count).toBe(0)
-  // A legacy record without a time (''), text that is no instant, JSON that is not JSON, a flag of 2.
+  // '' is the mirror's own "no time" (an API key's updated_at: upstream gives none): NULL, no misfit.
+  expect(typed('time', '', c)).toBeNull()
+  expect(c).toEqual({ count: 0 })
+  // Text that is no instant, JSON that is not JSON, a flag of 2: the first is kept as the example.
   for (const [kind, value] of [
-    ['time', ''],
     ['time', 'next Tuesday'],
     ['json', '{oops'],
     ['flag', 2n],
   ] as const)
     expect(typed(kind, value, c)).toBeNull()
-  expect(c.count).toBe(4)
+  expect(c).toEqual({ count: 3, example: '"next Tuesday"' })
+  const long: Coercions = { count: 0 }
+  typed('time', 'x'.repeat(100), long)
+  expect(long.example).toBe(`"${'x'.repeat(39)}…"`)
 })

@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { existsSync, readdirSync } from 'node:fs'
 import { describe, expect, test } from 'vitest'
+import { DATA_TABLES, DATA_VIEWS } from '../../../connectors/index.js'
 import { commands } from '../../../src/cli/commands.js'
+import { MAX_VIEW_FIELDS } from '../../../src/store/custom-object-views.js'
 import { RECONCILABLE, streamOptionProblem } from '../../../src/cli/stream-option.js'
 import { configKeys, envVariables } from '../../../src/config/config-doc.js'
 import { ENV_VARIABLES, FLAG_KEYS } from '../../../src/config/index.js'
@@ -112,7 +114,7 @@ describe('README.md', () => {
     expect(streamOptionProblem('sync', 'objects:equipment')).toBeUndefined()
   })
 
-  test('every table of the Tables section is in a new mirror, and the example queries prepare against it', async () => {
+  test("the Tables section names every table and view of the account's data, each in a new mirror; the example queries prepare", async () => {
     const mirror = await tempMirror()
     try {
       const names = new Set(
@@ -120,11 +122,15 @@ describe('README.md', () => {
           (r) => r.name,
         ),
       )
-      const documented = table(README, 'table')
-        .flatMap((row) => ticked(row[0]!))
-        .filter((t) => t !== 'obj_<slug>')
-      expect(documented.length).toBeGreaterThan(10)
+      const section = README.slice(README.indexOf('\n## Tables\n'))
+      const rows = table(section.slice(0, section.indexOf('\n## ', 1)), 'table')
+      // Every row names a table (a stray separator row names none).
+      for (const row of rows) expect(ticked(row[0]!), `README.md's Tables has a row naming no table: ${row.join(' | ')}`).not.toEqual([])
+      const documented = rows.flatMap((row) => ticked(row[0]!)).filter((t) => t !== 'obj_<slug>')
       for (const t of documented) expect(names, `README.md's Tables names ${t}`).toContain(t)
+      for (const t of [...DATA_TABLES, ...DATA_VIEWS]) expect(documented, `README.md's Tables omits ${t.name}`).toContain(t.name)
+      // The width of a custom object's view (src/store/custom-object-views.ts).
+      expect(section).toContain(`At most ${MAX_VIEW_FIELDS.toLocaleString('en-US')} field columns`)
       // The example queries name real tables and columns (a custom object's view needs the object).
       const examples = /```sql\n([\s\S]*?)```/.exec(README)![1]!
       const statements = examples

@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
-import { columnNames, MAX_IDENTIFIER_BYTES, viewName, viewStatements } from '../../../src/store/custom-object-views.js'
-import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+import { mirrorCatalog } from '../../../src/catalog/catalog.js'
+import { objectViewSql } from '../../../src/destination/postgres-ddl.js'
+import { exportMirror } from '../../../src/export/export-mirror.js'
+import {
+  columnNames,
+  MAX_IDENTIFIER_BYTES,
+  MAX_VIEW_FIELDS,
+  viewName,
+  viewStatements,
+  viewWidthNote,
+} from '../../../src/store/custom-object-views.js'
+import { openReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
 beforeAll(async () => (m = await tempMirror()))
@@ -16,6 +27,38 @@ function insertRecord(slug: string, id: string, data: Record<string, unknown>) {
 }
 
 describe('obj_<slug> views', () => {
+  test('an object of 2,000 fields: its view, the catalog, query, export and the Postgres view all take its first fields', async () => {
+    const fields = Array.from({ length: 2000 }, (_, i) => ({ name: `f${i}`, type: 'text' }))
+    insertRecord('wide', 'w1', Object.fromEntries(fields.map((f, i) => [f.name, `v${i}`])))
+    new CustomObjectTypes(m.sqlite).store({ slug: 'wide', raw: {} }, { fields, pipeline: null, raw: { fields } }, 't')
+    const columns = (m.sqlite.prepare(`SELECT name FROM pragma_table_info('obj_wide')`).pluck().all() as string[]).sort()
+    expect(columns).toHaveLength(MAX_VIEW_FIELDS + 6)
+    expect(columns).toContain(`f${MAX_VIEW_FIELDS - 1}`)
+    expect(columns).not.toContain(`f${MAX_VIEW_FIELDS}`)
+    // `fsm-sync query` on it, alone and joined to a table.
+    const all = openReadOnlyQuery(m.sqlite, 'SELECT * FROM obj_wide')
+    expect([...all.rows][0]).toContain(`v${MAX_VIEW_FIELDS - 1}`)
+    const joined = openReadOnlyQuery(m.sqlite, 'SELECT * FROM obj_wide JOIN clients ON 0')
+    expect([joined.columns.length > MAX_VIEW_FIELDS, [...joined.rows]]).toEqual([true, []])
+    // The catalog describes exactly those columns and says where the others are; the export writes them.
+    const spec = mirrorCatalog(m.sqlite).find((t) => t.name === 'obj_wide')!
+    expect(spec.columns.map((c) => c.name).sort()).toEqual(columns)
+    expect(spec.description).toContain(`the first ${MAX_VIEW_FIELDS} of its 2000 schema fields only`)
+    const dir = tempDir()
+    const manifest = await exportMirror(m.sqlite, mirrorCatalog(m.sqlite), { format: 'csv', outDir: dir, tables: ['obj_wide'], now: 0 })
+    expect(manifest.tables[0]!.rows).toBe(1)
+    expect(manifest.tables[0]!.columns).toHaveLength(MAX_VIEW_FIELDS + 6)
+    // Postgres takes at most 1,664 entries in a select list.
+    const pg = objectViewSql('fsm', { slug: 'wide', fields: JSON.stringify(fields) })
+    expect(pg.match(/ AS "/g)).toHaveLength(MAX_VIEW_FIELDS)
+    expect(MAX_VIEW_FIELDS + 6).toBeLessThanOrEqual(1664)
+    expect([pg.includes(`AS "f${MAX_VIEW_FIELDS - 1}"`), pg.includes(`"f${MAX_VIEW_FIELDS}"`)]).toEqual([true, false])
+    expect(viewWidthNote('wide', 2000)).toMatch(
+      /^custom object wide has 2000 schema fields: its view obj_wide has columns for the first 1500 only, the other 500 are in custom_records.data/,
+    )
+    expect(viewWidthNote('narrow', MAX_VIEW_FIELDS)).toBeUndefined()
+  })
+
   test('hostile field names all work, harm nothing, and stay reachable', () => {
     const slug = 'equip\'ment"; --'
     const fields = HOSTILE.map((name) => ({ name }))

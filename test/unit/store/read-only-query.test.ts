@@ -1,11 +1,14 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
-import { formatQueryResult, openReadOnlyQuery, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { openReadOnlyQuery, QueryRefusedError, runReadOnlyQuery } from '../../../src/store/read-only-query.js'
+import { formatQueryResult } from '../../../src/cli/query-format.js'
 import { queryParams } from '../../../src/cli/query.js'
 import { viewStatements } from '../../../src/store/custom-object-views.js'
-import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+import { catalogTables } from '../../../src/catalog/catalog.js'
+import { exportMirror } from '../../../src/export/export-mirror.js'
+import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let writer: TempMirror
 let reader: Mirror
@@ -52,10 +55,35 @@ describe('query: one read-only statement', () => {
       { id: 'a', first_name: 'Ann, "the" first' },
       { id: 'b', first_name: null },
     ])
-    expect(formatQueryResult(r, 'csv')).toBe('id,first_name\na,"Ann, ""the"" first"\nb,\n')
+    // RFC 4180, as export writes it: CRLF line ends, NULL an empty field.
+    expect(formatQueryResult(r, 'csv')).toBe('id,first_name\r\na,"Ann, ""the"" first"\r\nb,\r\n')
     const t = formatQueryResult(r, 'table')
     expect(t.split('\n')[0]).toMatch(/^id\s+first_name$/)
     expect(t).toContain('(2 rows)')
+  })
+
+  test('one rule with export: a JSON column is a JSON value, a flag true/false, the CSV the same bytes', async () => {
+    const t = '2026-01-02T03:04:05.000Z'
+    writer.sqlite
+      .prepare(
+        `INSERT INTO api_keys (id, name, scopes, is_active, created_at, updated_at, raw, synced_at) VALUES ('k1', 'ci, "main"', '["jobs:read"]', 1, ?, ?, '{"id":"k1","nested":{"a":[1]}}', ?)`,
+      )
+      .run(t, t, t)
+    const sql = 'SELECT * FROM api_keys'
+    const dir = tempDir()
+    await exportMirror(reader.sqlite, catalogTables(), { format: 'csv', outDir: dir, tables: ['api_keys'], now: 0 })
+    expect(formatQueryResult(runReadOnlyQuery(reader.sqlite, sql), 'csv')).toBe(readFileSync(path.join(dir, 'api_keys.csv'), 'utf8'))
+    await exportMirror(reader.sqlite, catalogTables(), { format: 'jsonl', outDir: dir, tables: ['api_keys'], now: 0 })
+    const lines = readFileSync(path.join(dir, 'api_keys.jsonl'), 'utf8').trim().split('\n')
+    const json = JSON.parse(formatQueryResult(runReadOnlyQuery(reader.sqlite, sql), 'json')) as Record<string, unknown>[]
+    expect(json).toEqual(lines.map((l) => JSON.parse(l) as unknown))
+    expect(json[0]).toMatchObject({ scopes: ['jobs:read'], is_active: true, raw: { id: 'k1', nested: { a: [1] } } })
+    // An expression has no kind: its value as SQLite gives it; a value that does not fit its kind, as it is.
+    const r = runReadOnlyQuery(reader.sqlite, `SELECT json_extract(raw, '$.nested') AS nested, id, updated_at FROM clients ORDER BY id`)
+    expect(JSON.parse(formatQueryResult(r, 'json'))).toEqual([
+      { nested: null, id: 'a', updated_at: 't' },
+      { nested: null, id: 'b', updated_at: 't' },
+    ])
   })
 })
 

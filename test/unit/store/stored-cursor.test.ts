@@ -2,7 +2,7 @@
 // was wrong, never thrown.
 import { describe, expect, test } from 'vitest'
 import type { z } from 'zod'
-import { KeysetCursorSchema } from '../../../src/api/updated-at-keyset.js'
+import { KeysetCursorSchema } from '../../../src/api/keyset/index.js'
 import { FeedCursorSchema } from '../../../src/daemon/calendar-feed.js'
 import { parseStoredCursor } from '../../../src/store/stored-cursor.js'
 import { ObjectCursorSchema } from '../../../src/sync/custom-object-sync.js'
