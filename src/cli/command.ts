@@ -19,10 +19,16 @@ export interface CommandContext {
 
 export type Args = Record<string, unknown> & { _: (string | number)[] }
 
+/** What a command's file exports: its options and what it does. */
 export interface Command {
+  builder?: (y: Argv) => Argv
+  run: (args: Args, ctx: CommandContext) => Promise<number>
+}
+
+/** A command as commands.ts lists it: what `--help` shows, and its file, imported only when it runs. */
+export interface CommandEntry {
   /** yargs command string, e.g. `sync` or `trigger <integration>`. */
   command: string
   describe: string
-  builder?: (y: Argv) => Argv
-  run: (args: Args, ctx: CommandContext) => Promise<number>
+  load: () => Promise<Command>
 }

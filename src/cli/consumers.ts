@@ -11,8 +11,6 @@ import { noMirrorError, requireSynced } from './require-synced.js'
 import { existsSync } from 'node:fs'
 
 export const consumersCommand: Command = {
-  command: 'consumers <action> [name] [seq]',
-  describe: 'list | add NAME | ack NAME SEQ | remove NAME: readers of change_log that retention waits for',
   builder: (y) =>
     jsonOption(y)
       .positional('action', { choices: ['list', 'add', 'ack', 'remove'] as const })

@@ -9,9 +9,6 @@ import type { Command } from './command.js'
 import { formatResults } from './run-summary.js'
 
 export const demoCommand: Command = {
-  command: 'demo',
-  describe:
-    'Run the daemon against an emulated, changing account (webhooks included), print example queries, keep the mirror live until Ctrl-C',
   builder: (y) =>
     y
       .option('dir', { type: 'string', describe: 'folder for the mirror (default: a new temporary folder)' })

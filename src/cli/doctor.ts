@@ -9,8 +9,6 @@ import { destinationTables } from '../destination/index.js'
 import { postgresChecks } from '../destination/postgres-doctor.js'
 
 export const doctorCommand: Command = {
-  command: 'doctor',
-  describe: 'Check configuration, reachability, the key and its scopes, and the mirror',
   builder: (y) => jsonOption(y),
   run: async (args, ctx) => {
     const out = ctx.io.stdout

@@ -9,8 +9,6 @@ const PASSED = ['port', 'seed', 'accounts', 'rows', 'key', 'clients', 'jobs', 'i
 const NOT_FOR_THE_EMULATOR = ['config', 'base-url', 'db', 'log-level'] as const
 
 export const emulatorCommand: Command = {
-  command: 'emulator',
-  describe: 'Start the local emulated account (or --accounts N of them) and print the export lines of its base URL and key',
   builder: (y) =>
     y
       .hide('version')

@@ -21,8 +21,6 @@ import { CommandError, jsonOption, printResult } from './output.js'
 import { requireSynced } from './require-synced.js'
 
 export const exportCommand: Command = {
-  command: 'export',
-  describe: 'Write a consistent snapshot of the mirror (or the changes after a change_log seq) as Parquet, CSV or JSONL files',
   builder: (y) =>
     jsonOption(y)
       .option('format', { choices: EXPORT_FORMATS, demandOption: true, describe: 'the file format, one file per table' })

@@ -1,21 +1,29 @@
 // The CLI entry: global options, one command per file, strict parsing. Exit codes: 0 success,
 // 1 the command failed, 2 usage or configuration error (docs/guarantees.md, Clear errors). Results
 // go to stdout, everything else (logs, errors, progress) to stderr; see output.ts for --json.
-import yargs from 'yargs'
-import { loadConfig, ConfigError, postgresSecrets, type Config } from '../config/index.js'
-import { createLogger, type Logger } from '../log/logger.js'
-import type { Args, CommandContext, Io } from './command.js'
+// Only what every command needs is imported here; a command's own modules, and the configuration
+// and logger modules, are imported once a command is chosen (commands.ts): `--version` and `--help`
+// load none of them (test/integration/cli/cold-start.test.ts).
+import type { Config } from '../config/index.js'
+import { ConfigError } from '../config/config-error.js'
+import type { Logger } from '../log/logger.js'
+import type { Args, Command, CommandContext, Io } from './command.js'
 import { commands } from './commands.js'
 import { packageInfo } from '../config/package-info.js'
 import { CommandError, errorDocument, PartialResultError } from './output.js'
-import { STREAM_CHOICE } from '../../connectors/selection.js'
 
 export const EXIT_USAGE = 2
 
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+  // `--version` alone needs no parser: the version is all it prints.
+  if (argv.length === 1 && argv[0] === '--version') {
+    io.stdout.write(`${packageInfo().version}\n`)
+    return 0
+  }
   let exitCode = 0
   let usageError: string | undefined
 
+  const { default: yargs } = await import('yargs')
   const parser = yargs([...argv])
     .scriptName('fsm-sync')
     .usage('$0 <command> [options]\n\nKeeps a local SQLite mirror of a field-service account.')
@@ -38,13 +46,19 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
       throw new Error(usageError)
     })
 
-  for (const cmd of commands) {
+  for (const entry of commands) {
+    let loaded: Promise<Command> | undefined
+    const load = () => (loaded ??= entry.load())
     parser.command({
-      command: cmd.command,
-      describe: cmd.describe,
-      builder: (y) => (cmd.builder ? cmd.builder(y) : y),
+      command: entry.command,
+      describe: entry.describe,
+      // Runs only for the command chosen (its options, its --help): the one file imported.
+      builder: async (y) => {
+        const cmd = await load()
+        return cmd.builder ? cmd.builder(y) : y
+      },
       handler: async (args) => {
-        exitCode = await runCommand(cmd.run, args, io)
+        exitCode = await runCommand((await load()).run, args, io)
       },
     })
   }
@@ -62,7 +76,12 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   return exitCode
 }
 
-async function runCommand(run: (args: Args, ctx: CommandContext) => Promise<number>, args: Args, io: Io): Promise<number> {
+async function runCommand(run: Command['run'], args: Args, io: Io): Promise<number> {
+  const [{ loadConfig, postgresSecrets }, { createLogger }, { STREAM_CHOICE }] = await Promise.all([
+    import('../config/index.js'),
+    import('../log/logger.js'),
+    import('../../connectors/selection.js'),
+  ])
   let config: Config | undefined
   let logger: Logger | undefined
   const ctx: CommandContext = {

@@ -50,8 +50,6 @@ export function queryParams(sql: string, values: readonly string[]): QueryParams
 }
 
 export const queryCommand: Command = {
-  command: 'query <sql>',
-  describe: 'Run one read-only SQL statement against the mirror; rows stream out as they are read',
   builder: (y) =>
     jsonOption(
       y

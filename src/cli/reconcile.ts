@@ -8,8 +8,6 @@ import { selectStreams } from '../../connectors/selection.js'
 import { runReconciliations } from '../sync/sync-engine.js'
 
 export const reconcileCommand: Command = {
-  command: 'reconcile',
-  describe: 'Find records deleted upstream (which lists never show) and mark them deleted',
   builder: (y) =>
     jsonOption(
       streamOption(y, 'reconcile', "stream to reconcile (repeatable); when omitted, the reconcilable ones among the config's streams"),

@@ -9,8 +9,6 @@ import { CommandError, jsonOption, printResult } from './output.js'
 import { requireSynced } from './require-synced.js'
 
 export const replicateCommand: Command = {
-  command: 'replicate',
-  describe: 'Bring the Postgres destination (FSM_POSTGRES_URL) up to the mirror and exit',
   builder: (y) =>
     jsonOption(y).option('reseed', { type: 'boolean', default: false, describe: 'load every table again from a snapshot of the mirror' }),
   run: async (args, ctx) => {

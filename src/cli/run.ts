@@ -8,8 +8,6 @@ import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
 const STOP_BUDGET_MS = 9000
 
 export const runCommand: Command = {
-  command: 'run',
-  describe: 'The daemon: continuous (or scheduled) sweeps, reconciliation and triggers, webhook intake, health and metrics',
   run: async (_args, ctx) => {
     const logger = ctx.logger()
     const daemon = await startDaemon(ctx.config(), { logger })

@@ -13,8 +13,6 @@ import { explainMirrorError } from '../store/mirror-database.js'
 import { CommandError, jsonOption, printResult } from './output.js'
 
 export const schemaCommand: Command = {
-  command: 'schema',
-  describe: 'Every table of the mirror: columns, SQLite types and kinds, keys, meaning and upstream field; --json for JSON Schemas',
   builder: (y) =>
     jsonOption(y)
       .option('stream', {

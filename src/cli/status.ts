@@ -18,8 +18,6 @@ import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/index
 import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {
-  command: 'status',
-  describe: 'Per stream: table, rows, cursor, last success, last error, lag; inbox backlog; request budget; schedules off',
   builder: (y) => jsonOption(y),
   run: async (args, ctx) => {
     const config = ctx.config()

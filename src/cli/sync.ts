@@ -8,8 +8,6 @@ import { selectStreams } from '../../connectors/selection.js'
 import { runSweeps } from '../sync/sync-engine.js'
 
 export const syncCommand: Command = {
-  command: 'sync',
-  describe: "One incremental pass over the named streams (the config's streams by default: all of them), then exit",
   builder: (y) =>
     jsonOption(
       streamOption(y, 'sync', "stream to sync (repeatable); when omitted, the config's streams (all by default)").option('full', {

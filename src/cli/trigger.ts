@@ -16,8 +16,6 @@ interface TriggerDocument {
 }
 
 export const triggerCommand: Command = {
-  command: 'trigger <integration>',
-  describe: "Call an integration's sync trigger and record the result",
   builder: (y) => jsonOption(y.positional('integration', { choices: INTEGRATIONS, describe: 'the integration to sync' })),
   run: (args, ctx) =>
     withApp(

@@ -12,8 +12,6 @@ import { DELIVERY_STATUSES, listDeliveries, listEndpoints, registerEndpoint, typ
 import { SecretStore } from '../webhooks/secret-store.js'
 
 export const webhooksCommand: Command = {
-  command: 'webhooks <action>',
-  describe: 'register --url URL | list | deliveries [--status S]',
   builder: (y) =>
     jsonOption(y)
       .positional('action', { choices: ['register', 'list', 'deliveries'] as const })

@@ -2,7 +2,7 @@
 // Every problem is collected and reported at once, each naming the key as the user wrote it.
 import { readFileSync } from 'node:fs'
 import type { z } from 'zod'
-import { ConfigSchema, type Config } from './schema.js'
+import { ConfigSchema, withPostgresPassword, type Config } from './schema.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { schemaKeys } from './schema-keys.js'
 
@@ -142,6 +142,16 @@ export function loadConfig(sources: ConfigSources = {}): Config {
       if (problem !== undefined) issues.push({ key: nameOf(['streams', String(i)], origins), message: problem })
     }
     parsed.data.streams ??= [...choice.all]
+  }
+  if (parsed.success) {
+    // The password kept apart from the URL (no encoding for the user to get right) goes into it here.
+    const pg = parsed.data.destination.postgres
+    if (pg.password !== undefined && pg.url === undefined)
+      issues.push({
+        key: nameOf(['destination', 'postgres', 'password'], origins),
+        message: 'is set but destination.postgres.url (FSM_POSTGRES_URL) is not: set the URL too, e.g. postgres://user@host:5432/database',
+      })
+    else if (pg.password !== undefined && pg.url !== undefined) pg.url = withPostgresPassword(pg.url, pg.password)
   }
   if (parsed.success && issues.length === 0) return parsed.data
   if (!parsed.success) issues.push(...parsed.error.issues.flatMap((i) => describeIssue(i, origins)))

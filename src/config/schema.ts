@@ -445,6 +445,16 @@ export const ConfigSchema = z.strictObject({
                 { env: 'FSM_POSTGRES_URL' },
               ),
             ),
+          password: z
+            .string()
+            .min(1)
+            .optional()
+            .meta(
+              doc(
+                "The password of `destination.postgres.url`'s user, as it is (no URL encoding, any character): set, it replaces the URL's own, so the URL can be written without one (`postgres://fsm@warehouse:5432/warehouse`). A secret: never logged.",
+                { env: 'FSM_POSTGRES_PASSWORD' },
+              ),
+            ),
           schema: z
             .string()
             .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'must be a plain identifier of up to 63 letters, digits or _, e.g. fsm' })
@@ -514,6 +524,13 @@ export function postgresUrlProblem(text: string): string | undefined {
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return 'must start with postgres:// or postgresql://'
   if (url.hostname === '' && !url.searchParams.has('host')) return 'names no host'
   return undefined
+}
+
+/** `url` with `password` as its password, percent-encoded so that any character survives the URL. */
+export function withPostgresPassword(url: string, password: string): string {
+  const u = new URL(url)
+  u.password = encodeURIComponent(password)
+  return u.toString()
 }
 
 /**

@@ -8,14 +8,12 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
 import type { Logger } from '../log/logger.js'
 import { runMigrations, type Migrations } from './migration-runner.js'
 import { MIGRATION_HOOKS, MIGRATIONS } from './migrations/index.js'
 import { secretsLeftInMirror } from './migrations/0011-secrets-file.js'
 import type { MigrationHooks } from './migrations/types.js'
 import { MirrorError } from './mirror-error.js'
-import type { MirrorSchema } from './mirror-schema.js'
 import { explainMirrorError } from './mirror-fault.js'
 import { SECRETS_FILE_MODE } from './secrets-file.js'
 
@@ -27,7 +25,6 @@ export type Sqlite = Database.Database
 export interface Mirror {
   readonly path: string
   readonly sqlite: Sqlite
-  readonly db: Kysely<MirrorSchema>
   close(): Promise<void>
 }
 
@@ -82,13 +79,12 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
     sqlite.close()
     throw explainMirrorError(file, err)
   }
-  const db = new Kysely<MirrorSchema>({ dialect: new SqliteDialect({ database: sqlite }) })
-  const close = async () => {
-    await db.destroy()
-    // kysely closes the connection only if a query went through it; most work here does not.
+  // Typed queries compile with typed-query.ts and run on `sqlite`: opening needs no query builder.
+  const close = () => {
     if (sqlite.open) sqlite.close()
+    return Promise.resolve()
   }
-  const mirror: Mirror = { path: file, sqlite, db, close }
+  const mirror: Mirror = { path: file, sqlite, close }
   if (!readonly) {
     try {
       // Before anything writes: an older mirror may have been widened by an earlier open.
