@@ -3,6 +3,7 @@ import { syncCalendarFeed } from '../daemon/calendar-feed.js'
 import { pollCalendarStatus, type CalendarStatus } from '../daemon/integration-status.js'
 import { formatTrigger, INTEGRATIONS, isIntegrationName, runTrigger, type TriggerResult } from '../daemon/integration-triggers.js'
 import type { RunResult } from '../sync/sync-context.js'
+import { KEY_REJECTED } from '../sync/sync-engine.js'
 import type { Command } from './command.js'
 import { jsonDocument, jsonOption, wantsJson } from './output.js'
 import { withApp } from './with-app.js'
@@ -28,7 +29,8 @@ export const triggerCommand: Command = {
         const result = await runTrigger(app.syncContext({ signal }), app.client, name)
         const doc: TriggerDocument = { ok: result.outcome === 'success', trigger: { ...result, kind: 'trigger' } }
         if (text) (result.outcome === 'success' ? ctx.io.stdout : ctx.io.stderr).write(formatTrigger(result))
-        if (name === 'calendar-a' && !result.notConnected) {
+        // A rejected key would be rejected again by the status and the feed.
+        if (name === 'calendar-a' && !result.notConnected && result.errorCode !== KEY_REJECTED) {
           const status = await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal, now: () => app.clock.now() })
           if (status !== undefined) {
             doc.calendarStatus = status

@@ -40,8 +40,9 @@ export function createApiAccess(
     ledgerFailed = true
   }
   const priorStarts = ledger.recent(clock.now())
+  // Nothing to act on (the budget simply counts them): not shown at the default level.
   if (priorStarts.length > 0)
-    logger.info({ requests: priorStarts.length }, "requests started in the last minute by another process count against this one's budget")
+    logger.debug({ requests: priorStarts.length }, "requests started in the last minute by another process count against this one's budget")
   const governor = new RequestGovernor({
     clock,
     limitPerMinute: config.rateLimit,

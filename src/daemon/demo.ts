@@ -183,7 +183,7 @@ function runsSince(sqlite: Sqlite, began: string): (RunResult & { snapshot: bool
   return new RunHistory(sqlite).finishedSince(began).map((r) => ({
     snapshot: r.kind === 'reference',
     stream: r.stream,
-    kind: r.kind === 'reconcile' ? 'reconcile' : 'sweep',
+    kind: r.kind,
     outcome: r.outcome,
     rows: r.rows,
     requests: r.requests,

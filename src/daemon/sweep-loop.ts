@@ -18,6 +18,7 @@ import { CountingSource, type Upstream } from '../sync/counting-source.js'
 import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
 import { SCHEMA_MAX_AGE_MS } from '../sync/object-schemas.js'
 import { sweepRecords } from '../sync/record-sweep.js'
+import { KEY_REJECTED } from '../sync/sync-engine.js'
 import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
 import { trackedRun } from '../sync/tracked-run.js'
@@ -247,6 +248,12 @@ export class SweepLoop {
     if (result.outcome === 'error') {
       unit.failures++
       unit.retryAt = now + retryDelayMs(unit.failures, this.#o.maxIntervalMs)
+      // A rejected key fails every stream alike: they all wait, instead of each spending a request on it in turn.
+      if (result.errorCode === KEY_REJECTED)
+        for (const other of this.#units.values()) {
+          other.failures = Math.max(other.failures, unit.failures)
+          other.retryAt = Math.max(other.retryAt ?? 0, unit.retryAt)
+        }
       return
     }
     unit.failures = 0

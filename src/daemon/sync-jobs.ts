@@ -6,7 +6,7 @@ import { SCHEDULE_CONTINUOUS, type Config } from '../config/index.js'
 import { checkpointPassive } from '../store/mirror-health.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { selectStreams, selectWithin } from '../../connectors/selection.js'
-import { runReconciliations, runSweeps } from '../sync/sync-engine.js'
+import { KEY_REJECTED, runReconciliations, runSweeps } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import { syncCalendarFeed } from './calendar-feed.js'
@@ -41,7 +41,8 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
   const selection = selectStreams(app.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
   const observe = (results: readonly RunResult[], kind?: string) => {
-    for (const r of results) metrics.observeRun(r, kind ?? r.kind)
+    // A run skipped (the key rejected earlier in the batch) never ran: nothing to count.
+    for (const r of results) if (r.outcome !== 'skipped') metrics.observeRun(r, kind ?? r.kind)
     return results
   }
   const trigger = (name: IntegrationName, cron: string): JobDefinition => ({
@@ -51,7 +52,8 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
       const r = await runTrigger(app.syncContext({ signal }), app.client, name)
       metrics.observeRun(r, 'trigger')
       if (r.notConnected) metrics.integrationNotConnected(name)
-      if (name !== 'calendar-a' || signal.aborted) return
+      // A rejected key would be rejected again by the status and the feed.
+      if (name !== 'calendar-a' || signal.aborted || r.errorCode === KEY_REJECTED) return
       await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal, now: () => app.clock.now() })
       // The change feed is read after a trigger that ran (a disconnected calendar has none).
       if (r.outcome === 'success' && !signal.aborted)

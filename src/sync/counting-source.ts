@@ -26,6 +26,12 @@ export class CountingSource implements PageSource {
     return this.upstream.get(path, query, this.counted(options))
   }
 
+  /** Counts a request made ahead for this run (a first page read before the run began, first-pages.ts): its attempts, the last one's start. */
+  countStarted(startedAt: number, attempts: number): void {
+    this.requests += attempts
+    this.lastStartedAt = startedAt
+  }
+
   /** The options of a call made on the client directly (a POST): its attempts count for this run. */
   counted<T extends CallOptions>(options: T): T {
     const outer = options.onAttempt

@@ -203,7 +203,7 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
       const live = table.liveIds({ syncedBefore: walkStartedAt })
       const liveCount = table.liveCount()
       const gone = live.filter((id) => !seen.has(id))
-      const guarded = deletionGuard(stream, gone.length, liveCount, ctx.options.maxDeleteShare)
+      const guarded = deletionGuard(stream, gone.length, liveCount, ctx.options.maxDeleteShare, seen.size)
       if (guarded !== undefined) return guarded
       const marked = ctx.mirror.sqlite.transaction(() => writer.markDeleted(gone, isoNow(ctx.now())).changed.length)()
       return { rows: marked, details: { walked: seen.size } }

@@ -5,3 +5,9 @@ export function describeError(err: unknown): string {
   if (err instanceof Error) return err.message
   return typeof err === 'string' ? err : JSON.stringify(err)
 }
+
+/** The `code` our typed errors carry (API_UNAUTHORIZED, NETWORK_ERROR, ...), when `err` has one. */
+export function errorCodeOf(err: unknown): string | undefined {
+  const code = err instanceof Error ? (err as { code?: unknown }).code : undefined
+  return typeof code === 'string' && code !== '' ? code : undefined
+}

@@ -1,8 +1,9 @@
 // Progress of a sweep and the estimate of a backfill (docs/sweeping.md, Progress). On a terminal, one live
 // line: the stream's rows read and rows changed, and while a backfill runs the overall estimate
-// (rows and requests still to go, and the time they take at the current budget); otherwise a log
-// event at most every `logEveryMs`. The arithmetic is pure and shared with `status`, which reads
-// the same figures from the run's row (record-sweep.ts stores them with each page).
+// (rows and requests still to go, and the time they take at the current budget); otherwise the
+// estimate is logged once when the batch knows its sizes, and a sweep's progress at most every
+// `logEveryMs` while it runs (its end is the run's own `sweep finished`, tracked-run.ts). The
+// arithmetic is pure and shared with `status`, which reads the same figures from the run's row.
 import type { Logger } from '../log/logger.js'
 import { count, estimateBackfill, formatEstimate, plural, requestsFor } from '../model/backfill-estimate.js'
 
@@ -21,8 +22,8 @@ export interface ProgressUpdate {
 }
 
 export interface ProgressSink {
-  /** The streams a batch will walk from the start, before it begins (their size is not known yet). */
-  plan?(backfills: readonly string[]): void
+  /** The streams a batch will walk from the start, before it begins, with the rows each has (undefined: not known). */
+  plan?(backfills: readonly { stream: string; rowsRemaining: number | undefined }[]): void
   update(p: ProgressUpdate): void
 }
 
@@ -51,7 +52,10 @@ export function createProgress(options: ProgressOptions): ProgressSink {
     )
   return {
     plan(streams) {
-      for (const s of streams) if (!backfills.has(s)) backfills.set(s, undefined)
+      for (const s of streams) backfills.set(s.stream, s.rowsRemaining)
+      const e = estimate()
+      if (options.tty === undefined && (e.rowsRemaining > 0 || e.sizeUnknown.length > 0))
+        options.logger.info({ backfill: e }, `backfill: ${formatEstimate(e)}`)
     },
     update(p) {
       if (p.backfill) backfills.set(p.stream, p.done ? 0 : p.rowsRemaining)
@@ -64,8 +68,14 @@ export function createProgress(options: ProgressOptions): ProgressSink {
         options.tty.write(`\r\x1b[2K${head}${tail}${rest}${p.done ? '\n' : ''}`)
         return
       }
+      // From the stream's first page on, a line every `every` ms while it runs; none at its end.
       const t = options.now()
-      if (!p.done && t - (lastLog.get(p.stream) ?? 0) < every) return
+      const last = lastLog.get(p.stream)
+      if (p.done || last === undefined || t - last < every) {
+        if (p.done) lastLog.delete(p.stream)
+        else if (last === undefined) lastLog.set(p.stream, t)
+        return
+      }
       lastLog.set(p.stream, t)
       options.logger.info(
         {
@@ -76,7 +86,7 @@ export function createProgress(options: ProgressOptions): ProgressSink {
           requests: p.requests,
           ...(left === undefined ? {} : { backfill: left }),
         },
-        p.done ? 'sweep finished' : 'sweep progress',
+        'sweep progress',
       )
     },
   }

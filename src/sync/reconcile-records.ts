@@ -32,7 +32,7 @@ export function reconcileRecords(ctx: SyncContext, stream: RecordStream): Promis
     const live = table.liveIds({ syncedBefore: walkStartedAt })
     const liveCount = table.liveCount()
     const candidates = live.filter((id) => !seen.has(id))
-    const guarded = deletionGuard(stream.name, candidates.length, liveCount, ctx.options.maxDeleteShare)
+    const guarded = deletionGuard(stream.name, candidates.length, liveCount, ctx.options.maxDeleteShare, seen.size)
     if (guarded !== undefined) return guarded
     let marked = 0
     let confirmedLive = 0

@@ -10,6 +10,7 @@ import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { requestsFor } from '../model/backfill-estimate.js'
 import type { ProgressUpdate } from './progress.js'
+import type { FirstPages } from './first-pages.js'
 import { resumeCursor } from './resume-cursor.js'
 import { trackedRun } from './tracked-run.js'
 
@@ -24,6 +25,8 @@ export interface SweepOptions {
    * to the end by `status` and the staleness figure (src/store/stream-freshness.ts).
    */
   maxPages?: number
+  /** First pages read ahead for the batch's backfills (first-pages.ts): a walk from the start takes its own as its first answer. */
+  firstPages?: FirstPages | undefined
 }
 
 /** Whether `cursor` lies past `from` (the stored cursor the walk began at; undefined: a first walk). */
@@ -76,7 +79,8 @@ export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: Sw
     })
     let pages = 0
     let capped = false
-    for await (const page of updatedAtKeyset(source, stream.route, {
+    const firstAnswered = backfill && options.firstPages !== undefined ? options.firstPages.take(stream.name, source) : source
+    for await (const page of updatedAtKeyset(firstAnswered, stream.route, {
       cursor: stored,
       limit: ctx.options.pageSize,
       // The allowance for upstream commit lag: how the stored cursor's re-read point is derived.

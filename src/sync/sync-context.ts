@@ -1,7 +1,7 @@
 // What the engine needs to run a stream: the mirror, the upstream, the clock and a few options.
 import type { Logger } from '../log/logger.js'
 import type { Mirror } from '../store/mirror-database.js'
-import type { SyncStateStore } from '../store/sync-state.js'
+import type { RunKind, SyncStateStore } from '../store/sync-state.js'
 import type { Upstream } from './counting-source.js'
 import type { ProgressSink } from './progress.js'
 
@@ -28,9 +28,14 @@ export interface SyncContext {
 
 export interface RunResult {
   stream: string
-  kind: 'sweep' | 'reconcile'
-  /** `interrupted`: stopped by the caller's signal (SIGTERM); it resumes from its checkpoint. */
-  outcome: 'success' | 'error' | 'guarded' | 'interrupted'
+  /** As recorded in sync_runs and the logs (`reference`: a snapshot of reference data or account metadata). */
+  kind: RunKind
+  /**
+   * `interrupted`: stopped by the caller's signal (SIGTERM); it resumes from its checkpoint.
+   * `skipped`: not started, because an earlier run of the batch showed it could not succeed (the
+   * API key rejected); nothing is recorded for it in sync_runs.
+   */
+  outcome: 'success' | 'error' | 'guarded' | 'interrupted' | 'skipped'
   /** Rows the run changed in the mirror (inserted, updated or marked deleted). */
   rows: number
   requests: number
@@ -38,5 +43,7 @@ export interface RunResult {
   /** Clock ms the run ended (tracked runs), so a batch's observer can tell each run's own end. */
   endedAt?: number
   error?: string
+  /** The failure's `code` (API_UNAUTHORIZED, API_FORBIDDEN, NETWORK_ERROR, ...), when it had one. */
+  errorCode?: string
   details?: Record<string, unknown>
 }

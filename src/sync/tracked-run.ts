@@ -3,7 +3,7 @@
 import { isoNow } from '../model/timestamps.js'
 import type { RunKind } from '../store/sync-state.js'
 import { CountingSource } from './counting-source.js'
-import { describeError } from './describe-error.js'
+import { describeError, errorCodeOf } from './describe-error.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 
 export interface RunOutcome {
@@ -42,7 +42,7 @@ export async function trackedRun(
   source.who = `${kind} ${stream}`
   const before = source.requests
   const committed = { rows: 0 }
-  let result: Omit<RunOutcome, 'outcome'> & { outcome: RunResult['outcome'] }
+  let result: Omit<RunOutcome, 'outcome'> & { outcome: Exclude<RunResult['outcome'], 'skipped'>; errorCode?: string }
   try {
     const r = await work({ source, runId, committed })
     result = { ...r, outcome: r.outcome ?? 'success' }
@@ -54,7 +54,8 @@ export async function trackedRun(
     } else {
       ctx.logger.error({ err, stream, kind }, `${kind} failed`)
       // Pages committed before the failure stay committed: count them.
-      result = { outcome: 'error', rows: committed.rows, error: describeError(err) }
+      const errorCode = errorCodeOf(err)
+      result = { outcome: 'error', rows: committed.rows, error: describeError(err), ...(errorCode === undefined ? {} : { errorCode }) }
     }
   }
   const end = ctx.now()
@@ -79,25 +80,33 @@ export async function trackedRun(
     ctx.logger.info({ stream, kind, rows: result.rows, requests, durationMs: end - started }, `${kind} finished`)
   return {
     stream,
-    kind: kind === 'reconcile' ? 'reconcile' : 'sweep',
+    kind,
     outcome: result.outcome,
     rows: result.rows,
     requests,
     durationMs: end - started,
     endedAt: end,
     ...(result.error === undefined ? {} : { error: result.error }),
+    ...(result.errorCode === undefined ? {} : { errorCode: result.errorCode }),
     ...(result.details === undefined ? {} : { details: result.details }),
   }
 }
 
 /** The guard shared by every reconciliation: a share of the live rows, never more. */
-export function deletionGuard(stream: string, candidates: number, liveCount: number, maxShare: number): RunOutcome | undefined {
+export function deletionGuard(
+  stream: string,
+  candidates: number,
+  liveCount: number,
+  maxShare: number,
+  /** Ids the reconciliation's walk checked, kept in the refused run's details. */
+  walked: number,
+): RunOutcome | undefined {
   const allowed = Math.floor(liveCount * maxShare)
   if (candidates <= allowed) return undefined
   return {
     outcome: 'guarded',
     rows: 0,
     error: `reconcile of ${stream} refused: ${candidates} of ${liveCount} live rows look deleted, more than the allowed ${Math.round(maxShare * 100)} % (${allowed}); nothing was marked. If this is real, raise reconcile.maxDeleteShare for one run.`,
-    details: { candidates, liveCount, allowed },
+    details: { walked, candidates, liveCount, allowed },
   }
 }

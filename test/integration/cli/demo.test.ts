@@ -18,11 +18,13 @@ describe('fsm-sync demo', () => {
     const backfill = r.stdout.slice(r.stdout.indexOf('Backfill:'), r.stdout.indexOf('-- Jobs by status'))
     // Record streams with the rows their backfill changed and its requests; reference data and
     // account metadata as snapshots (read whole: no row or request figure to compare).
+    // Under a header row, each run's kind as sync_runs records it.
+    expect(backfill).toMatch(/^Backfill:\nstream\s+kind\s+outcome\s+rows changed\s+requests\s+time\n/)
     for (const stream of ['clients', 'jobs', 'visits', 'invoices', 'objects:equipment']) {
-      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success rows\\s+\\d+\\s+requests\\s+\\d+\\s`, 'm'))
+      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success\\s+\\d+\\s+\\d+\\s+\\d+\\.\\d s$`, 'm'))
     }
     for (const stream of ['items', 'taxes', 'team', 'job_forms', 'company', 'webhooks', 'api_keys']) {
-      expect(backfill).toMatch(new RegExp(`^${stream}\\s+sweep\\s+success snapshot\\s+\\d+\\.\\d s$`, 'm'))
+      expect(backfill).toMatch(new RegExp(`^${stream}\\s+reference\\s+success\\s+snapshot\\s+\\d+\\.\\d s$`, 'm'))
     }
     expect(r.stdout).toMatch(/-- Jobs by status[\s\S]*\(\d+ rows?\)/)
     expect(r.stdout).toMatch(/-- Visits by status[\s\S]*\(\d+ rows?\)/)

@@ -170,7 +170,7 @@ describe('errors', () => {
         runCli(['sync', '--stream', 'clients', '--json'], bad),
       ])
       expect(text.code).toBe(1)
-      expect(text.stdout).toMatch(/^clients\s+sweep\s+error/)
+      expect(text.stdout).toMatch(/^clients\s+sweep\s+error/m)
       expect(text.stdout).toContain('FSM_API_KEY was rejected (401 UNAUTHORIZED)')
       expect(text.stdout).not.toContain('{')
       const failed = logLines(text.stderr).find((l) => l.msg === 'sweep failed') as { err: { message: string } } | undefined

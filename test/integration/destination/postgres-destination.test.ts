@@ -376,7 +376,8 @@ describe('the Postgres destination', () => {
         interval: 20,
       })
       .toEqual({ n: m.sqlite.prepare(`SELECT count(notes) FROM jobs`).pluck().get() as number })
-    expect(follower.status().loads).toBe(1)
+    // The rows are visible to another connection a moment before the follower's COMMIT returns and counts the load.
+    await expect.poll(() => follower.status().loads, { timeout: 10_000, interval: 20 }).toBe(1)
     await follower.stop()
     expect(await comparePostgres(m.sqlite, url, 're', tables)).toEqual([])
     new ChangeLogConsumers(m.sqlite).remove(follower.consumerName)

@@ -1,6 +1,7 @@
 // What a sweep costs in requests, counted by the emulator (docs/sweeping.md, What a sweep costs). The
 // minimum of an incremental sweep: per paged stream ceil(changed rows / 100), at least 1; per custom
 // object its list pages; discovery once. Plus the shifted-tie cases that must still end exact.
+import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
 import type { ApiResponse, CallOptions } from '../../../src/api/api-client.js'
@@ -169,4 +170,48 @@ describe('a tie that shifts while it is stepped still ends exact', () => {
       // (Without the read-again, the row right after the first page would be stale here.)
     })
   }
+})
+
+describe('a backfill learns the size of every stream before it goes on', () => {
+  const COUNTS = { clients: 300, jobs: 200, visitsPerJob: 2, invoices: 120, customRecords: 10 }
+
+  /** A backfill of the record streams on a fresh account: the requests, the live line, each stream's size. */
+  async function backfill(withProgress: boolean) {
+    const emu = await emulatorEnv({ seed: 101, counts: COUNTS })
+    const env = await syncEnv(emu)
+    const totals: number[] = []
+    for (const route of STREAM_PATHS) totals.push((await emu.api('GET', `${route}?limit=1`)).body.meta.total as number)
+    let text = ''
+    const tty = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        text += chunk.toString()
+        done()
+      },
+    })
+    const ctx = withProgress ? env.app.syncContext({ progressTty: tty }) : { ...env.app.syncContext(), progress: undefined }
+    let results: RunResult[] = []
+    const { log } = await counted(emu, async () => {
+      results = await runSweeps(ctx, { records: [...RECORD_STREAMS], reference: [], metadata: [], objects: undefined, notBuilt: [] })
+    })
+    expect(results.map((r) => r.outcome)).toEqual(RECORD_STREAMS.map(() => 'success'))
+    expect(await compareWithEmulator(emu, env, [...RECORD_STREAMS])).toEqual([])
+    return { log, results, totals, lines: text.split('\r\x1b[2K').filter((l) => l !== '') }
+  }
+
+  test('the first page of every stream first; the first estimate counts every stream; not one request more than without', async () => {
+    const ahead = await backfill(true)
+    // Page 1 of each stream, in registry order, before any second page.
+    expect(ahead.log.slice(0, STREAM_PATHS.length).map((r) => [r.path, new URLSearchParams(r.query).get('since')])).toEqual(
+      STREAM_PATHS.map((p) => [p, null]),
+    )
+    const left = ahead.totals.reduce((a, b) => a + b, 0) - ahead.totals.reduce((a, t) => a + Math.min(100, t), 0)
+    expect(ahead.lines[0]).toContain(`backfill left: ~${left.toLocaleString('en-US')} rows`)
+    expect(ahead.lines.join('\n')).not.toContain('size not known')
+    // Each page read ahead is stored by its stream's sweep and counted as its request.
+    expect(ahead.results.reduce((n, r) => n + r.requests, 0)).toBe(ahead.log.length)
+    const plain = await backfill(false)
+    const byPath = (log: Logged[]) => STREAM_PATHS.map((p) => [p, log.filter((r) => r.path === p).length])
+    expect(byPath(ahead.log)).toEqual(byPath(plain.log))
+    expect(ahead.log).toHaveLength(plain.log.length)
+  })
 })

@@ -70,7 +70,10 @@ describe('the live line', () => {
 
   test('rows read and rows changed apart, and the backfill left over every planned stream', () => {
     const { progress, lines } = sink()
-    progress.plan?.(['clients', 'jobs'])
+    progress.plan?.([
+      { stream: 'clients', rowsRemaining: 150 },
+      { stream: 'jobs', rowsRemaining: undefined },
+    ])
     progress.update({ stream: 'clients', rowsRead: 100, rowsChanged: 98, rowsRemaining: 150, requests: 1, backfill: true, done: false })
     progress.update({ stream: 'clients', rowsRead: 250, rowsChanged: 248, rowsRemaining: 0, requests: 3, backfill: true, done: true })
     progress.update({ stream: 'jobs', rowsRead: 100, rowsChanged: 100, rowsRemaining: 1_900, requests: 1, backfill: true, done: false })
@@ -81,9 +84,58 @@ describe('the live line', () => {
     ])
   })
 
+  test('sizes planned up front: the first line already counts every stream', () => {
+    const { progress, lines } = sink()
+    progress.plan?.([
+      { stream: 'clients', rowsRemaining: 150 },
+      { stream: 'jobs', rowsRemaining: 1_900 },
+    ])
+    progress.update({ stream: 'clients', rowsRead: 100, rowsChanged: 100, rowsRemaining: 150, requests: 1, backfill: true, done: false })
+    expect(lines()).toEqual([
+      'clients: 100 rows read, 100 changed, 1 request | backfill left: ~2,050 rows, ~21 requests, ~21s at 60 requests/min',
+    ])
+  })
+
   test('an incremental sweep shows no backfill', () => {
     const { progress, lines } = sink()
     progress.update({ stream: 'jobs', rowsRead: 3, rowsChanged: 1, rowsRemaining: 0, requests: 1, backfill: false, done: true })
     expect(lines()).toEqual(['jobs: 3 rows read, 1 changed, 1 request (done)\n'])
+  })
+})
+
+describe('without a terminal: log lines', () => {
+  function logged() {
+    const out: { msg: string; backfill?: unknown }[] = []
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l !== '') out.push(JSON.parse(l) as { msg: string })
+        done()
+      },
+    })
+    let t = 1_000_000
+    const progress = createProgress({
+      logger: createLogger({ level: 'info', destination }),
+      now: () => t,
+      budgetPerMinute: () => 60,
+      pageSize: 100,
+    })
+    return { progress, out, advance: (ms: number) => (t += ms) }
+  }
+
+  test('the estimate once when the sizes are known; progress only for a sweep that runs past 10 s; no line at its end', () => {
+    const { progress, out, advance } = logged()
+    progress.plan?.([
+      { stream: 'clients', rowsRemaining: 900 },
+      { stream: 'jobs', rowsRemaining: 100 },
+    ])
+    const page = (rowsRead: number, rowsRemaining: number, done = false) =>
+      progress.update({ stream: 'clients', rowsRead, rowsChanged: rowsRead, rowsRemaining, requests: rowsRead / 100, backfill: true, done })
+    page(100, 900)
+    advance(5_000)
+    page(200, 800)
+    advance(6_000)
+    page(300, 700)
+    page(1000, 0, true)
+    expect(out.map((l) => l.msg)).toEqual(['backfill: ~1,000 rows, ~10 requests, ~10s at 60 requests/min', 'sweep progress'])
   })
 })
