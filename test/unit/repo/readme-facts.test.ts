@@ -108,8 +108,10 @@ describe('README.md', () => {
       return ticked(/`--stream` takes (.*?)(?:\.|;|\()/.exec(cell)![1]!).filter((n) => n !== 'objects:<slug>')
     }
     // The names the CLI takes, from its own refusal of a name that is none of them.
-    const valid = /valid: (.*), or objects:<slug>/.exec(streamOptionProblem('sync', 'no-such-stream')!)![1]!.split(', ')
-    expect(namesIn('sync')).toEqual(valid)
+    const takes = (command: 'sync' | 'reconcile') =>
+      /takes: (.*), or objects:<slug>/.exec(streamOptionProblem(command, 'no-such-stream')!)![1]!.split(', ')
+    expect(namesIn('sync')).toEqual(takes('sync'))
+    expect(namesIn('reconcile')).toEqual(takes('reconcile'))
     expect(namesIn('reconcile')).toEqual([...RECONCILABLE])
     expect(streamOptionProblem('sync', 'objects:equipment')).toBeUndefined()
   })
