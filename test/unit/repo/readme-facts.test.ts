@@ -43,6 +43,17 @@ function table(text: string, first: string): string[][] {
 const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
 
 describe('README.md', () => {
+  test("the Node version it asks for is package.json's engines, and no demo folder is suggested inside the clone", () => {
+    const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node
+    const minimum = /^>=(\d+\.\d+\.\d+)$/.exec(engines)?.[1]
+    expect(minimum, `package.json engines.node ${engines}`).toBeDefined()
+    const stated = [...README.matchAll(/Node (\d+(?:\.\d+)*) or newer/g)].map((m) => m[1])
+    expect(stated.length).toBeGreaterThan(0)
+    for (const version of stated) expect(version).toBe(minimum)
+    // A relative --dir run from the clone leaves an untracked folder in it.
+    expect(README).not.toMatch(/--dir (\.{1,2}\/|[a-z])/)
+  })
+
   test('the Commands table lists exactly the commands the CLI has', () => {
     const documented = table(README, 'command').map((row) => /^`fsm-sync ([a-z-]+)/.exec(row[0]!)?.[1])
     expect(documented.every((c) => c !== undefined)).toBe(true)
