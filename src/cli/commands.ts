@@ -31,7 +31,8 @@ export const commands: readonly CommandEntry[] = [
   },
   {
     command: 'status',
-    describe: 'Per stream: table, rows, cursor, last success, last error, lag; inbox backlog; request budget; schedules off',
+    describe:
+      'Per stream: table, rows, last success, last sweep, staleness, cursor, last error; inbox backlog; request budget; schedules off',
     load: async () => (await import('./status.js')).statusCommand,
   },
   {

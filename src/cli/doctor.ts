@@ -1,4 +1,5 @@
-// `fsm-sync doctor [--json]`: one line per check, ✓ or ✗ with the fix; exit 0 only when all pass. An
+// `fsm-sync doctor [--json]`: one line per check, ✓ or ✗ with the fix, or – for an optional feature
+// that is not set up (a note, not a failure); exit 0 only when nothing failed. An
 // invalid configuration is reported here line by line (not exit 2): finding it is the point. With
 // --json the checks are printed as one document at the end instead of line by line.
 import { ConfigError, type Config } from '../config/index.js'
@@ -16,7 +17,7 @@ export const doctorCommand: Command = {
     const checks: Check[] = []
     const add = (c: Check) => {
       checks.push(c)
-      if (!json) out.write(`${c.ok ? '✓' : '✗'} ${c.label}: ${c.detail}\n`)
+      if (!json) out.write(`${c.note === true ? '–' : c.ok ? '✓' : '✗'} ${c.label}: ${c.detail}\n`)
     }
     const finish = (summary: (failed: number) => string): number => {
       const failed = checks.filter((c) => !c.ok).length

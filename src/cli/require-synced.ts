@@ -5,24 +5,33 @@
 // sweep or reference read ever succeeded and no webhook delivery was applied. Those commands then exit
 // 1 with this message.
 import { existsSync } from 'node:fs'
+import path from 'node:path'
 import { explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
 import { syncHistory, type SyncHistory } from '../store/sync-history.js'
 import { CommandError } from './output.js'
 
-const WHERE =
-  'If the mirror is elsewhere, point FSM_DB (or --db, or "db" in the config file) at it; in a container, check the volume ' +
-  'mounted at its folder: Compose names a volume <project>_<volume> (see `docker volume ls`), so a `docker run -v fsm-data:/data` ' +
-  'beside a Compose service whose volume is fsm-data gets a new, empty volume.'
+/**
+ * Where else the mirror may be, for what `db` is: a relative path (the default is one) depends on the
+ * folder the command runs in; an absolute one that misses is another path, or in a container (the
+ * image's is absolute) another volume.
+ */
+function whereElse(db: string): string {
+  if (!path.isAbsolute(db))
+    return `The mirror path ${db} is relative to the folder the command runs in (${process.cwd()}): run it from the folder the mirror was made in, or set FSM_DB (or --db) to an absolute path.`
+  return `If the mirror is elsewhere, point FSM_DB (or --db, or "db" in the config file) at it; in a container, check the volume mounted at ${path.dirname(db)} (Compose names it <project>_<volume>: see \`docker volume ls\`).`
+}
 
 export function noMirrorError(db: string): CommandError {
-  return new CommandError(`no mirror at ${db}: nothing was ever synced there. ${WHERE} To start a mirror here, run \`fsm-sync sync\`.`)
+  return new CommandError(
+    `no mirror at ${path.resolve(db)}: nothing was ever synced there. ${whereElse(db)} To start a mirror there, run \`fsm-sync sync\`.`,
+  )
 }
 
 export function neverSyncedError(db: string, history: SyncHistory): CommandError {
   const running =
     history.running > 0 ? ` ${history.running} run(s) are in progress: the first sync has not finished yet, try again when it has.` : ''
   return new CommandError(
-    `the mirror ${db} was never synced: no sweep or reference read has succeeded in it and no webhook delivery was applied.${running} ${WHERE} ` +
+    `the mirror ${path.resolve(db)} was never synced: no sweep or reference read has succeeded in it and no webhook delivery was applied.${running} ${whereElse(db)} ` +
       'Otherwise run `fsm-sync sync` first (`fsm-sync status` shows why earlier runs failed).',
   )
 }

@@ -3,14 +3,19 @@
 import { startDaemon } from '../daemon/daemon.js'
 import type { Command } from './command.js'
 import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
+import { streamOption } from './stream-option.js'
 
 /** The daemon exits within 10 s of SIGTERM (docs/commands.md); leave a margin to end. */
 const STOP_BUDGET_MS = 9000
 
 export const runCommand: Command = {
-  run: async (_args, ctx) => {
+  builder: (y) => streamOption(y, 'run', "stream the daemon keeps (repeatable); above FSM_STREAMS and the config's `streams`"),
+  run: async (args, ctx) => {
     const logger = ctx.logger()
-    const daemon = await startDaemon(ctx.config(), { logger })
+    const named = (args.stream as string[] | undefined) ?? []
+    // A flag is above the environment and the file (docs/configuration.md); the names were checked while parsing.
+    const config = named.length > 0 ? { ...ctx.config(), streams: named } : ctx.config()
+    const daemon = await startDaemon(config, { logger })
     // The app's clock (create-app.ts): the stop budget and the exit deadlines are counted on it.
     const clock = daemon.app.clock
     ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.app.config.webhooks.path})\n`)

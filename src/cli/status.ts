@@ -1,5 +1,5 @@
-// `fsm-sync status [--json]`: per stream cursor, last success and error, rows, lag; runs in progress
-// and the backfill estimate they stored (docs/sweeping.md, Progress); the budget.
+// `fsm-sync status [--json]`: per stream rows, last success, sweep and error, staleness and cursor;
+// runs in progress and the backfill estimate they stored (docs/sweeping.md, Progress); the budget.
 // On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
 // and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
 import { existsSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
 import { packageInfo } from '../config/package-info.js'
-import { count, formatEstimate, plural } from '../model/backfill-estimate.js'
+import { count, formatDuration, formatEstimate, plural } from '../model/backfill-estimate.js'
 import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
 import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
@@ -48,18 +48,18 @@ export const statusCommand: Command = {
 }
 
 function render(report: StatusReport, budget: number, now: number): string {
-  const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'lag', 'last swept', 'staleness', 'cursor', 'last error']
+  // Three time columns, each an age or a span in one format (formatDuration); the timestamps are in --json.
+  const head = ['stream', 'table', 'rows', 'deleted', 'last success', 'swept to end', 'staleness', 'cursor', 'last error']
   const rows = report.streams.map((s) => [
     s.stream,
     s.table ?? '',
-    s.rows === null ? '' : String(s.rows),
-    s.deleted === null ? '' : String(s.deleted),
-    s.lastSuccessAt ?? 'never',
-    s.lagSeconds === null ? '' : `${s.lagSeconds} s`,
-    s.lastSweptAt ?? 'never',
-    s.stalenessSeconds === null ? '' : `${s.stalenessSeconds} s`,
+    s.rows === null ? '' : count(s.rows),
+    s.deleted === null ? '' : count(s.deleted),
+    ago(s.lastSuccessAt, now),
+    ago(s.lastSweptAt, now),
+    s.stalenessSeconds === null ? '' : `~${formatDuration(Math.round(s.stalenessSeconds))}`,
     cursorText(s.cursor),
-    s.lastError === null ? '' : `${s.lastErrorAt ?? ''} ${s.lastError}`.slice(0, 100),
+    s.lastError === null ? '' : `${ago(s.lastErrorAt, now)}: ${s.lastError}`.slice(0, 100),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
   const line = (r: string[]) =>
@@ -71,8 +71,10 @@ function render(report: StatusReport, budget: number, now: number): string {
     line(head),
     ...rows.map(line),
     '',
-    `request budget: ${report.requestsLastMinute} of ${budget} in the last 60 s (recorded by runs)`,
-    'staleness: expected seconds for a change made without a webhook to reach the mirror (from the recent sweeps)',
+    'last success: when a run of the stream last succeeded; swept to end: when a sweep last read it to the end.',
+    'staleness: expected time for a change made without a webhook to reach the mirror (from the recent sweeps).',
+    'cursor: where the next sweep starts reading.',
+    `request budget: ${report.requestsLastMinute} of ${budget} in the last minute (recorded by runs)`,
   ]
   if (report.running.length > 0) out.push('', 'in progress:', ...report.running.map((r) => `  ${runningText(r, now)}`))
   if (report.backfill !== null) out.push(`backfill left: ${formatEstimate(report.backfill)}`)
@@ -83,6 +85,12 @@ function render(report: StatusReport, budget: number, now: number): string {
   if (report.schedulesOff !== undefined && report.schedulesOff.length > 0)
     out.push(`schedules off: ${report.schedulesOff.join(', ')} (they run only when asked)`)
   return out.join('\n') + '\n'
+}
+
+/** `45s ago`, `1h02m ago`, or `never`. */
+function ago(at: string | null | undefined, now: number): string {
+  if (at === null || at === undefined) return 'never'
+  return `${formatDuration(Math.max(0, Math.round((now - parseInstant(at)) / 1000)))} ago`
 }
 
 type DestinationReport = (Partial<ConsumerLag> & { kind: 'postgres'; schema: string | null; configured: boolean }) | null
@@ -117,30 +125,49 @@ function destinationLine(d: ConsumerLag): string {
   const error = d.lastError === null ? '' : `; last error at ${d.lastErrorAt ?? '?'}: ${d.lastError}`
   const load = d.loadedAt === null ? '; never loaded (holds no changes back)' : `; last load ${d.loadedAt}`
   const applied = d.appliedAt === null ? '' : `, last applied ${d.appliedAt}`
-  return `destination postgres (${where || d.name}): ${d.lagChanges} changes behind (${d.lagSeconds} s), at change ${d.seq}${load}${applied}${error}\n`
+  return `destination postgres (${where || d.name}): ${d.lagChanges} changes behind (${formatDuration(d.lagSeconds)}), at change ${d.seq}${load}${applied}${error}\n`
 }
 
 /** `clients sweep (backfill): running 42 s; 1,200 rows read, 1,180 changed, 12 requests; ~4,800 rows left (~48 requests); last page 3 s ago`. */
 function runningText(r: RunningStatus, now: number): string {
   const p = r.progress
-  const head = `${r.stream} ${r.kind}${p?.backfill === true ? ' (backfill)' : ''}: running ${r.runningSeconds} s`
+  const head = `${r.stream} ${r.kind}${p?.backfill === true ? ' (backfill)' : ''}: running ${formatDuration(r.runningSeconds)}`
   if (r.ownerGone)
-    return `${head}; its process is gone (${r.ownerSilentSeconds === null ? 'no owner recorded' : `no heartbeat for ${r.ownerSilentSeconds} s`}): the next sync or daemon start resumes the stream from its checkpoint`
+    return `${head}; its process is gone (${r.ownerSilentSeconds === null ? 'no owner recorded' : `no heartbeat for ${formatDuration(r.ownerSilentSeconds)}`}): the next sync or daemon start resumes the stream from its checkpoint`
   if (p === null) return head
   const left =
     p.rowsRemaining === null || p.requestsRemaining === null
       ? 'rows left not known yet'
       : `~${plural(p.rowsRemaining, 'row')} left (~${plural(p.requestsRemaining, 'request')})`
-  const ago = Math.max(0, Math.round((now - parseInstant(p.at)) / 1000))
-  return `${head}; ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}; ${left}; progress written ${ago} s ago`
+  return `${head}; ${plural(p.rowsRead, 'row')} read, ${count(p.rowsChanged)} changed, ${plural(p.requests, 'request')}; ${left}; progress written ${ago(p.at, now)}`
 }
 
-function cursorText(cursor: string | null): string {
+/**
+ * A cursor as a person reads it: `since <instant>` for a keyset or a custom object's bookmark, `walk
+ * under way` for a custom object mid-walk, the scalar fields of any other object, never cut JSON.
+ */
+export function cursorText(cursor: string | null): string {
   if (cursor === null) return ''
+  let c: unknown
   try {
-    const c = JSON.parse(cursor) as { since?: unknown }
-    return typeof c.since === 'string' ? c.since : cursor.slice(0, 40)
+    c = JSON.parse(cursor)
   } catch {
-    return cursor.slice(0, 40)
+    return short(cursor)
   }
+  if (typeof c !== 'object' || c === null || Array.isArray(c)) return short(String(c))
+  const o = c as Record<string, unknown>
+  const since = typeof o.since === 'string' ? o.since : typeof o.updatedSince === 'string' ? o.updatedSince : undefined
+  if (o.next !== undefined) return since === undefined ? 'first walk under way' : `walk under way, since ${instant(since)}`
+  if (since !== undefined) return `since ${instant(since)}`
+  const fields = Object.entries(o).filter(([, v]) => ['string', 'number', 'boolean'].includes(typeof v))
+  return fields.length === 0 ? '' : short(fields.map(([k, v]) => `${k} ${String(v)}`).join(', '))
+}
+
+/** `2026-01-03T10:00:00Z`: an instant without its milliseconds when they are zero. */
+function instant(iso: string): string {
+  return iso.replace(/\.000Z$/, 'Z')
+}
+
+function short(text: string): string {
+  return text.length <= 40 ? text : `${text.slice(0, 39)}…`
 }

@@ -19,17 +19,14 @@ export const ENV_VARIABLES: readonly string[] = [...ENV_KEYS.keys(), 'FSM_CONFIG
 
 /**
  * What to do about an FSM_* variable fsm-sync does not read. A near miss of one it reads (within two
- * edits, or the same but for underscores: FSM_RATELIMIT) or FSM_STREAMS, a guess at the config file's
- * `streams`, is refused: it would otherwise do nothing and the setting would silently keep its
- * default. A Kubernetes service-link variable is ignored: Kubernetes sets `<SERVICE>_SERVICE_HOST`,
+ * edits, or the same but for underscores: FSM_RATELIMIT) is refused: it would otherwise do nothing
+ * and the setting would silently keep its default. A Kubernetes service-link variable is ignored: Kubernetes sets `<SERVICE>_SERVICE_HOST`,
  * `<SERVICE>_SERVICE_PORT[_<name>]`, `<SERVICE>_PORT` and `<SERVICE>_PORT_<n>_<TCP|UDP|SCTP>[_ADDR|_PORT|_PROTO]`
  * in every pod for every Service (one named `fsm` or `fsm-sync` gives FSM_* ones), and nobody can
  * unset them. Any other (a Compose interpolation variable such as a version) draws a warning.
  */
 export function unknownVariable(name: string): { refuse: string } | { warn: string } | 'ignore' | undefined {
   if (!name.startsWith('FSM_') || ENV_VARIABLES.includes(name)) return undefined
-  if (name === 'FSM_STREAMS')
-    return { refuse: 'is not a variable fsm-sync reads: `streams` is set in the config file only (config/README.md)' }
   const near = nearestVariable(name)
   const serviceLink = /(_SERVICE_HOST|_SERVICE_PORT(_[A-Z0-9_]+)?|_PORT|_PORT_[0-9]+_(TCP|UDP|SCTP)(_[A-Z]+)?)$/.test(name)
   if (near !== undefined) {

@@ -37,16 +37,20 @@ const MIN_PAGE_SIZE = 5
 // makes one row of progress a request. Five leaves room for both.
 const PAGE_SIZE_MESSAGE = `must be a whole number from ${MIN_PAGE_SIZE} to 100: a sweep steps through rows sharing an updatedAt with pages that overlap the last row read, so smaller pages stall it`
 
-const commaList = z.preprocess(
-  (v) =>
-    typeof v === 'string'
-      ? v
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s.length > 0)
-      : v,
-  z.array(z.string().min(1)),
-)
+/** A list: a JSON array in the config file, comma-separated in a variable. */
+const commaSeparated = <T extends z.ZodType>(item: T) =>
+  z.preprocess(
+    (v) =>
+      typeof v === 'string'
+        ? v
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s.length > 0)
+        : v,
+    z.array(item),
+  )
+
+const commaList = commaSeparated(z.string().min(1))
 
 const DAEMON_PATHS = ['/healthz', '/readyz', '/metrics']
 
@@ -191,13 +195,12 @@ export const ConfigSchema = z.strictObject({
         { env: 'FSM_LOG_LEVEL' },
       ),
     ),
-  streams: z
-    .array(StreamName)
+  streams: commaSeparated(StreamName)
     .optional()
     .meta(
       doc(
-        "Streams a bare `sync` and the daemon run (`sync --stream` overrides it for one run); config file only, no environment variable. `objects` is every custom object; `objects:<slug>` is one of them (custom-object discovery still runs, so `custom_object_types` lists them all, but only the named object's records are read). Webhook deliveries of other streams are acknowledged and recorded as skipped, not applied, and the failed-delivery check sweeps only these.",
-        { shownDefault: 'every stream' },
+        "Streams a bare `sync` and the daemon run, comma-separated in the environment (`sync --stream` overrides it for one run, `run --stream` for the daemon). `objects` is every custom object; `objects:<slug>` is one of them (custom-object discovery still runs, so `custom_object_types` lists them all, but only the named object's records are read). Webhook deliveries of other streams are acknowledged and recorded as skipped, not applied, and the failed-delivery check sweeps only these.",
+        { env: 'FSM_STREAMS', shownDefault: 'every stream' },
       ),
     ),
   http: z

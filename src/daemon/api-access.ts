@@ -22,6 +22,12 @@ export interface ApiAccessOptions {
   headersTimeoutMaxMs?: number
   /** One time for the ledger, the governor and the client, so their windows agree. Default: the system clock. */
   clock?: Clock
+  /**
+   * Starts allowed back to back when the budget is idle (the governor's GCRA burst; default 2). A
+   * command that makes a few requests and exits (doctor) need not be paced one per spacing; the
+   * sliding window still bounds every process on the key together.
+   */
+  burst?: number
 }
 
 export function createApiAccess(
@@ -68,6 +74,7 @@ export function createApiAccess(
       },
     },
     maxInFlight: options.maxInFlight ?? config.http.maxInFlight,
+    ...(options.burst === undefined ? {} : { burst: options.burst }),
     // However much another client spends the key, keep a tenth of the budget so that the mirror
     // still moves; a 429 then pauses us anyway.
     minLimit: Math.max(1, Math.ceil(config.rateLimit / 10)),

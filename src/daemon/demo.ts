@@ -3,7 +3,8 @@
 // schedules and a mirror in a temporary folder (or `dir`), registers the daemon's webhook endpoint
 // the way `webhooks register` does, runs the backfill and the example queries, then reports every
 // few seconds what flowed, read from the daemon's own state. The signal (or the duration) stops the
-// daemon cleanly, then the emulator. Nothing here prints: each step is handed to `DemoEvents`.
+// account's changes and deliveries, then the daemon, then the emulator. Nothing here prints: each
+// step is handed to `DemoEvents`.
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -73,8 +74,8 @@ export interface DemoEvents {
   summary(e: { seconds: number; total: Activity; sweeps: number }): void
   /** The demo ends (after the summary, or at once when stopped during the backfill). */
   stopped(e: { db: string }): void
-  /** Once, before the daemon and then the emulator stop, however the demo ends. */
-  teardown(): void
+  /** Once, however the demo ends: the account has stopped changing, and the daemon and then the emulator stop next. */
+  teardown(): void | Promise<void>
 }
 
 export async function runDemo(options: DemoOptions, events: DemoEvents): Promise<void> {
@@ -149,10 +150,34 @@ export async function runDemo(options: DemoOptions, events: DemoEvents): Promise
     events.summary({ seconds: Math.round((clock.now() - startedLive) / 1000), total, sweeps })
     events.stopped({ db })
   } finally {
-    events.teardown()
-    // The daemon first (its page in flight commits, the inbox drains), then the account it reads.
-    await daemon?.stop()
-    await emulator.close()
+    try {
+      await quietAccount(emulator.url)
+    } finally {
+      await events.teardown()
+      // The daemon first (its page in flight commits, the inbox drains), then the account it reads.
+      await daemon?.stop()
+      await emulator.close()
+    }
+  }
+}
+
+/**
+ * The account stops changing and every delivery it sent is answered while the daemon still takes
+ * them: one arriving while the daemon stops is refused (503) and logged as an error, which a clean
+ * end of the demo must not show.
+ */
+async function quietAccount(emulatorUrl: string): Promise<void> {
+  for (const [route, body] of [
+    ['churn', { stop: true }],
+    ['deliveries/flush', {}],
+  ] as const) {
+    const r = await request(`${emulatorUrl}/__emulator/${route}`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    })
+    await r.body.dump()
+    if (r.statusCode !== 200) throw new Error(`the emulated account did not stop (${route}: ${r.statusCode})`)
   }
 }
 

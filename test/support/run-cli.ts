@@ -2,9 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const ENTRY = path.join(ROOT, 'src/cli/entry.ts')
+/** tsx resolved from the repo, so that a child run from another folder (`cwd`) finds it too. */
+const TSX = createRequire(path.join(ROOT, 'package.json')).resolve('tsx')
 
 export interface CliResult {
   code: number | null
@@ -26,7 +29,7 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 export function spawnCli(args: readonly string[], env: Record<string, string> = cleanEnv(), cwd = ROOT): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  return spawn(process.execPath, ['--import', TSX, ENTRY, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 export function runCli(args: readonly string[], env?: Record<string, string>, cwd?: string): Promise<CliResult> {

@@ -24,7 +24,7 @@ describe('the command line', () => {
     expect(r.stdout).toContain(`fsm-sync ${c}`)
     const help = r.stdout.replace(/\s+/g, ' ')
     // Where --stream is taken, the help lists the names it takes (from the lists the check uses).
-    if (c === 'sync' || c === 'reconcile') expect(help).toContain(`one of: ${streamNamesText(c)}`)
+    if (c === 'sync' || c === 'reconcile' || c === 'run') expect(help).toContain(`one of: ${streamNamesText(c)}`)
     if (c === 'sync') expect(help).toContain('clients, jobs, visits, invoices, items')
     if (c === 'reconcile') expect(help).toContain('one of: clients, jobs, visits, invoices, objects, or objects:<slug>')
     // The emulator's help shows its own options only, not the mirror's settings.

@@ -1,7 +1,9 @@
 // `fsm-sync demo`, the README's first command, driven through the real CLI: the real daemon with
 // webhooks flowing from the churning emulated account, bounded by --duration, and stopped by SIGTERM.
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
+import { runDemo } from '../../../src/daemon/demo.js'
 import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { query, until } from '../daemon/daemon-env.js'
@@ -58,6 +60,41 @@ describe('fsm-sync demo', () => {
     })
     expect(landed.length, JSON.stringify(applied.map((d) => d.event))).toBeGreaterThan(0)
     for (const { table, id } of landed) expect(query(db, `SELECT id FROM "${table}" WHERE id = ?`, id), `${table} ${id}`).toEqual([{ id }])
+  }, 120_000)
+
+  test('as the demo ends the account stops changing and its deliveries are answered before the daemon stops: no 503, no error line', async () => {
+    let logs = ''
+    const logDestination = new Writable({ write: (c: Buffer, _e, cb) => ((logs += c.toString('utf8')), cb()) })
+    let emulatorUrl = ''
+    let atTeardown: Record<string, unknown>[] = []
+    const control = async (route: string) =>
+      ((await (await fetch(`${emulatorUrl}/__emulator/${route}`)).json()) as { data: Record<string, unknown> }).data
+    const nothing = () => undefined
+    const stop = new AbortController()
+    await runDemo(
+      { seed: 1, sweepSeconds: 5, dir: tempDir(), signal: stop.signal, logDestination },
+      {
+        started: (e) => (emulatorUrl = e.emulatorUrl),
+        backfilled: nothing,
+        live: nothing,
+        // Ends once webhooks flow (a --duration ends the same way).
+        activity: (e) => {
+          if (e.activity.received > 0) stop.abort()
+        },
+        summary: nothing,
+        stopped: nothing,
+        // What the account is doing as the daemon begins to stop.
+        teardown: async () => {
+          atTeardown = await Promise.all([control('churn'), control('counters')])
+        },
+      },
+    )
+    const [churn, counters] = atTeardown
+    expect(churn).toMatchObject({ running: false })
+    expect(counters!['deliveries.sent']).toBeGreaterThan(0)
+    expect(counters).toMatchObject({ 'deliveries.failed': 0 })
+    expect(logs).not.toContain('not stored')
+    expect(logs).not.toMatch(/"level":(50|60)/)
   }, 120_000)
 
   test('SIGTERM stops the daemon, then the emulator: exit 0', async () => {

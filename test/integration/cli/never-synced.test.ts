@@ -38,7 +38,7 @@ beforeAll(async () => {
 }, 30_000)
 
 const env = (db: string) => cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000' })
-const FIX = /point FSM_DB .* Compose names a volume <project>_<volume>/
+const FIX = /point FSM_DB .*; in a container, check the volume mounted at \/\S+ \(Compose names it <project>_<volume>/
 
 describe('commands on a mirror that was never synced exit 1 with the fix', () => {
   test.concurrent(
@@ -130,4 +130,21 @@ describe('what counts as synced', () => {
     expect(refused.stderr).toContain(`no mirror at ${missing}`)
     expect(existsSync(missing)).toBe(false)
   })
+})
+
+describe('a relative mirror path', () => {
+  test('the default path from another folder: the absolute path it looked at and the fix for a relative path, one line, nothing about volumes', async () => {
+    const elsewhere = tempDir()
+    const { FSM_DB: _default, ...vars } = env('unused')
+    for (const args of [['status'], ['query', 'SELECT 1'], ['reconcile']]) {
+      const r = await runCli(args, vars, elsewhere)
+      expect(r.code, r.stderr).toBe(1)
+      expect(r.stderr.trimEnd().split('\n'), args[0]).toEqual([
+        `fsm-sync: no mirror at ${path.join(elsewhere, 'data/fsm-mirror.db')}: nothing was ever synced there. ` +
+          `The mirror path ./data/fsm-mirror.db is relative to the folder the command runs in (${elsewhere}): run it from the folder ` +
+          'the mirror was made in, or set FSM_DB (or --db) to an absolute path. To start a mirror there, run `fsm-sync sync`.',
+      ])
+    }
+    expect(existsSync(path.join(elsewhere, 'data'))).toBe(false)
+  }, 60_000)
 })

@@ -47,6 +47,8 @@ beforeAll(async () => {
     state.finishRun(r, { outcome: 'success', rows: 1, requests: 0 }, now)
     state.recordSuccess(stream, r, now)
   }
+  // A custom object's walk under way: its cursor is no keyset.
+  state.setCursor('objects:equipment', { updatedSince: '2026-01-02T10:00:00.000Z', next: 'c'.repeat(60), bookmark: now }, now)
   await m.close()
 })
 afterAll(() => undefined)
@@ -123,13 +125,19 @@ describe('fsm-sync status', () => {
     expect(json.schedulesOff).toEqual(['reconcile'])
   })
 
-  test('a readable table', async () => {
+  test('a readable table: three defined time columns in one duration format, a readable cursor', async () => {
     const r = await runCli(['status'], env())
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/^stream\s+table\s+rows\s+deleted\s+last success\s+lag\s+last swept\s+staleness/)
-    expect(r.stdout).toMatch(/^taxes\s+taxes\s+0\s+0\s+never/m)
-    expect(r.stdout).toMatch(/^clients\s+clients\s+3/m)
-    expect(r.stdout).toMatch(/^objects:equipment\s+custom_records\s+2\s+1/m)
+    expect(r.stdout).toMatch(/^stream\s+table\s+rows\s+deleted\s+last success\s+swept to end\s+staleness\s+cursor\s+last error$/m)
+    expect(r.stdout).toMatch(/^taxes\s+taxes\s+0\s+0\s+never\s+never$/m)
+    expect(r.stdout).toMatch(/^clients\s+clients\s+3\s+0\s+\d+s ago\s+\d+s ago\s+~\d+s\s+since 2026-01-03T00:00:00Z$/m)
+    expect(r.stdout).toMatch(/^jobs\s+jobs\s+0\s+0\s+never\s+never\s+\d+s ago: GET \/api\/v1\/jobs answered 403 FORBIDDEN$/m)
+    expect(r.stdout).toMatch(/^objects:equipment\s+custom_records\s+2\s+1\s+\d+s ago\s+.*walk under way, since 2026-01-02T10:00:00Z$/m)
+    // Each column defined under the table; no undefined "lag", no raw JSON, one duration format.
+    for (const column of ['last success', 'swept to end', 'staleness', 'cursor']) expect(r.stdout).toContain(`${column}: `)
+    expect(r.stdout).not.toMatch(/\blag\b/)
+    expect(r.stdout).not.toMatch(/[{}"]/)
+    expect(r.stdout).not.toMatch(/\d s\b/)
     expect(r.stdout).toContain('request budget: 2 of 60')
   })
 })

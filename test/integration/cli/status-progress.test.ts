@@ -56,7 +56,7 @@ test('status --json, run beside a backfilling sync, shows the backfill in progre
     // The text form says the same, labelled.
     const text = await runCli(['status'], env)
     expect(text.stdout).toMatch(
-      /^ {2}clients sweep \(backfill\): running \d+ s; \d+ rows? read, \d+ changed, \d+ requests?; ~\d+ rows? left \(~\d+ requests?\)/m,
+      /^ {2}clients sweep \(backfill\): running \d[\dhms]*; \d+ rows? read, \d+ changed, \d+ requests?; ~\d+ rows? left \(~\d+ requests?\)/m,
     )
     expect(text.stdout).toMatch(/^backfill left: ~\d+ rows?, ~\d+ requests?, ~\S+ at 6 requests\/min$/m)
   } finally {

@@ -7,6 +7,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { existsSync } from 'node:fs'
+import { streamOptionProblem } from '../../../src/cli/stream-option.js'
 
 async function env() {
   const emu = await emulatorEnv({ counts: { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
@@ -20,7 +21,7 @@ describe('--stream names are checked before anything runs', () => {
     const r = await runCli(['sync', '--stream', 'jobs', '--stream', 'widgets'], vars)
     expect(r.code, r.stdout + r.stderr).toBe(2)
     expect(r.stderr).toContain(
-      '--stream widgets: no such stream; valid: clients, jobs, visits, invoices, items, taxes, team, job_forms, company, webhooks, api_keys, objects, or objects:<slug>',
+      '--stream widgets: no such stream; sync takes: clients, jobs, visits, invoices, items, taxes, team, job_forms, company, webhooks, api_keys, objects, or objects:<slug>',
     )
     expect(existsSync(db)).toBe(false)
   })
@@ -30,7 +31,18 @@ describe('--stream names are checked before anything runs', () => {
     const r = await runCli(['reconcile', '--stream', 'company'], vars)
     expect(r.code, r.stdout + r.stderr).toBe(2)
     expect(r.stderr).toContain('--stream company: reconcile has nothing to do for it')
-    expect(r.stderr).toContain('reconcilable: clients, jobs, visits, invoices, objects, or objects:<slug>')
+    expect(r.stderr).toContain('reconcile takes: clients, jobs, visits, invoices, objects, or objects:<slug>')
+    expect(existsSync(db)).toBe(false)
+  })
+
+  test('reconcile --stream widgets: the names listed are the ones reconcile takes, and each of them is taken', async () => {
+    const { db, vars } = await env()
+    const r = await runCli(['reconcile', '--stream', 'widgets'], vars)
+    expect(r.code, r.stdout + r.stderr).toBe(2)
+    const listed = /--stream widgets: no such stream; reconcile takes: (.*), or objects:<slug>/.exec(r.stderr)?.[1]?.split(', ')
+    expect(listed).toEqual(['clients', 'jobs', 'visits', 'invoices', 'objects'])
+    for (const name of [...listed!, 'objects:equipment']) expect(streamOptionProblem('reconcile', name), name).toBeUndefined()
+    for (const name of ['items', 'company', 'clients:x']) expect(streamOptionProblem('reconcile', name), name).toBeDefined()
     expect(existsSync(db)).toBe(false)
   })
 

@@ -78,12 +78,29 @@ test('an invalid configuration is listed, not exit 2', async () => {
   expect(r.stdout).toMatch(/^✗ configuration FSM_HTTP_PORT: /m)
 })
 
-test('no webhook secret', async () => {
-  const { good } = await setup()
-  const { FSM_WEBHOOK_SECRETS: _omit, ...rest } = good
+test('no webhook secret is a note, not a failure, and at the default budget the GETs are not paced', async () => {
+  const { emu, good } = await setup()
+  // Webhooks are optional, and the budget is the default one (60/min, paced one per second in the daemon).
+  const { FSM_WEBHOOK_SECRETS: _omit, FSM_RATE_LIMIT: _default, ...rest } = good
   const r = await runCli(['doctor'], rest)
-  expect(r.code).toBe(1)
-  expect(r.stdout).toMatch(/^✗ webhook secret: none: run `fsm-sync webhooks register/m)
+  expect(r.code, r.stdout + r.stderr).toBe(0)
+  expect(r.stdout).toMatch(/^– webhook secret: none \(webhooks are optional.*run `fsm-sync webhooks register/m)
+  expect(r.stdout).not.toContain('✗')
+  const json = await runCli(['doctor', '--json'], rest)
+  expect(json.code).toBe(0)
+  const doc = JSON.parse(json.stdout) as { ok: boolean; checks: { label: string; ok: boolean; note?: boolean }[] }
+  expect(doc.ok).toBe(true)
+  expect(doc.checks.find((c) => c.label === 'webhook secret')).toMatchObject({ ok: true, note: true })
+  // Paced at 60/min, a run's n GETs would start one per 1,004 ms after the first two: a span of at
+  // least (n - 2) spacings. Back to back, each run's take a fraction of that, the second run (its
+  // starts within the minute of the first's) too.
+  const starts = ((await emu.control('GET', '/requests')) as { startedAt: string }[]).map((e) => Date.parse(e.startedAt))
+  const n = starts.length / 2
+  expect(n).toBeGreaterThan(8)
+  for (const run of [starts.slice(0, n), starts.slice(n)]) {
+    const span = Math.max(...run) - Math.min(...run)
+    expect(span).toBeLessThan(((n - 2) * 1004) / 2)
+  }
 })
 
 test("doctor spends the key's budget inside the window shared with the other processes on the mirror", async () => {

@@ -74,4 +74,31 @@ describe('fsm-sync run', () => {
     const mirror = { rows: (sql: string, ...p: unknown[]) => query(db, sql, ...p) } as unknown as SyncEnv
     expect(await compareWithEmulator(emu, mirror)).toEqual([])
   }, 60_000)
+
+  test('run --stream keeps only the named streams, above FSM_STREAMS; an unknown name is a usage error', async () => {
+    const emu = await emulatorEnv({ counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+    const dir = tempDir()
+    const env = daemonEnv(
+      emu,
+      dir,
+      await freePort(),
+      { schedules: idleSchedules({ sweep: '*/1 * * * * *' }) },
+      { FSM_STREAMS: 'jobs,visits' },
+    )
+    const db = env.FSM_DB!
+    const refused = await runCli(['run', '--stream', 'widgets'], env)
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain('--stream widgets: no such stream; run takes: clients, jobs,')
+
+    const run = startRun(env, ['--stream', 'clients', '--stream', 'invoices'])
+    await until('a sweep of clients and of invoices', () => {
+      const swept = successesAfter(db, 'sweep', 0)
+      return swept.has('clients') && swept.has('invoices')
+    })
+    run.child.kill('SIGTERM')
+    expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
+    expect(query(db, 'SELECT DISTINCT stream FROM sync_runs ORDER BY stream').map((r) => r.stream)).toEqual(['clients', 'invoices'])
+    const paths = ((await emu.control('GET', '/requests')) as { path: string }[]).map((r) => r.path)
+    expect(paths.filter((p) => p.startsWith('/api/v1/jobs') || p.startsWith('/api/v1/visits'))).toEqual([])
+  }, 60_000)
 })

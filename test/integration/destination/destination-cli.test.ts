@@ -73,7 +73,7 @@ test('doctor, replicate, status and consumers with a Postgres destination', asyn
     })
     expect((await runCli(['status'], env({}))).stdout).toMatch(
       new RegExp(
-        `destination postgres \\(${target.replace(/\./g, '\\.')}, schema fsm\\): 0 changes behind \\(0 s\\), at change 5; last load \\d{4}-`,
+        `destination postgres \\(${target.replace(/\./g, '\\.')}, schema fsm\\): 0 changes behind \\(0s\\), at change 5; last load \\d{4}-`,
       ),
     )
 

@@ -23,6 +23,16 @@ describe('stream names in the config', () => {
     )
   })
 
+  test('FSM_STREAMS, comma-separated, sets them above the config file; a name in it that is none is an error naming FSM_STREAMS', () => {
+    const file = { streams: ['invoices'] }
+    expect(
+      loadConfig({ env: { FSM_STREAMS: 'clients, jobs,objects:equipment' }, overrides: file, streams: STREAM_CHOICE }).streams,
+    ).toEqual(['clients', 'jobs', 'objects:equipment'])
+    expect(loadConfig({ env: { FSM_STREAMS: '' }, overrides: file, streams: STREAM_CHOICE }).streams).toEqual(['invoices'])
+    const issues = issuesOf(() => loadConfig({ env: { FSM_STREAMS: 'jobs,widgets' }, streams: STREAM_CHOICE }))
+    expect(issues).toEqual([{ key: 'FSM_STREAMS', message: expect.stringMatching(/^widgets: no such stream; valid: clients, /) }])
+  })
+
   test('a name that is not even shaped like one is refused by the config layer alone', () => {
     expect(issuesOf(() => loadConfig({ env: {}, overrides: { streams: ['Jobs!'] } }))[0]!.message).toMatch(/must be a stream name/)
   })

@@ -1,5 +1,5 @@
-// An FSM_* variable fsm-sync does not read: a near miss of one it reads (FSM_RATELIMIT) or
-// FSM_STREAMS is refused, since it would otherwise do nothing; Kubernetes service-link variables
+// An FSM_* variable fsm-sync does not read: a near miss of one it reads (FSM_RATELIMIT) is
+// refused, since it would otherwise do nothing; Kubernetes service-link variables
 // (a Service named `fsm` or `fsm-sync` puts FSM_* ones in every pod) are ignored; any other (a
 // Compose interpolation variable) draws one warning.
 import { expect, test } from 'vitest'
@@ -19,9 +19,8 @@ function issuesOf(env: Record<string, string>): ConfigError['issues'] {
   return []
 }
 
-test('a near miss of a variable it reads, or FSM_STREAMS, is a configuration error naming it and the fix', () => {
+test('a near miss of a variable it reads is a configuration error naming it and the fix', () => {
   const issues = issuesOf({
-    FSM_STREAMS: 'jobs',
     FSM_RATELIMIT: '10',
     FSM_HTTP_PROT: '8787',
     FSM_LOGLEVEL: 'debug',
@@ -33,7 +32,6 @@ test('a near miss of a variable it reads, or FSM_STREAMS, is a configuration err
     { key: 'FSM_LOGLEVEL', message: 'is not a variable fsm-sync reads; did you mean FSM_LOG_LEVEL?' },
     { key: 'FSM_RATELIMIT', message: 'is not a variable fsm-sync reads; did you mean FSM_RATE_LIMIT?' },
     { key: 'FSM_SCHEDULE_SWEPE', message: 'is not a variable fsm-sync reads; did you mean FSM_SCHEDULE_SWEEP?' },
-    { key: 'FSM_STREAMS', message: 'is not a variable fsm-sync reads: `streams` is set in the config file only (config/README.md)' },
   ])
 })
 

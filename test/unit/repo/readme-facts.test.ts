@@ -16,6 +16,7 @@ import { ROOT } from '../../support/run-cli.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8')
+const README = read('README.md')
 const COMMANDS = read('docs/commands.md')
 const CONFIGURATION = read('docs/configuration.md')
 const QUERYING = read('docs/querying.md')
@@ -50,6 +51,17 @@ function table(text: string, first: string): string[][] {
 const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
 
 describe('README.md and docs/', () => {
+  test("the Node version it asks for is package.json's engines, and no demo folder is suggested inside the clone", () => {
+    const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node
+    const minimum = /^>=(\d+\.\d+\.\d+)$/.exec(engines)?.[1]
+    expect(minimum, `package.json engines.node ${engines}`).toBeDefined()
+    const stated = [...README.matchAll(/Node (\d+(?:\.\d+)*) or newer/g)].map((m) => m[1])
+    expect(stated.length).toBeGreaterThan(0)
+    for (const version of stated) expect(version).toBe(minimum)
+    // A relative --dir run from the clone leaves an untracked folder in it.
+    expect(README).not.toMatch(/--dir (\.{1,2}\/|[a-z])/)
+  })
+
   test('the Commands table lists exactly the commands the CLI has', () => {
     const documented = table(COMMANDS, 'command').map((row) => /^`fsm-sync ([a-z-]+)/.exec(row[0]!)?.[1])
     expect(documented.every((c) => c !== undefined)).toBe(true)
@@ -115,8 +127,10 @@ describe('README.md and docs/', () => {
       return ticked(/`--stream` takes (.*?)(?:\.|;|\()/.exec(cell)![1]!).filter((n) => n !== 'objects:<slug>')
     }
     // The names the CLI takes, from its own refusal of a name that is none of them.
-    const valid = /valid: (.*), or objects:<slug>/.exec(streamOptionProblem('sync', 'no-such-stream')!)![1]!.split(', ')
-    expect(namesIn('sync')).toEqual(valid)
+    const takes = (command: 'sync' | 'reconcile') =>
+      /takes: (.*), or objects:<slug>/.exec(streamOptionProblem(command, 'no-such-stream')!)![1]!.split(', ')
+    expect(namesIn('sync')).toEqual(takes('sync'))
+    expect(namesIn('reconcile')).toEqual(takes('reconcile'))
     expect(namesIn('reconcile')).toEqual([...RECONCILABLE])
     expect(streamOptionProblem('sync', 'objects:equipment')).toBeUndefined()
   })
