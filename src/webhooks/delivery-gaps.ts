@@ -79,10 +79,10 @@ export interface DeliveryGapCheckOptions {
 const KEY = 'delivery-gaps'
 
 export class DeliveryGapCheck {
-  readonly #o: DeliveryGapCheckOptions
+  readonly #options: DeliveryGapCheckOptions
 
   constructor(options: DeliveryGapCheckOptions) {
-    this.#o = options
+    this.#options = options
   }
 
   /**
@@ -91,10 +91,10 @@ export class DeliveryGapCheck {
    * bad cursor would fail every check (or, with a `since` that is not a time, hide every failure).
    */
   cursor(): GapCursor {
-    const value = new WebhookStateStore(this.#o.sqlite).get(KEY)
+    const value = new WebhookStateStore(this.#options.sqlite).get(KEY)
     const stored = parseStoredCursor(value ?? null, GapCursorSchema)
     if (stored.ok) return stored.cursor ?? EMPTY_GAP_CURSOR
-    this.#o.logger.warn(
+    this.#options.logger.warn(
       { key: KEY, problem: stored.problem },
       'stored delivery-gap cursor could not be read; every failed delivery still listed upstream is checked again',
     )
@@ -103,31 +103,32 @@ export class DeliveryGapCheck {
 
   /** Reads `retrying` and `failed` deliveries of every endpoint this mirror registered. */
   async check(signal?: AbortSignal): Promise<GapPlan & { commit(): void }> {
-    const now = this.#o.now ?? (() => systemClock.now())
-    const endpoints = [...new Set(this.#o.secrets.endpoints(now(), this.#o.graceHours).map((e) => e.endpointId))]
+    const now = this.#options.now ?? (() => systemClock.now())
+    const endpoints = [...new Set(this.#options.secrets.endpoints(now(), this.#options.graceHours).map((e) => e.endpointId))]
     const records: DeliveryRecord[] = []
     for (const id of endpoints) {
-      for (const status of ['retrying', 'failed'] as const) records.push(...(await listDeliveries(this.#o.client, id, { status, signal })))
+      for (const status of ['retrying', 'failed'] as const)
+        records.push(...(await listDeliveries(this.#options.client, id, { status, signal })))
     }
     const found = planGapSweeps(records, this.cursor())
     // Deliveries of unselected streams still move the cursor; sweeping them would spend budget on
     // streams the mirror does not keep.
-    const selection = deliverySelection(this.#o.selectedStreams)
+    const selection = deliverySelection(this.#options.selectedStreams)
     const plan = { ...found, streams: found.streams.filter((s) => selection.stream(s)) }
     const notSelected = found.streams.filter((s) => !selection.stream(s))
     if (plan.streams.length > 0) {
-      this.#o.logger.warn(
+      this.#options.logger.warn(
         { deliveries: plan.missed.length, streams: plan.streams, notSelected },
         'webhook deliveries failed upstream and will not be re-sent: sweeping the affected selected streams now',
       )
     } else if (plan.missed.length > 0) {
-      this.#o.logger.info(
+      this.#options.logger.info(
         { deliveries: plan.missed.length, notSelected },
         "webhook deliveries failed upstream, none of a selected stream: nothing to sweep (their streams are not in the config's streams)",
       )
     }
     const commit = (): void => {
-      new WebhookStateStore(this.#o.sqlite).set(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
+      new WebhookStateStore(this.#options.sqlite).set(KEY, JSON.stringify(plan.cursor), new Date(now()).toISOString())
     }
     return { ...plan, commit }
   }

@@ -71,7 +71,7 @@ export interface ProcessorFault {
 }
 
 export class WebhookProcessor {
-  readonly #o: WebhookProcessorOptions
+  readonly #options: WebhookProcessorOptions
   readonly #log: Logger
   readonly #applier: DeliveryApplier
   readonly #followUps: FollowUps | undefined
@@ -102,7 +102,7 @@ export class WebhookProcessor {
   #commitsSeen = 0
 
   constructor(options: WebhookProcessorOptions) {
-    this.#o = options
+    this.#options = options
     this.#log = options.logger.child({ component: 'webhook-processor' })
     this.#applier = new DeliveryApplier(options.sqlite, options.streams ?? RECORD_STREAMS, options.objectSink, options.selection)
     this.#followUps =
@@ -184,10 +184,10 @@ export class WebhookProcessor {
   start(): void {
     if (this.#started) return
     this.#started = true
-    if (this.#o.objectSink !== undefined) {
+    if (this.#options.objectSink !== undefined) {
       // Both the current text and the one earlier releases stored (OBJECTS_DEFERRED_TEXTS).
       let n = 0
-      for (const text of OBJECTS_DEFERRED_TEXTS) n += this.#o.inbox.requeueErrors(text)
+      for (const text of OBJECTS_DEFERRED_TEXTS) n += this.#options.inbox.requeueErrors(text)
       if (n > 0) this.#log.info({ deliveries: n }, 'custom-object deliveries kept until an applier existed are applied now')
     }
     this.#requeuePending = true
@@ -203,7 +203,7 @@ export class WebhookProcessor {
 
   #requeueFaults(): void {
     if (!this.#requeuePending) return
-    const n = this.#o.inbox.requeueFaults()
+    const n = this.#options.inbox.requeueFaults()
     this.#requeuePending = false
     if (n > 0) this.#log.info({ deliveries: n }, 'deliveries an earlier process kept while the mirror failed are applied now')
   }
@@ -215,7 +215,7 @@ export class WebhookProcessor {
     if (this.#running !== undefined) {
       this.#again = true
       // A rest between slices ends early once the backlog nears its bound (see #pace).
-      if (this.#endRest !== undefined && this.#o.inbox.filling) this.#endRest()
+      if (this.#endRest !== undefined && this.#options.inbox.filling) this.#endRest()
       return
     }
     if (this.#wakeTimer !== undefined) return
@@ -224,7 +224,7 @@ export class WebhookProcessor {
         this.#wakeTimer = undefined
         this.#run()
       },
-      wakeDelay(this.#o.inbox.filling, this.#o.gatherMs),
+      wakeDelay(this.#options.inbox.filling, this.#options.gatherMs),
     )
   }
 
@@ -238,7 +238,7 @@ export class WebhookProcessor {
     for (;;) {
       while (this.#running !== undefined || this.#wakeTimer !== undefined) {
         if (this.#running !== undefined) await this.#running
-        else await sleep(this.#o.gatherMs ?? DEFAULT_GATHER_MS)
+        else await sleep(this.#options.gatherMs ?? DEFAULT_GATHER_MS)
       }
       await this.#followUps?.idle()
       if (this.#running === undefined && this.#wakeTimer === undefined && (this.#followUps?.pending ?? 0) === 0) return
@@ -289,7 +289,7 @@ export class WebhookProcessor {
   }
 
   async #loop(): Promise<void> {
-    const size = this.#o.batchSize ?? 100
+    const size = this.#options.batchSize ?? 100
     let after = 0
     // Rows read but not reached by the last slice (its time ran out): the oldest pending rows, so
     // the next slice starts with them instead of reading them (bodies included) again.
@@ -302,17 +302,17 @@ export class WebhookProcessor {
       try {
         this.#requeueFaults()
         if (this.#faultRow !== undefined) {
-          this.#o.inbox.clearFault(this.#faultRow)
+          this.#options.inbox.clearFault(this.#faultRow)
           this.#faultRow = undefined
         }
-        rows = rest.length > 0 ? rest : this.#o.inbox.pending(after, size)
+        rows = rest.length > 0 ? rest : this.#options.inbox.pending(after, size)
         if (rows.length === 0) return this.#recovered()
         settled = this.#applyBatch(rows)
       } catch (err) {
         return this.#backOff(err, rows[0])
       }
       this.#recovered()
-      this.#o.inbox.settled(settled.length)
+      this.#options.inbox.settled(settled.length)
       for (const { row, outcome } of settled) this.#report(row, outcome)
       after = settled[settled.length - 1]!.row.seq
       rest = rows.slice(settled.length)
@@ -339,12 +339,12 @@ export class WebhookProcessor {
           ? `the mirror is locked by another process (${(err as Error).message}): applying waits for it; if this lasts, look for a process that holds the mirror open in a long write (a \`sqlite3\` shell, a stuck \`fsm-sync\` command)`
           : (err as Error).message
     const attempts = (this.#fault?.attempts ?? 0) + 1
-    const retryInMs = retryDelay(attempts, this.#o.storeRetryMs, this.#o.storeRetryMaxMs)
-    this.#fault = { error, since: this.#fault?.since ?? new Date(this.#o.clock.now()).toISOString(), attempts, retryInMs }
+    const retryInMs = retryDelay(attempts, this.#options.storeRetryMs, this.#options.storeRetryMaxMs)
+    this.#fault = { error, since: this.#fault?.since ?? new Date(this.#options.clock.now()).toISOString(), attempts, retryInMs }
     let recorded = false
     if (head !== undefined) {
       try {
-        this.#o.inbox.markFault(head.delivery_id, error)
+        this.#options.inbox.markFault(head.delivery_id, error)
         this.#faultRow = head.delivery_id
         recorded = true
       } catch {
@@ -356,7 +356,7 @@ export class WebhookProcessor {
     if (fault === undefined && !locked && attempts === 1)
       this.#log.error({ ...fields, err }, 'applying webhook deliveries failed: trying again later')
     else this.#log.error(fields, 'applying webhook deliveries failed: the mirror does not work; trying again later')
-    this.#retryTimer = this.#o.clock.setTimer(
+    this.#retryTimer = this.#options.clock.setTimer(
       retryInMs,
       () => {
         this.#retryTimer = undefined
@@ -388,24 +388,24 @@ export class WebhookProcessor {
    */
   async #pace(spent: number): Promise<void> {
     // Past half the backlog bound, applying comes first: yielding further would end in 503s.
-    const filling = this.#o.inbox.filling
+    const filling = this.#options.inbox.filling
     if (filling !== this.#filling) {
       this.#filling = filling
       if (filling)
         this.#log.warn(
-          { backlog: this.#o.inbox.backlog },
+          { backlog: this.#options.inbox.backlog },
           'webhook backlog past half of webhooks.maxBacklog: applying before acknowledging more, so acks slow down',
         )
-      else this.#log.info({ backlog: this.#o.inbox.backlog }, 'webhook backlog back under half of webhooks.maxBacklog')
+      else this.#log.info({ backlog: this.#options.inbox.backlog }, 'webhook backlog back under half of webhooks.maxBacklog')
     }
     const pace = nextPace({
-      commits: this.#o.inbox.commits,
+      commits: this.#options.inbox.commits,
       commitsSeen: this.#commitsSeen,
       filling,
       spentMs: spent,
       restFactor: this.#restFactor,
     })
-    this.#commitsSeen = this.#o.inbox.commits
+    this.#commitsSeen = this.#options.inbox.commits
     this.#busy = pace.busy
     if (!pace.busy) {
       await nextTurn()
@@ -424,7 +424,7 @@ export class WebhookProcessor {
   }
 
   #report(row: InboxRow, outcome: Settled['outcome']): void {
-    const m = this.#o.metrics?.processor
+    const m = this.#options.metrics?.processor
     if (outcome.kind === 'applied') {
       if (m) m.applied++
       if (outcome.followUp !== undefined) this.#followUps?.request(outcome.followUp.stream, outcome.followUp.id)
