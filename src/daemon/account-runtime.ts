@@ -75,7 +75,9 @@ export interface AccountRuntime {
   start(): void
   ready(): Promise<ReadyAnswer>
   status(): AccountStatus
-  /** Schedules end, the page in flight commits, the inbox drains; then the mirror closes. */
+  /** Schedules end, the page in flight commits, the inbox drains (deliveries are answered 503); the mirror stays open. */
+  drain(): Promise<void>
+  /** drain(), then the mirror closes (left open when the disk does not answer: stuck()). */
   stop(): Promise<void>
   /** After stop(): a sync of the disk never returned; the mirror was left open. */
   stuck(): boolean
@@ -248,15 +250,19 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   }
 
   const stuck = () => webhooks.inbox.abandoned || bg.abandoned
+  let drained: Promise<void> | undefined
+  const drain = () =>
+    (drained ??= (async () => {
+      stopping = true
+      if (!started) return
+      // The checkpoint registration ends beside them: the writer checkpoints on its own meanwhile.
+      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop(), destination?.stop()])
+    })())
   let stopped: Promise<void> | undefined
   const stop = () =>
     (stopped ??= (async () => {
-      stopping = true
-      if (started) {
-        // The checkpoint registration ends beside them: the writer checkpoints on its own meanwhile.
-        await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop(), destination?.stop()])
-        await Promise.allSettled([...probes])
-      }
+      await drain()
+      await Promise.allSettled([...probes])
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
       if (stuck()) logger.error('the disk is not answering: the mirror is left open; the next start recovers it from its log')
@@ -279,6 +285,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     webhookHandler: webhooks.handler,
     start,
     ready,
+    drain,
     status: () => ({
       id,
       running: scheduler.busy(),

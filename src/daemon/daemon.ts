@@ -103,9 +103,10 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       stopping = true
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
       // The checkpoint thread stops beside the accounts: their writers checkpoint on their own meanwhile.
-      // Each account closes its mirror once quiet, or leaves it open when the disk does not answer.
-      await Promise.all([...runtimes().map((r) => r.stop()), checkpoints.stop()])
+      await Promise.all([...runtimes().map((r) => r.drain()), checkpoints.stop()])
       await closeServer(server)
+      // Each account closes its mirror, or leaves it open when the disk does not answer.
+      await Promise.all(runtimes().map((r) => r.stop()))
       logger.info('stopped cleanly')
     })())
   return {

@@ -1,8 +1,10 @@
 // An account runtime (src/daemon/account-runtime.ts) started on its own, without the daemon's
 // listener: it sweeps its account into its mirror and stops leaving nothing behind; two of them
 // in one process, each with its own mirror and key, keep two accounts apart.
+import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
+import { startDaemon } from '../../../src/daemon/daemon.js'
 import { startAccountRuntime, type AccountRuntime } from '../../../src/daemon/account-runtime.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { startCheckpointService } from '../../../src/store/background-checkpoints.js'
@@ -104,4 +106,21 @@ test('two runtimes in one process keep two accounts, each in its own mirror', as
   await checkpoints.stop()
   // Each account's lines carry its own id.
   expect(new Set(lines.map((l) => l.account))).toEqual(new Set(['acct-001', 'acct-002']))
+})
+
+test('a daemon that cannot listen stops the account it opened: nothing armed, nothing left running', async () => {
+  const emu = await emulatorEnv({ counts })
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  const port = (taken.address() as { port: number }).port
+  const { logger } = capture()
+  const clock = new FakeClock(Date.UTC(2025, 0, 1, 12, 3))
+  const config = inProcessDaemonConfig(emu, { streams: STREAMS })
+  try {
+    await expect(startDaemon({ ...config, httpPort: port }, { logger, clock })).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+/)
+  } finally {
+    taken.close()
+  }
+  // The run heartbeat of the account's app is disarmed with it.
+  expect(clock.pending).toBe(0)
 })
