@@ -19,17 +19,22 @@ test('"off" schedules are logged, shown by /readyz and never run', async () => {
   const run = startRun(env)
   const ready = await until('/readyz 200', async () => {
     const r = await get(`http://127.0.0.1:${port}/readyz`)
-    return r.status === 200 ? (JSON.parse(r.text) as { off: string[]; next: Record<string, string | null> }) : undefined
+    return r.status === 200
+      ? (JSON.parse(r.text) as { off: string[]; next: Record<string, string | null>; accounts: Record<string, unknown> })
+      : undefined
   })
   expect(ready.off).toEqual(['sweep', 'reconcile', 'deliveries'])
   expect(ready.next).toMatchObject({ sweep: 'off', reconcile: 'off', deliveries: 'off' })
   expect(ready.next.reference).toMatch(/^\d{4}-\d\d-\d\dT/)
+  // Each account's readiness by id; today's one account is "default", its answer also at the top.
+  expect(Object.keys(ready.accounts)).toEqual(['default'])
+  expect(ready.accounts.default).toMatchObject({ ready: true, off: ready.off, next: ready.next })
   await until('the log line', () => run.output().includes('schedules switched off'))
   const line = run
     .output()
     .split('\n')
     .find((l) => l.includes('schedules switched off'))
-  expect(JSON.parse(line!)).toMatchObject({ off: ['sweep', 'reconcile', 'deliveries'] })
+  expect(JSON.parse(line!)).toMatchObject({ off: ['sweep', 'reconcile', 'deliveries'], account: 'default' })
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
   // No sweep at start: the sweep schedule is off. Reference data, which the new mirror lacks, is

@@ -1,0 +1,307 @@
+// One account of the daemon as a unit: its app (mirror, run ownership, request governor, client),
+// webhook service, sweeps and schedules, gap checks, retention, metrics and its part of the
+// destination. The daemon (daemon.ts) holds the process's listener and checkpoint thread and fans
+// start, stop and readiness out over its accounts; a test can start and stop one on its own.
+import { customObjects } from '../../connectors/custom-objects.js'
+import { RECORD_STREAMS } from '../../connectors/index.js'
+import { selectStreams } from '../../connectors/selection.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { SCHEDULE_CONTINUOUS, SCHEDULE_OFF, type Config } from '../config/index.js'
+import { createPostgresDestination, type PostgresDestination } from '../destination/index.js'
+import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
+import type { BackgroundCheckpoints, CheckpointService } from '../store/background-checkpoints.js'
+import { streamFreshness } from '../store/stream-freshness.js'
+import { customObjectSink } from '../webhooks/custom-object-sink.js'
+import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
+import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
+import { createApp, type App } from './create-app.js'
+import { DaemonMetrics } from './daemon-metrics.js'
+import { registerDestinationMetrics } from './destination-metrics.js'
+import type { ReadyAnswer } from './http-server.js'
+import { probeMirror } from './mirror-probe.js'
+import { enableIncrementalVacuumAtStart } from './retention-job.js'
+import { Scheduler } from './scheduler.js'
+import { SweepLoop, webhookHints } from './sweep-loop.js'
+import { Lane, syncJobs } from './sync-jobs.js'
+
+/** The id of the one account today's configuration describes. */
+export const DEFAULT_ACCOUNT = 'default'
+
+export interface AccountRuntimeDeps {
+  /** The process's logger: the account logs through a child that carries `account: id`. */
+  logger: Logger
+  /** The process's one clock. Default: the system clock. */
+  clock?: Clock
+  /** The process's checkpoint thread: the account registers its mirror with it at start. */
+  checkpoints: CheckpointService
+  /** Default DEFAULT_ACCOUNT. */
+  id?: string
+}
+
+export interface AccountStatus {
+  id: string
+  running: string[]
+  next: Record<string, string | null>
+  off: string[]
+  webhookBacklog: number
+  sweepFailure: string | undefined
+}
+
+export interface AccountRuntime {
+  id: string
+  app: App
+  scheduler: Scheduler
+  webhooks: WebhookService
+  /** The mirror's registration with the checkpoint thread (idle until start). */
+  readonly checkpoints: BackgroundCheckpoints
+  metrics: DaemonMetrics
+  /** The Postgres destination, when one is configured (FSM_POSTGRES_URL). */
+  destination: PostgresDestination | undefined
+  /** The continuous sweeps (`schedules.sweep` "continuous"), or undefined. */
+  sweeps: SweepLoop | undefined
+  /**
+   * The record sweep run at start (none when `schedules.sweep` is "off"): resolves when it ends;
+   * under continuous sweeping, once every stream has been swept once.
+   */
+  firstSweep: Promise<void>
+  /**
+   * Reference data and account metadata read at start when the mirror has none yet: resolves when
+   * done, true when it was read, false when there was nothing to read (or its schedule is off).
+   */
+  referenceAtStart: Promise<boolean>
+  webhookHandler: (req: IncomingMessage, res: ServerResponse) => void
+  /** Starts intake, schedules, sweeps, checkpoints and the destination (once). */
+  start(): void
+  ready(): Promise<ReadyAnswer>
+  status(): AccountStatus
+  /** Schedules end, the page in flight commits, the inbox drains (deliveries are answered 503); the mirror stays open. */
+  drain(): Promise<void>
+  /** drain(), then the mirror closes (left open when the disk does not answer: stuck()). */
+  stop(): Promise<void>
+  /** After stop(): a sync of the disk never returned; the mirror was left open. */
+  stuck(): boolean
+}
+
+/** Builds an account (opens its mirror, migrates it) without starting anything that runs. */
+export async function openAccountRuntime(config: Config, deps: AccountRuntimeDeps): Promise<AccountRuntime> {
+  const id = deps.id ?? DEFAULT_ACCOUNT
+  const logger = deps.logger.child({ account: id })
+  // The client is built before the metrics (which read its governor): forward through a holder.
+  const hook: { metrics?: DaemonMetrics } = {}
+  const app = await createApp(config, {
+    logger,
+    ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+    onResponse: (e) => hook.metrics?.onResponse(e),
+  })
+  const clock = app.clock
+  const now = () => clock.now()
+  // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
+  enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
+  const webhooks = createWebhookService({
+    sqlite: app.mirror.sqlite,
+    config,
+    logger,
+    clock,
+    client: app.client,
+    streams: RECORD_STREAMS,
+    selectedStreams: config.streams,
+    objectSink: customObjectSink(app.mirror.sqlite),
+    // A delivery is a change on the account: resting sweeps plan again (sweep-loop.ts).
+    onStored: () => sweeps?.wake(),
+  })
+  // Checkpoints on the process's worker thread, registered at start: a start that fails before
+  // leaves the thread alone.
+  const idle = { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0, idle: 0 }
+  let bg: BackgroundCheckpoints = { running: false, abandoned: false, stats: () => idle, stop: () => Promise.resolve() }
+  const selection = selectStreams(config.streams)
+  const lane = new Lane()
+  const sweeps =
+    config.schedules.sweep === SCHEDULE_CONTINUOUS
+      ? new SweepLoop({
+          // A sweep a second would log a line or two each (finished, progress): below debug they are
+          // left out, and warnings and failures still show. /metrics and status tell what the sweeps do.
+          context: (signal) =>
+            app.logger.isLevelEnabled('debug')
+              ? app.syncContext({ signal })
+              : { ...app.syncContext({ signal }), logger: app.logger.child({}, { level: 'warn' }), progress: undefined },
+          client: app.client,
+          governor: app.governor,
+          clock: app.clock,
+          selection,
+          budgetShare: config.sync.budgetShare,
+          maxIntervalMs: config.sync.maxSweepIntervalSeconds * 1000,
+          lane,
+          logger,
+          onRun: (r) => hook.metrics?.observeRun(r),
+          hints: webhookHints(app.mirror.sqlite, selection.records),
+        })
+      : undefined
+  // Every stream the account keeps: the selection's, and each custom object once known.
+  const freshnessStreams = () => [
+    ...new Set([
+      ...selection.records.map((s) => s.name),
+      ...(sweeps?.streams() ?? []),
+      ...app.state
+        .all()
+        .map((s) => s.stream)
+        .filter((s) => s.startsWith(`${customObjects.name}:`)),
+      ...selection.reference.map((s) => s.name),
+      ...selection.metadata.map((s) => s.name),
+    ]),
+  ]
+  const m = new DaemonMetrics({
+    freshness: () => streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()),
+    ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
+    governor: () => app.governor.state(),
+    webhookCounters: () => webhooks.metrics.snapshot(),
+    webhookBacklog: () => webhooks.inbox.backlog,
+    checkpoints: () => bg.stats(),
+    now,
+  })
+  hook.metrics = m
+  // Triggers and feeds keep their last success from sync_state; streams take their own last sweep.
+  const kept = freshnessStreams()
+  m.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
+  m.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
+  // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
+  // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
+  const destination = createPostgresDestination(config, app.mirror, logger, app.clock)
+  if (destination !== undefined) registerDestinationMetrics(m.registry, () => destination.status())
+  const gaps = new DeliveryGapCheck({
+    client: app.client,
+    sqlite: app.mirror.sqlite,
+    secrets: webhooks.secrets,
+    graceHours: config.webhooks.rotationGraceHours,
+    logger,
+    now,
+    selectedStreams: config.streams,
+  })
+  const scheduler = new Scheduler(syncJobs({ app, metrics: m, gaps, lane, checkpointsInBackground: () => bg.running }), logger, clock)
+  // `next` lists every schedule: the continuous sweep as "continuous" (it has no next tick).
+  const nextRuns = () => (sweeps === undefined ? scheduler.nextRuns() : { sweep: SCHEDULE_CONTINUOUS, ...scheduler.nextRuns() })
+
+  let started = false
+  let stopping = false
+  // Probes in flight write to the mirror: stop waits for them before it closes it.
+  const probes = new Set<Promise<unknown>>()
+  const probe = async (): Promise<ReadyAnswer> => {
+    if (stopping) return { ready: false, reason: 'stopping' }
+    const mirror = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
+    if (stopping) return { ready: false, reason: 'stopping' }
+    if (!mirror.ok) return { ready: false, reason: mirror.reason }
+    const fault = webhooks.processor.fault
+    if (fault !== undefined)
+      return {
+        ready: false,
+        reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s`,
+      }
+    if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
+    if (sweeps?.failure !== undefined) return { ready: false, reason: `continuous sweeping stopped: ${sweeps.failure}; restart the daemon` }
+    const stalled = scheduler.stalled()
+    if (stalled.length > 0)
+      return {
+        ready: false,
+        reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`,
+        next: nextRuns(),
+      }
+    return { ready: true, migrations: mirror.migrations, running: scheduler.busy(), next: nextRuns(), off: scheduler.off() }
+  }
+  const ready = (): Promise<ReadyAnswer> => {
+    const p = probe()
+    probes.add(p)
+    void p.finally(() => probes.delete(p)).catch(() => undefined)
+    return p
+  }
+
+  const atStart: { firstSweep?: (p: Promise<void>) => void; reference?: (p: Promise<boolean>) => void } = {}
+  const firstSweep = new Promise<void>((resolve) => (atStart.firstSweep = resolve))
+  const referenceAtStart = new Promise<boolean>((resolve) => (atStart.reference = resolve))
+  const start = (): void => {
+    if (started || stopping) return
+    started = true
+    bg = deps.checkpoints.register(app.mirror.sqlite, { logger })
+    webhooks.start()
+    scheduler.start()
+    destination?.start()
+    if (sweeps !== undefined) {
+      sweeps.start()
+      logger.info(
+        { budgetShare: config.sync.budgetShare, maxSweepIntervalSeconds: config.sync.maxSweepIntervalSeconds },
+        'sweeping continuously within its share of the request budget',
+      )
+    }
+    const off = scheduler.off()
+    if (off.length > 0)
+      logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
+    // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
+    atStart.firstSweep?.(
+      sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
+    )
+    // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
+    // that has none yet (a new deployment) gets them now rather than at the next tick.
+    const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(
+      (name) => app.state.get(name)?.lastSuccessAt == null,
+    )
+    if (missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF) {
+      logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
+      atStart.reference?.(scheduler.runNow('reference'))
+    } else atStart.reference?.(Promise.resolve(false))
+  }
+
+  const stuck = () => webhooks.inbox.abandoned || bg.abandoned
+  let drained: Promise<void> | undefined
+  const drain = () =>
+    (drained ??= (async () => {
+      stopping = true
+      if (!started) return
+      // The checkpoint registration ends beside them: the writer checkpoints on its own meanwhile.
+      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop(), destination?.stop()])
+    })())
+  let stopped: Promise<void> | undefined
+  const stop = () =>
+    (stopped ??= (async () => {
+      await drain()
+      await Promise.allSettled([...probes])
+      // Closing the last connection checkpoints on this thread; with the disk not answering that
+      // would hang here, past every timer. Left open, the next start recovers from the log.
+      if (stuck()) logger.error('the disk is not answering: the mirror is left open; the next start recovers it from its log')
+      else await app.close()
+    })())
+
+  return {
+    id,
+    app,
+    scheduler,
+    webhooks,
+    get checkpoints() {
+      return bg
+    },
+    metrics: m,
+    destination,
+    sweeps,
+    firstSweep,
+    referenceAtStart,
+    webhookHandler: webhooks.handler,
+    start,
+    ready,
+    drain,
+    status: () => ({
+      id,
+      running: scheduler.busy(),
+      next: nextRuns(),
+      off: scheduler.off(),
+      webhookBacklog: webhooks.inbox.backlog,
+      sweepFailure: sweeps?.failure,
+    }),
+    stop,
+    stuck,
+  }
+}
+
+/** Opens and starts an account (what a test or a daemon without a listener wants). */
+export async function startAccountRuntime(config: Config, deps: AccountRuntimeDeps): Promise<AccountRuntime> {
+  const runtime = await openAccountRuntime(config, deps)
+  runtime.start()
+  return runtime
+}
