@@ -5,7 +5,7 @@
 // webhook traffic) more often, quiet ones resting longer after each empty sweep, none later than
 // `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in turn with reconciliation and
 // the failed-delivery sweeps (sync-jobs.ts), so a stream is never walked by two runs at once.
-import type { RecordStream } from '../model/streams.js'
+import { OBJECTS_STREAM, objectStream, parseObjectStream, type RecordStream } from '../model/streams.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { Clock } from '../model/clock.js'
@@ -92,7 +92,7 @@ export class SweepLoop {
     return this.#firstPass.promise
   }
 
-  /** The streams the loop sweeps now (record streams, then `objects:<slug>` once discovered). */
+  /** The streams the loop sweeps now (record streams, then each custom object's once discovered). */
   streams(): string[] {
     return [...this.#units.keys()]
   }
@@ -209,14 +209,16 @@ export class SweepLoop {
     return trackedRun(
       ctx,
       'sweep',
-      'objects',
+      OBJECTS_STREAM,
       async () => {
         const found = await discoverObjects(ctx, source)
         this.#discovery = found.items
         const slugs = which === 'all' ? found.slugs : (which ?? []).filter((s) => found.slugs.includes(s))
-        for (const slug of slugs) this.#unit(`objects:${slug}`)
-        for (const name of [...this.#units.keys()])
-          if (name.startsWith('objects:') && !slugs.includes(name.slice('objects:'.length))) this.#units.delete(name)
+        for (const slug of slugs) this.#unit(objectStream(slug))
+        for (const name of [...this.#units.keys()]) {
+          const slug = parseObjectStream(name)
+          if (slug !== undefined && !slugs.includes(slug)) this.#units.delete(name)
+        }
         return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
       },
       source,
@@ -227,7 +229,7 @@ export class SweepLoop {
     const maxPages = this.pageCap()
     const record = this.#records.get(stream)
     if (record !== undefined) return sweepRecords(ctx, record, { maxPages })
-    const slug = stream.slice('objects:'.length)
+    const slug = parseObjectStream(stream)!
     const discovery = this.#discovery.get(slug)
     return sweepObjectRecords(ctx, slug, source, { maxPages, ...(discovery === undefined ? {} : { discovery }) })
   }

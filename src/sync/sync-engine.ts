@@ -8,6 +8,7 @@ import { syncReference } from './reference-sync.js'
 import { syncMetadata } from './metadata-sync.js'
 import { CountingSource } from './counting-source.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
+import { objectStream } from '../model/streams.js'
 import { discoverObjects, reconcileObjectRecords, sweepObjectRecords } from './custom-object-sync.js'
 import { readFirstPages } from './first-pages.js'
 import { trackedRun } from './tracked-run.js'
@@ -107,7 +108,7 @@ async function runObjects(
   const steps = slugs.map((slug): Step => {
     const discovered = items.get(slug)
     return {
-      stream: `${customObjects.name}:${slug}`,
+      stream: objectStream(slug),
       kind,
       run: () =>
         kind === 'sweep'
