@@ -3,7 +3,7 @@
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
 import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
 import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
-import type { CustomObjectsStream } from '../src/model/streams.js'
+import { OBJECTS_STREAM, type CustomObjectsStream } from '../src/model/streams.js'
 import type { TableSpec } from '../src/model/table-spec.js'
 import { col, compileColumns, ID, RAW, RECORD_TAIL, SYNCED_AT, type MappedTable } from './columns.js'
 import { recordBase } from './define-stream.js'
@@ -130,7 +130,7 @@ export function customRecordToRow(p: Payload): RecordRow {
 
 export const customObjects: CustomObjectsStream = {
   kind: 'objects',
-  name: 'objects',
+  name: OBJECTS_STREAM,
   discoveryRoute: '/api/v1/objects',
   schemaRoute: (slug: string) => `/api/v1/objects/${encodeURIComponent(slug)}/schema`,
   scope: 'objects:read',

@@ -1,7 +1,14 @@
 // The one reading of a list of stream names (the config's `streams`, `--stream`, a delivery-gap
 // plan): which declared streams it selects, by kind, in registry order. The sweeps, reconciliation
 // and the webhook processor's choice of what to apply all start from here.
-import { SELECTABLE_KINDS, type MetadataStream, type RecordStream, type ReferenceStream } from '../src/model/streams.js'
+import {
+  objectStream,
+  parseObjectStream,
+  SELECTABLE_KINDS,
+  type MetadataStream,
+  type RecordStream,
+  type ReferenceStream,
+} from '../src/model/streams.js'
 import { STREAMS } from './index.js'
 
 /** `<stream>:<slug>` (the stream and the slug captured): one custom object, when the stream is the custom-objects one. */
@@ -32,11 +39,7 @@ export const STREAM_CHOICE = {
   problem: (name: string): string | undefined =>
     selectStreams([name]).notBuilt.length === 0
       ? undefined
-      : `${name}: no such stream; valid: ${SELECTABLE_STREAMS.join(', ')}, or ${objectsName()}:<slug> for one custom object`,
-}
-
-function objectsName(): string {
-  return STREAMS.find((s) => s.kind === 'objects')?.name ?? 'objects'
+      : `${name}: no such stream; valid: ${SELECTABLE_STREAMS.join(', ')}, or ${objectStream('<slug>')} for one custom object`,
 }
 
 /** The streams `names` selects; undefined (no `streams` setting) selects every selectable stream. */
@@ -46,12 +49,12 @@ export function selectStreams(names: readonly string[] | undefined = SELECTABLE_
   let allObjects = false
   const notBuilt: string[] = []
   for (const name of names) {
-    const one = OBJECT_STREAM.exec(name)
-    const stream = STREAMS.find((s) => s.name === (one === null ? name : one[1]))
-    if (stream === undefined || !SELECTABLE_STREAMS.includes(stream.name) || (one !== null && stream.kind !== 'objects')) {
+    const slug = parseObjectStream(name)
+    const stream = slug === undefined ? STREAMS.find((s) => s.name === name) : undefined
+    if (slug !== undefined) {
+      if (!slugs.includes(slug)) slugs.push(slug)
+    } else if (stream === undefined || !SELECTABLE_STREAMS.includes(stream.name)) {
       if (!notBuilt.includes(name)) notBuilt.push(name)
-    } else if (one !== null) {
-      if (!slugs.includes(one[2]!)) slugs.push(one[2]!)
     } else {
       picked.add(name)
       if (stream.kind === 'objects') allObjects = true

@@ -1,7 +1,7 @@
 // `fsm-sync trigger calendar-a|calendar-b|accounting [--json]`: one trigger, recorded in sync_runs.
-import { syncCalendarFeed } from '../daemon/calendar-feed.js'
-import { pollCalendarStatus, type CalendarStatus } from '../daemon/integration-status.js'
-import { formatTrigger, INTEGRATIONS, isIntegrationName, runTrigger, type TriggerResult } from '../daemon/integration-triggers.js'
+import { syncCalendarFeed } from '../sync/calendar-feed.js'
+import { pollCalendarStatus, type CalendarStatus } from '../sync/calendar-status.js'
+import { formatTrigger, INTEGRATIONS, isIntegrationName, runTrigger, type TriggerResult } from '../sync/integration-triggers.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { KEY_REJECTED } from '../sync/sync-engine.js'
 import type { Command } from './command.js'

@@ -5,7 +5,7 @@
 // webhook traffic) more often, quiet ones resting longer after each empty sweep, none later than
 // `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in turn with reconciliation and
 // the failed-delivery sweeps (sync-jobs.ts), so a stream is never walked by two runs at once.
-import type { RecordStream } from '../model/streams.js'
+import { objectStream, parseObjectStream, type RecordStream } from '../model/streams.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
 import type { ApiClient } from '../api/api-client.js'
 import type { Clock } from '../model/clock.js'
@@ -15,13 +15,11 @@ import type { Logger } from '../log/logger.js'
 import { inboxEventsReader } from '../store/webhook-inbox-store.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { CountingSource, type Upstream } from '../sync/counting-source.js'
-import { discoverObjects, sweepObjectRecords } from '../sync/custom-object-sync.js'
 import { SCHEMA_MAX_AGE_MS } from '../sync/object-schemas.js'
-import { sweepRecords } from '../sync/record-sweep.js'
+import { RUNNERS } from '../sync/stream-runners.js'
 import { KEY_REJECTED } from '../sync/sync-engine.js'
 import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
-import { trackedRun } from '../sync/tracked-run.js'
 import { ChangeRate, planNext, restAfterActivity, restAfterSweep, retryDelayMs, type PlannedStream } from './sweep-planner.js'
 
 /**
@@ -92,7 +90,7 @@ export class SweepLoop {
     return this.#firstPass.promise
   }
 
-  /** The streams the loop sweeps now (record streams, then `objects:<slug>` once discovered). */
+  /** The streams the loop sweeps now (record streams, then each custom object's once discovered). */
   streams(): string[] {
     return [...this.#units.keys()]
   }
@@ -205,31 +203,27 @@ export class SweepLoop {
   }
 
   async #discover(ctx: SyncContext, source: CountingSource): Promise<RunResult> {
-    const which = this.#o.selection.objects
-    return trackedRun(
-      ctx,
-      'sweep',
-      'objects',
-      async () => {
-        const found = await discoverObjects(ctx, source)
-        this.#discovery = found.items
-        const slugs = which === 'all' ? found.slugs : (which ?? []).filter((s) => found.slugs.includes(s))
-        for (const slug of slugs) this.#unit(`objects:${slug}`)
-        for (const name of [...this.#units.keys()])
-          if (name.startsWith('objects:') && !slugs.includes(name.slice('objects:'.length))) this.#units.delete(name)
-        return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled } }
-      },
-      source,
-    )
+    const which = this.#o.selection.objects ?? []
+    // A named object the account no longer has is left out until a discovery finds it again.
+    const { result, found } = await RUNNERS.objects.discover(ctx, source, 'sweep', which, { missing: 'skip' })
+    if (found !== undefined) {
+      this.#discovery = found.items
+      for (const slug of found.slugs) this.#unit(objectStream(slug))
+      for (const name of [...this.#units.keys()]) {
+        const slug = parseObjectStream(name)
+        if (slug !== undefined && !found.slugs.includes(slug)) this.#units.delete(name)
+      }
+    }
+    return result
   }
 
   #sweep(ctx: SyncContext, stream: string, source: CountingSource): Promise<RunResult> {
     const maxPages = this.pageCap()
     const record = this.#records.get(stream)
-    if (record !== undefined) return sweepRecords(ctx, record, { maxPages })
-    const slug = stream.slice('objects:'.length)
+    if (record !== undefined) return RUNNERS.records.sweep(ctx, record, { maxPages })
+    const slug = parseObjectStream(stream)!
     const discovery = this.#discovery.get(slug)
-    return sweepObjectRecords(ctx, slug, source, { maxPages, ...(discovery === undefined ? {} : { discovery }) })
+    return RUNNERS.objects.sweep(ctx, slug, source, { maxPages, ...(discovery === undefined ? {} : { discovery }) })
   }
 
   /**

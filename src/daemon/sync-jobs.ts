@@ -9,9 +9,9 @@ import { selectStreams, selectWithin } from '../../connectors/selection.js'
 import { KEY_REJECTED, runReconciliations, runSweeps } from '../sync/sync-engine.js'
 import type { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
-import { syncCalendarFeed } from './calendar-feed.js'
-import { pollCalendarStatus } from './integration-status.js'
-import { runTrigger, type IntegrationName } from './integration-triggers.js'
+import { pollCalendarStatus } from '../sync/calendar-status.js'
+import type { IntegrationName } from '../sync/integration-triggers.js'
+import { RUNNERS } from '../sync/stream-runners.js'
 import type { App } from './create-app.js'
 import { retentionJob } from './retention-job.js'
 import type { JobDefinition } from './scheduler.js'
@@ -49,7 +49,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
     name,
     cron,
     run: async (signal) => {
-      const r = await runTrigger(app.syncContext({ signal }), app.client, name)
+      const r = await RUNNERS.trigger.run(app.syncContext({ signal }), app.client, name)
       metrics.observeRun(r, 'trigger')
       if (r.notConnected) metrics.integrationNotConnected(name)
       // A rejected key would be rejected again by the status and the feed.
@@ -57,7 +57,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
       await pollCalendarStatus(app.mirror.sqlite, app.client, name, { signal, now: () => app.clock.now() })
       // The change feed is read after a trigger that ran (a disconnected calendar has none).
       if (r.outcome === 'success' && !signal.aborted)
-        metrics.observeRun(await syncCalendarFeed(app.syncContext({ signal }), app.client), 'sweep')
+        metrics.observeRun(await RUNNERS.feed.sweep(app.syncContext({ signal }), app.client), 'sweep')
     },
   })
   const s: Config['schedules'] = app.config.schedules

@@ -78,7 +78,22 @@ export interface MetadataStream {
   readonly tables: readonly TableSpec[]
 }
 
-/** Custom objects: discovery, one schema and one sweep per object, `objects:<slug>` for one of them. */
+/** The custom-objects stream's name; each custom object is a stream of its own, `objectStream(slug)`. */
+export const OBJECTS_STREAM = 'objects'
+
+/** The name of one custom object's stream (`objects:<slug>`), read back by parseObjectStream. */
+export function objectStream(slug: string): string {
+  return `${OBJECTS_STREAM}:${slug}`
+}
+
+/** The slug of one custom object's stream name; undefined for any other name. */
+export function parseObjectStream(name: string): string | undefined {
+  const prefix = objectStream('')
+  const slug = name.startsWith(prefix) ? name.slice(prefix.length) : ''
+  return /^[A-Za-z0-9_-]+$/.test(slug) ? slug : undefined
+}
+
+/** Custom objects: discovery, one schema and one sweep per object (`objectStream(slug)`). */
 export interface CustomObjectsStream {
   readonly kind: 'objects'
   readonly name: string

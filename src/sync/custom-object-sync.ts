@@ -16,6 +16,7 @@ import type { RecordRow } from '../model/rows.js'
 import { RecordTable } from '../store/record-tables.js'
 import { RecordWriter } from '../store/record-writer.js'
 import { isoNow, parseInstant } from '../model/timestamps.js'
+import { objectStream } from '../model/streams.js'
 import type { CountingSource } from './counting-source.js'
 import { CLIENT_SCHEMA, readSchemaTimes, recordSchemaFetch, schemaDue, unknownToSchema } from './object-schemas.js'
 import { resumeCursor } from './resume-cursor.js'
@@ -109,7 +110,7 @@ export function sweepObjectRecords(
   /** `maxPages`: as for record sweeps (record-sweep.ts), each page's `next` being committed with it. */
   options: { full?: boolean; discovery?: DiscoveryItem; maxPages?: number } = {},
 ): Promise<RunResult> {
-  const stream = `${customObjects.name}:${slug}`
+  const stream = objectStream(slug)
   return trackedRun(
     ctx,
     'sweep',
@@ -183,7 +184,7 @@ export function sweepObjectRecords(
  * confirming GET. The same share guard as for records applies.
  */
 export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: CountingSource): Promise<RunResult> {
-  const stream = `${customObjects.name}:${slug}`
+  const stream = objectStream(slug)
   return trackedRun(
     ctx,
     'reconcile',

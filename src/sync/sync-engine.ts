@@ -4,15 +4,10 @@
 // so the rest are reported as skipped instead of each spending a request on it.
 import { customObjects } from '../../connectors/custom-objects.js'
 import type { Selection } from '../../connectors/selection.js'
-import { syncReference } from './reference-sync.js'
-import { syncMetadata } from './metadata-sync.js'
+import { objectStream } from '../model/streams.js'
 import { CountingSource } from './counting-source.js'
-import type { DiscoveryItem } from '../model/custom-objects.js'
-import { discoverObjects, reconcileObjectRecords, sweepObjectRecords } from './custom-object-sync.js'
 import { readFirstPages } from './first-pages.js'
-import { trackedRun } from './tracked-run.js'
-import { reconcileRecords } from './reconcile-records.js'
-import { sweepRecords } from './record-sweep.js'
+import { RUNNERS } from './stream-runners.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 
 /** One run of a batch, not started yet: what it is called, and how to run it. */
@@ -27,9 +22,13 @@ export async function runSweeps(ctx: SyncContext, selection: Selection, options:
   // backfill estimate knows every size from the start, and each sweep takes its page as its first.
   const firstPages = await readFirstPages(ctx, selection.records, options)
   const steps: Step[] = [
-    ...selection.records.map((s): Step => ({ stream: s.name, kind: 'sweep', run: () => sweepRecords(ctx, s, { ...options, firstPages }) })),
-    ...selection.reference.map((s): Step => ({ stream: s.name, kind: 'reference', run: () => syncReference(ctx, s) })),
-    ...selection.metadata.map((s): Step => ({ stream: s.name, kind: 'reference', run: () => syncMetadata(ctx, s) })),
+    ...selection.records.map((s): Step => ({
+      stream: s.name,
+      kind: 'sweep',
+      run: () => RUNNERS.records.sweep(ctx, s, { ...options, firstPages }),
+    })),
+    ...selection.reference.map((s): Step => ({ stream: s.name, kind: 'reference', run: () => RUNNERS.reference.sweep(ctx, s) })),
+    ...selection.metadata.map((s): Step => ({ stream: s.name, kind: 'reference', run: () => RUNNERS.metadata.sweep(ctx, s) })),
   ]
   const objects = selection.objects
   if (objects !== undefined)
@@ -40,7 +39,7 @@ export async function runSweeps(ctx: SyncContext, selection: Selection, options:
 export async function runReconciliations(ctx: SyncContext, selection: Selection): Promise<RunResult[]> {
   const steps: Step[] = selection.records
     .filter((s) => s.deletions.reconcile)
-    .map((s) => ({ stream: s.name, kind: 'reconcile', run: () => reconcileRecords(ctx, s) }))
+    .map((s) => ({ stream: s.name, kind: 'reconcile', run: () => RUNNERS.records.reconcile(ctx, s) }))
   const objects = selection.objects
   if (objects !== undefined) steps.push({ stream: customObjects.name, kind: 'reconcile', run: () => runObjects(ctx, objects, 'reconcile') })
   return inTurn(ctx, steps)
@@ -76,7 +75,7 @@ function skipped(step: Step, cause: RunResult): RunResult {
   }
 }
 
-/** Discovery (with schemas and views) first, as a run of its own, then each object's records. */
+/** Discovery first, as a run of its own (stream-runners.ts), then each object's records. */
 async function runObjects(
   ctx: SyncContext,
   which: 'all' | string[],
@@ -84,36 +83,18 @@ async function runObjects(
   options: { full?: boolean } = {},
 ): Promise<RunResult[]> {
   const source = new CountingSource(ctx.upstream, ctx.now)
-  let slugs: string[] = []
-  let items = new Map<string, DiscoveryItem>()
-  const discovery = await trackedRun(
-    ctx,
-    kind,
-    customObjects.name,
-    async () => {
-      const found = await discoverObjects(ctx, source, options)
-      items = found.items
-      slugs = which === 'all' ? found.slugs : which
-      const unknown = slugs.filter((s) => !found.slugs.includes(s))
-      if (unknown.length > 0)
-        throw new Error(
-          `no custom object ${unknown.map((s) => `'${s}'`).join(', ')} on this account (discovered: ${found.slugs.join(', ') || 'none'})`,
-        )
-      return { rows: found.changed, details: { slugs: found.slugs, disabled: found.disabled, schemasFetched: found.fetched } }
-    },
-    source,
-  )
-  if (discovery.outcome !== 'success') return [discovery]
-  const steps = slugs.map((slug): Step => {
-    const discovered = items.get(slug)
+  const { result, found } = await RUNNERS.objects.discover(ctx, source, kind, which, { ...options, missing: 'fail' })
+  if (result.outcome !== 'success' || found === undefined) return [result]
+  const steps = found.slugs.map((slug): Step => {
+    const discovery = found.items.get(slug)
     return {
-      stream: `${customObjects.name}:${slug}`,
+      stream: objectStream(slug),
       kind,
       run: () =>
         kind === 'sweep'
-          ? sweepObjectRecords(ctx, slug, source, { ...options, ...(discovered === undefined ? {} : { discovery: discovered }) })
-          : reconcileObjectRecords(ctx, slug, source),
+          ? RUNNERS.objects.sweep(ctx, slug, source, { ...options, ...(discovery === undefined ? {} : { discovery }) })
+          : RUNNERS.objects.reconcile(ctx, slug, source),
     }
   })
-  return [discovery, ...(await inTurn(ctx, steps))]
+  return [result, ...(await inTurn(ctx, steps))]
 }

@@ -2,7 +2,7 @@
 // the request finally succeeds or fails (counted where attempts start, not by each caller).
 import { describe, expect, test } from 'vitest'
 import { clients, invoices } from '../../../connectors/index.js'
-import { runTrigger } from '../../../src/daemon/integration-triggers.js'
+import { runTrigger } from '../../../src/sync/integration-triggers.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { syncEnv } from '../../support/sync-env.js'
 

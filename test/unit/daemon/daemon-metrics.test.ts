@@ -2,7 +2,7 @@
 import { expect, test } from 'vitest'
 import { packageInfo } from '../../../src/config/package-info.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
-import { formatTrigger, triggerDetails } from '../../../src/daemon/integration-triggers.js'
+import { formatTrigger, triggerDetails } from '../../../src/sync/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 

@@ -6,7 +6,7 @@ import path from 'node:path'
 import ts from 'typescript'
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
-import { calendarChangeRow } from '../../../src/daemon/calendar-feed.js'
+import { calendarChangeRow } from '../../../src/sync/calendar-feed.js'
 import { canonicalTime, canonicalTimeOrText, isInstant, parseInstant } from '../../../src/model/timestamps.js'
 import { ROOT } from '../../support/run-cli.js'
 

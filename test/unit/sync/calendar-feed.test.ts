@@ -1,7 +1,7 @@
 // The change-record reading of calendar-a's feed: key names are "not shown" in the spec, so several
 // spellings are accepted, `raw` keeps the record, and the unique key makes a re-read a no-op.
 import { describe, expect, test } from 'vitest'
-import { calendarChangeRow, feedPage, resumePoint } from '../../../src/daemon/calendar-feed.js'
+import { calendarChangeRow, feedPage, resumePoint } from '../../../src/sync/calendar-feed.js'
 
 describe('calendar-a change records', () => {
   test('camelCase keys (what the emulator sends)', () => {

@@ -5,8 +5,8 @@
 import { TRIGGERS } from '../../connectors/integrations.js'
 import { ApiError } from '../api/errors.js'
 import type { ApiClient } from '../api/api-client.js'
-import type { RunResult, SyncContext } from '../sync/sync-context.js'
-import { trackedRun } from '../sync/tracked-run.js'
+import type { RunResult, SyncContext } from './sync-context.js'
+import { trackedRun } from './tracked-run.js'
 
 export type IntegrationName = (typeof TRIGGERS)[number]['name']
 /** The integrations with a sync trigger, as the registry declares them. */

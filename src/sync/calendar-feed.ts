@@ -11,9 +11,9 @@ import { calendarChangesTable, calendarFeed } from '../../connectors/integration
 import type { ApiClient } from '../api/api-client.js'
 import { CalendarChangeStore, type CalendarChange } from '../store/calendar-changes.js'
 import { canonicalTimeOrText, isoNow, parseInstant } from '../model/timestamps.js'
-import type { RunResult, SyncContext } from '../sync/sync-context.js'
-import { resumeCursor } from '../sync/resume-cursor.js'
-import { trackedRun } from '../sync/tracked-run.js'
+import type { RunResult, SyncContext } from './sync-context.js'
+import { resumeCursor } from './resume-cursor.js'
+import { trackedRun } from './tracked-run.js'
 
 const CALENDAR_FEED_STREAM = calendarFeed.name
 const ROUTE = calendarFeed.route

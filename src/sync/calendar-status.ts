@@ -7,7 +7,7 @@ import { IntegrationStatusStore } from '../store/integration-status.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { canonicalTimeOrText, isoNow } from '../model/timestamps.js'
-import { describeError } from '../sync/describe-error.js'
+import { describeError } from './describe-error.js'
 
 export interface CalendarStatus {
   connected: boolean | null
