@@ -2,7 +2,6 @@
 // webhook service, sweeps and schedules, gap checks, retention, metrics and its part of the
 // destination. The daemon (daemon.ts) holds the process's listener and checkpoint thread and fans
 // start, stop and readiness out over its accounts; a test can start and stop one on its own.
-import { customObjects } from '../../connectors/custom-objects.js'
 import { RECORD_STREAMS } from '../../connectors/index.js'
 import { selectStreams } from '../../connectors/selection.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -12,6 +11,7 @@ import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/background-checkpoints.js'
 import { streamFreshness } from '../store/stream-freshness.js'
+import { parseObjectStream } from '../model/streams.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
@@ -145,7 +145,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       ...app.state
         .all()
         .map((s) => s.stream)
-        .filter((s) => s.startsWith(`${customObjects.name}:`)),
+        .filter((s) => parseObjectStream(s) !== undefined),
       ...selection.reference.map((s) => s.name),
       ...selection.metadata.map((s) => s.name),
     ]),
