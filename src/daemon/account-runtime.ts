@@ -23,7 +23,7 @@ import { probeMirror } from './mirror-probe.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
-import { Lane, syncJobs } from './sync-jobs.js'
+import { SerialQueue, syncJobs } from './sync-jobs.js'
 
 /** The id of the one account today's configuration describes. */
 export const DEFAULT_ACCOUNT = 'default'
@@ -88,11 +88,11 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const id = deps.id ?? DEFAULT_ACCOUNT
   const logger = deps.logger.child({ account: id })
   // The client is built before the metrics (which read its governor): forward through a holder.
-  const hook: { metrics?: DaemonMetrics } = {}
+  const metricsHolder: { metrics?: DaemonMetrics } = {}
   const app = await createApp(config, {
     logger,
     ...(deps.clock === undefined ? {} : { clock: deps.clock }),
-    onResponse: (e) => hook.metrics?.onResponse(e),
+    onResponse: (e) => metricsHolder.metrics?.onResponse(e),
   })
   const clock = app.clock
   const now = () => clock.now()
@@ -113,9 +113,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   // Checkpoints on the process's worker thread, registered at start: a start that fails before
   // leaves the thread alone.
   const idle = { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0, idle: 0 }
-  let bg: BackgroundCheckpoints = { running: false, abandoned: false, stats: () => idle, stop: () => Promise.resolve() }
+  let mirrorCheckpoints: BackgroundCheckpoints = { running: false, abandoned: false, stats: () => idle, stop: () => Promise.resolve() }
   const selection = selectStreams(config.streams)
-  const lane = new Lane()
+  const serialQueue = new SerialQueue()
   const sweeps =
     config.schedules.sweep === SCHEDULE_CONTINUOUS
       ? new SweepLoop({
@@ -131,9 +131,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
           selection,
           budgetShare: config.sync.budgetShare,
           maxIntervalMs: config.sync.maxSweepIntervalSeconds * 1000,
-          lane,
+          serialQueue,
           logger,
-          onRun: (r) => hook.metrics?.observeRun(r),
+          onRun: (r) => metricsHolder.metrics?.observeRun(r),
           hints: webhookHints(app.mirror.sqlite, selection.records),
         })
       : undefined
@@ -150,24 +150,24 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       ...selection.metadata.map((s) => s.name),
     ]),
   ]
-  const m = new DaemonMetrics({
+  const metrics = new DaemonMetrics({
     freshness: () => streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()),
     ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
     governor: () => app.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
-    checkpoints: () => bg.stats(),
+    checkpoints: () => mirrorCheckpoints.stats(),
     now,
   })
-  hook.metrics = m
+  metricsHolder.metrics = metrics
   // Triggers and feeds keep their last success from sync_state; streams take their own last sweep.
   const kept = freshnessStreams()
-  m.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
-  m.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
+  metrics.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
+  metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
   const destination = createPostgresDestination(config, app.mirror, logger, app.clock)
-  if (destination !== undefined) registerDestinationMetrics(m.registry, () => destination.status())
+  if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,
     sqlite: app.mirror.sqlite,
@@ -177,7 +177,11 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     now,
     selectedStreams: config.streams,
   })
-  const scheduler = new Scheduler(syncJobs({ app, metrics: m, gaps, lane, checkpointsInBackground: () => bg.running }), logger, clock)
+  const scheduler = new Scheduler(
+    syncJobs({ app, metrics, gaps, serialQueue, checkpointsInBackground: () => mirrorCheckpoints.running }),
+    logger,
+    clock,
+  )
   // `next` lists every schedule: the continuous sweep as "continuous" (it has no next tick).
   const nextRuns = () => (sweeps === undefined ? scheduler.nextRuns() : { sweep: SCHEDULE_CONTINUOUS, ...scheduler.nextRuns() })
 
@@ -220,7 +224,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const start = (): void => {
     if (started || stopping) return
     started = true
-    bg = deps.checkpoints.register(app.mirror.sqlite, { logger })
+    mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
     webhooks.start()
     scheduler.start()
     destination?.start()
@@ -249,14 +253,14 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     } else atStart.reference?.(Promise.resolve(false))
   }
 
-  const stuck = () => webhooks.inbox.abandoned || bg.abandoned
+  const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned
   let drained: Promise<void> | undefined
   const drain = () =>
     (drained ??= (async () => {
       stopping = true
       if (!started) return
       // The checkpoint registration ends beside them: the writer checkpoints on its own meanwhile.
-      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), bg.stop(), destination?.stop()])
+      await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), mirrorCheckpoints.stop(), destination?.stop()])
     })())
   let stopped: Promise<void> | undefined
   const stop = () =>
@@ -275,9 +279,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     scheduler,
     webhooks,
     get checkpoints() {
-      return bg
+      return mirrorCheckpoints
     },
-    metrics: m,
+    metrics,
     destination,
     sweeps,
     firstSweep,

@@ -3,7 +3,7 @@
 // `sync.budgetShare` of the effective limit) before the governor. Which stream goes next is the
 // planner's choice (sweep-planner.ts): streams that changed lately (the sweeps' own results and the
 // webhook traffic) more often, quiet ones resting longer after each empty sweep, none later than
-// `sync.maxSweepIntervalSeconds`. Each sweep takes the record lane in turn with reconciliation and
+// `sync.maxSweepIntervalSeconds`. Each sweep takes the record-writing queue in turn with reconciliation and
 // the failed-delivery sweeps (sync-jobs.ts), so a stream is never walked by two runs at once.
 import { objectStream, parseObjectStream, type RecordStream } from '../model/streams.js'
 import type { DiscoveryItem } from '../model/custom-objects.js'
@@ -40,8 +40,8 @@ export interface SweepLoopOptions {
   budgetShare: number
   /** `sync.maxSweepIntervalSeconds`, in ms. */
   maxIntervalMs: number
-  /** The lane the record-writing jobs take in turn. */
-  lane: { run<T>(work: () => Promise<T>): Promise<T> }
+  /** The serial queue the record-writing jobs take in turn. */
+  serialQueue: { run<T>(work: () => Promise<T>): Promise<T> }
   logger: Logger
   /** Told of every finished run (the daemon's metrics). */
   onRun?: (result: RunResult) => void
@@ -62,7 +62,7 @@ interface UnitState {
 
 export class SweepLoop {
   readonly share: BudgetShare
-  readonly #o: SweepLoopOptions
+  readonly #options: SweepLoopOptions
   readonly #controller = new AbortController()
   readonly #units = new Map<string, UnitState>()
   readonly #records: Map<string, RecordStream>
@@ -76,7 +76,7 @@ export class SweepLoop {
   #hintsFailed = false
 
   constructor(options: SweepLoopOptions) {
-    this.#o = options
+    this.#options = options
     this.share = new BudgetShare(options.governor, { fraction: options.budgetShare, clock: options.clock })
     this.#records = new Map(options.selection.records.map((s) => [s.name, s]))
     for (const name of this.#records.keys()) this.#unit(name)
@@ -104,7 +104,7 @@ export class SweepLoop {
     this.#running ??= this.#loop().catch((err: unknown) => {
       this.#failure = err instanceof Error ? err.message : String(err)
       this.#firstPass.resolve()
-      this.#o.logger.error({ err }, 'continuous sweeping stopped on an unexpected error; restart the daemon')
+      this.#options.logger.error({ err }, 'continuous sweeping stopped on an unexpected error; restart the daemon')
     })
   }
 
@@ -112,7 +112,7 @@ export class SweepLoop {
    * Notes `n` changes of `stream` seen at `at` (the webhook path): it is swept sooner, and the
    * other streams rest less (the account is active).
    */
-  noteChanges(stream: string, n: number, at: number = this.#o.clock.now()): void {
+  noteChanges(stream: string, n: number, at: number = this.#options.clock.now()): void {
     const unit = this.#units.get(stream)
     if (unit === undefined || n <= 0) return
     unit.rate.add(n, at)
@@ -134,19 +134,22 @@ export class SweepLoop {
   async #loop(): Promise<void> {
     const signal = this.#controller.signal
     const ctx = this.#context(signal)
-    const { clock, logger } = this.#o
+    const { clock, logger } = this.#options
     let source = new CountingSource(ctx.upstream, ctx.now)
     while (!signal.aborted) {
       const now = clock.now()
-      if (this.#o.selection.objects !== undefined && (this.#discoveredAt === undefined || now - this.#discoveredAt >= DISCOVERY_EVERY_MS)) {
+      if (
+        this.#options.selection.objects !== undefined &&
+        (this.#discoveredAt === undefined || now - this.#discoveredAt >= DISCOVERY_EVERY_MS)
+      ) {
         // Discovery is a run of its own (as in a batch sweep); its slugs become streams of the plan.
         source = new CountingSource(ctx.upstream, ctx.now)
         this.#discoveredAt = now
-        const result = await this.#o.lane.run(() => this.#discover(ctx, source))
+        const result = await this.#options.serialQueue.run(() => this.#discover(ctx, source))
         if (result.outcome === 'interrupted' || signal.aborted) break
-        this.#o.onRun?.(result)
+        this.#options.onRun?.(result)
         // A failed discovery is tried again after the bound, not after the full period.
-        if (result.outcome === 'error') this.#discoveredAt = now - DISCOVERY_EVERY_MS + this.#o.maxIntervalMs
+        if (result.outcome === 'error') this.#discoveredAt = now - DISCOVERY_EVERY_MS + this.#options.maxIntervalMs
         continue
       }
       if (this.#firstPassDone()) this.#firstPass.resolve()
@@ -154,22 +157,22 @@ export class SweepLoop {
       const plan = planNext({
         now,
         streams: [...this.#units].map(([name, u]): PlannedStream => ({ name, ...u, changeRate: u.rate.perSecond(now) })),
-        maxIntervalMs: this.#o.maxIntervalMs,
-        requestMs: this.#o.governor.guardedWindowMs / this.share.limit,
+        maxIntervalMs: this.#options.maxIntervalMs,
+        requestMs: this.#options.governor.guardedWindowMs / this.share.limit,
       })
       if (plan.kind !== 'sweep') {
         // Nothing to sweep (every stream resting or backing off, or none selected): wait for the
         // first to wake, the next discovery, or a webhook delivery (wake()).
-        let until = plan.kind === 'wait' ? plan.until : now + this.#o.maxIntervalMs
+        let until = plan.kind === 'wait' ? plan.until : now + this.#options.maxIntervalMs
         if (this.#discoveredAt !== undefined) until = Math.min(until, this.#discoveredAt + DISCOVERY_EVERY_MS)
         await this.#pause(until - now)
         continue
       }
       const unit = this.#units.get(plan.stream)!
       unit.lastStartedAt = now
-      const result = await this.#o.lane.run(() => this.#sweep(ctx, plan.stream, source))
+      const result = await this.#options.serialQueue.run(() => this.#sweep(ctx, plan.stream, source))
       if (result.outcome === 'interrupted' || signal.aborted) break
-      this.#o.onRun?.(result)
+      this.#options.onRun?.(result)
       this.#learn(plan.stream, unit, result)
       if (result.outcome === 'error')
         logger.warn(
@@ -183,19 +186,19 @@ export class SweepLoop {
   // Hints only steer the plan: one that cannot be read (the mirror failing) is logged once and skipped.
   #readHints(): ReadonlyMap<string, number> {
     try {
-      const hints = this.#o.hints?.() ?? new Map<string, number>()
+      const hints = this.#options.hints?.() ?? new Map<string, number>()
       this.#hintsFailed = false
       return hints
     } catch (err) {
-      if (!this.#hintsFailed) this.#o.logger.warn({ err }, 'cannot read the webhook traffic for the sweep plan; planning without it')
+      if (!this.#hintsFailed) this.#options.logger.warn({ err }, 'cannot read the webhook traffic for the sweep plan; planning without it')
       this.#hintsFailed = true
       return new Map()
     }
   }
 
   #context(signal: AbortSignal): SyncContext {
-    const base = this.#o.context(signal)
-    const { client } = this.#o
+    const base = this.#options.context(signal)
+    const { client } = this.#options
     const share = this.share
     const upstream: Upstream = { get: (path: string, query: Query | undefined, options) => client.get(path, query, { ...options, share }) }
     // Its requests start at the share's pace: the estimates of a backfill here count at that budget.
@@ -203,7 +206,7 @@ export class SweepLoop {
   }
 
   async #discover(ctx: SyncContext, source: CountingSource): Promise<RunResult> {
-    const which = this.#o.selection.objects ?? []
+    const which = this.#options.selection.objects ?? []
     // A named object the account no longer has is left out until a discovery finds it again.
     const { result, found } = await RUNNERS.objects.discover(ctx, source, 'sweep', which, { missing: 'skip' })
     if (found !== undefined) {
@@ -233,15 +236,15 @@ export class SweepLoop {
    * each page), and a round of every stream still fits within the bound.
    */
   pageCap(): number {
-    const perBound = (this.share.limit * this.#o.maxIntervalMs) / this.#o.governor.guardedWindowMs
+    const perBound = (this.share.limit * this.#options.maxIntervalMs) / this.#options.governor.guardedWindowMs
     return Math.max(1, Math.floor(perBound / Math.max(1, this.#units.size)))
   }
 
   #learn(name: string, unit: UnitState, result: RunResult): void {
-    const now = this.#o.clock.now()
+    const now = this.#options.clock.now()
     if (result.outcome === 'error') {
       unit.failures++
-      unit.retryAt = now + retryDelayMs(unit.failures, this.#o.maxIntervalMs)
+      unit.retryAt = now + retryDelayMs(unit.failures, this.#options.maxIntervalMs)
       // A rejected key fails every stream alike: they all wait, instead of each spending a request on it in turn.
       if (result.errorCode === KEY_REJECTED)
         for (const other of this.#units.values()) {
@@ -256,7 +259,7 @@ export class SweepLoop {
     unit.rate.add(result.rows, now)
     // A capped sweep left pages to read: as much a reason to come back soon as a change.
     const changed = result.rows > 0 || result.details?.capped === true
-    unit.restMs = restAfterSweep(unit.restMs, changed, this.#o.maxIntervalMs)
+    unit.restMs = restAfterSweep(unit.restMs, changed, this.#options.maxIntervalMs)
     if (changed) this.#active(name)
   }
 
@@ -266,7 +269,7 @@ export class SweepLoop {
   }
 
   #firstPassDone(): boolean {
-    if (this.#o.selection.objects !== undefined && this.#discoveredAt === undefined) return false
+    if (this.#options.selection.objects !== undefined && this.#discoveredAt === undefined) return false
     return [...this.#units.values()].every((u) => u.lastStartedAt !== undefined)
   }
 
@@ -282,7 +285,7 @@ export class SweepLoop {
   async #pause(ms: number): Promise<void> {
     const signal = this.#controller.signal
     await new Promise<void>((resolve) => {
-      const cancel = this.#o.clock.setTimer(Math.max(1, ms), done)
+      const cancel = this.#options.clock.setTimer(Math.max(1, ms), done)
       function done() {
         cancel()
         resolve()

@@ -1,5 +1,5 @@
 // What each schedule does. Jobs that write record streams (sweep, reconcile, the delivery-gap
-// sweep) take one lane in turn, so a stream is never walked by two runs at once; reference data
+// sweep) take one serialQueue in turn, so a stream is never walked by two runs at once; reference data
 // and triggers touch other tables and the upstream only, and run beside them. Everything shares
 // the app's one governor.
 import { SCHEDULE_CONTINUOUS, type Config } from '../config/index.js'
@@ -16,8 +16,8 @@ import type { App } from './create-app.js'
 import { retentionJob } from './retention-job.js'
 import type { JobDefinition } from './scheduler.js'
 
-/** A one-at-a-time lane: callers wait their turn in order. */
-export class Lane {
+/** A serial queue: one piece of work at a time, callers served in the order they came. */
+export class SerialQueue {
   #tail: Promise<unknown> = Promise.resolve()
 
   run<T>(work: () => Promise<T>): Promise<T> {
@@ -33,11 +33,11 @@ export interface SyncJobDeps {
   gaps: DeliveryGapCheck
   /** True while checkpoints run on the worker thread (src/store/background-checkpoints.ts). */
   checkpointsInBackground?: () => boolean
-  /** The record lane, shared with the continuous sweeps (sweep-loop.ts) when they run. */
-  lane?: Lane
+  /** The record serialQueue, shared with the continuous sweeps (sweep-loop.ts) when they run. */
+  serialQueue?: SerialQueue
 }
 
-export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = new Lane() }: SyncJobDeps): JobDefinition[] {
+export function syncJobs({ app, metrics, gaps, checkpointsInBackground, serialQueue = new SerialQueue() }: SyncJobDeps): JobDefinition[] {
   const selection = selectStreams(app.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
   const observe = (results: readonly RunResult[], kind?: string) => {
@@ -69,7 +69,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
           {
             name: 'sweep',
             cron: s.sweep,
-            run: (signal) => lane.run(async () => void observe(await runSweeps(app.syncContext({ signal }), records))),
+            run: (signal) => serialQueue.run(async () => void observe(await runSweeps(app.syncContext({ signal }), records))),
           },
         ]
   return [
@@ -83,7 +83,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
     {
       name: 'reconcile',
       cron: s.reconcile,
-      run: (signal) => lane.run(async () => void observe(await runReconciliations(app.syncContext({ signal }), records))),
+      run: (signal) => serialQueue.run(async () => void observe(await runReconciliations(app.syncContext({ signal }), records))),
     },
     trigger('calendar-a', s.calendarA),
     trigger('calendar-b', s.calendarB),
@@ -94,7 +94,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, lane = n
       run: async (signal) => {
         const plan = await gaps.check(signal)
         if (plan.streams.length === 0) return plan.commit()
-        await lane.run(async () => {
+        await serialQueue.run(async () => {
           const results = observe(await runSweeps(app.syncContext({ signal }), selectWithin(selection, plan.streams)))
           // A failed or stopped sweep leaves the gap cursor where it was: the next check sweeps again.
           if (!signal.aborted && results.every((r) => r.outcome === 'success')) plan.commit()

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { loadConfig } from '../../../src/config/index.js'
 import { createApp } from '../../../src/daemon/create-app.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
-import { Lane } from '../../../src/daemon/sync-jobs.js'
+import { SerialQueue } from '../../../src/daemon/sync-jobs.js'
 import { DISCOVERY_EVERY_MS, SweepLoop } from '../../../src/daemon/sweep-loop.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/status-report.js'
@@ -143,7 +143,7 @@ describe('continuous sweeping', () => {
       selection: selectStreams(['clients', 'jobs', 'visits', 'invoices', 'objects']),
       budgetShare: 0.5,
       maxIntervalMs: 60_000,
-      lane: new Lane(),
+      serialQueue: new SerialQueue(),
       logger: app.logger,
     })
     try {
@@ -187,7 +187,7 @@ describe('continuous sweeping', () => {
       selection: selectStreams(['objects']),
       budgetShare: 0.5,
       maxIntervalMs: 60_000,
-      lane: new Lane(),
+      serialQueue: new SerialQueue(),
       logger: app.logger,
     })
     const fields = (slug: string) =>
@@ -240,7 +240,7 @@ describe('continuous sweeping', () => {
       budgetShare: 0.5,
       // 30 requests a minute for the sweeps, a 10 s bound, two streams: two pages a sweep.
       maxIntervalMs: 10_000,
-      lane: new Lane(),
+      serialQueue: new SerialQueue(),
       logger: app.logger,
       onRun: (r) => {
         results.push(r)

@@ -6,7 +6,7 @@ import { expect, test } from 'vitest'
 import { selectStreams } from '../../../connectors/selection.js'
 import { createApp } from '../../../src/daemon/create-app.js'
 import { SweepLoop } from '../../../src/daemon/sweep-loop.js'
-import { Lane } from '../../../src/daemon/sync-jobs.js'
+import { SerialQueue } from '../../../src/daemon/sync-jobs.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
@@ -27,7 +27,7 @@ test('a rejected key: the continuous sweeps wait together, about one request a m
     selection: selectStreams(['clients', 'jobs', 'visits', 'invoices']),
     budgetShare: 0.5,
     maxIntervalMs: 60_000,
-    lane: new Lane(),
+    serialQueue: new SerialQueue(),
     logger: app.logger,
   })
   try {

@@ -1,10 +1,10 @@
-// Overlap protection of the daemon's schedules and the record lane, driven by hand, and the
+// Overlap protection of the daemon's schedules and the record serialQueue, driven by hand, and the
 // schedules themselves driven by the FakeClock (no real timers, no waiting).
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
 import { CHECK_EVERY_MS, Scheduler } from '../../../src/daemon/scheduler.js'
-import { Lane } from '../../../src/daemon/sync-jobs.js'
+import { SerialQueue } from '../../../src/daemon/sync-jobs.js'
 import { FakeClock } from '../../support/fake-clock.js'
 
 function capture() {
@@ -80,13 +80,13 @@ test('stop aborts the running job and waits for it; nothing runs afterwards', as
   expect(await s.runNow('sweep')).toBe(false)
 })
 
-test('the lane runs work one at a time, in order, and survives a failure', async () => {
-  const lane = new Lane()
+test('the serialQueue runs work one at a time, in order, and survives a failure', async () => {
+  const serialQueue = new SerialQueue()
   const order: string[] = []
   const g = gate()
-  const a = lane.run(async () => (order.push('a start'), await g.opened, order.push('a end')))
-  const b = lane.run(() => Promise.reject(new Error('b failed')))
-  const c = lane.run(() => Promise.resolve(order.push('c')))
+  const a = serialQueue.run(async () => (order.push('a start'), await g.opened, order.push('a end')))
+  const b = serialQueue.run(() => Promise.reject(new Error('b failed')))
+  const c = serialQueue.run(() => Promise.resolve(order.push('c')))
   g.open()
   await a
   await expect(b).rejects.toThrow('b failed')
