@@ -23,10 +23,12 @@ describe('runs of live processes', () => {
     const dir = tempDir()
     const env = daemonEnv(emu, dir, await freePort(), {
       streams: ['clients', 'jobs'],
-      schedules: idleSchedules(),
+      // Continuous sweeps open a stream's run before its first request (a batch reads every stream's
+      // first page before it opens their runs), so the hanging jobs list leaves a `running` run.
+      schedules: idleSchedules({ sweep: 'continuous' }),
     })
     const db = env.FSM_DB!
-    // The daemon's first sweep hangs on the jobs list, so its jobs run stays `running`.
+    // The daemon's jobs sweep hangs on the jobs list, so its jobs run stays `running`.
     await emu.control('POST', '/faults', { route: 'GET /api/v1/jobs*', latencyMs: 120_000 })
     const daemon = startRun(env)
     try {
