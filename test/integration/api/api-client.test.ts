@@ -6,7 +6,7 @@ import { ApiError, MalformedResponseError, NetworkError, RateLimitedError, Unaut
 import { FakeClock } from '../../support/fake-clock.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { startLoopback, type Handler, type Loopback } from './loopback.js'
+import { startLoopback, type Handler, type Loopback } from '../../support/loopback.js'
 
 const KEY = 'svc_live_0123456789abcdef'
 const ok = (data: unknown = [], meta: unknown = { page: 1, limit: 30, total: 0 }) => ({ body: { success: true, data, meta } })

@@ -8,7 +8,7 @@ import { PagingStalledError } from '../../../src/api/errors.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { stallLimit, updatedAtKeyset, type KeysetOptions } from '../../../src/api/keyset/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { RowStore, startLoopback, type Handler, type Loopback } from './loopback.js'
+import { RowStore, startLoopback, type Handler, type Loopback } from '../../support/loopback.js'
 
 let server: Loopback | undefined
 let client: ApiClient | undefined

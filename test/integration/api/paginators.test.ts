@@ -10,7 +10,7 @@ import { pageWalk } from '../../../src/api/page-walk.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { updatedAtKeyset, type KeysetCursor, type KeysetPage } from '../../../src/api/keyset/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { RowStore, startLoopback, type Handler, type Loopback } from './loopback.js'
+import { RowStore, startLoopback, type Handler, type Loopback } from '../../support/loopback.js'
 
 let server: Loopback | undefined
 let client: ApiClient | undefined

@@ -5,7 +5,7 @@ import { ApiClient } from '../../../src/api/api-client.js'
 import { ApiError } from '../../../src/api/errors.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { startLoopback, type Loopback } from './loopback.js'
+import { startLoopback, type Loopback } from '../../support/loopback.js'
 
 let server: Loopback | undefined
 let client: ApiClient | undefined

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest'
 import { runDemo } from '../../../src/daemon/demo.js'
 import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { query, until } from '../daemon/daemon-env.js'
+import { query, until } from '../../support/daemon-env.js'
 
 /** Webhook event → the mirror table its payload lands in (deletions carry only an id: left out). */
 const TABLE_OF_EVENT: Record<string, string> = { client: 'clients', job: 'jobs', invoice: 'invoices', visit: 'visits' }

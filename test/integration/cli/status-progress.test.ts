@@ -7,7 +7,7 @@ import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli, spawnCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { until } from '../daemon/daemon-env.js'
+import { until } from '../../support/daemon-env.js'
 
 test('status --json, run beside a backfilling sync, shows the backfill in progress and what is left of it', async () => {
   const emu = await emulatorEnv({ counts: { clients: 100, jobs: 0, visitsPerJob: 0, invoices: 0, customRecords: 0 } })

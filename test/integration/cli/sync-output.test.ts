@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli, withoutFsmSettings } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { query } from '../daemon/daemon-env.js'
+import { query } from '../../support/daemon-env.js'
 
 const COUNTS = { clients: 3, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 1 }
 

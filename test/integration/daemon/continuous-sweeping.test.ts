@@ -25,7 +25,7 @@ import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { request } from 'undici'
-import { NEVER, get, until } from './daemon-env.js'
+import { NEVER, get, until } from '../../support/daemon-env.js'
 
 const silent = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 /** Waits (in real time, a few ms at a time) until `ready`: the real I/O between two steps of fake time. */

@@ -6,7 +6,7 @@ import { expect, test } from 'vitest'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { freePort } from './daemon-env.js'
+import { freePort } from '../../support/daemon-env.js'
 
 /** A fresh emulator (closed when the test ends) and a setup that passes every check. */
 async function setup(): Promise<{ emu: EmulatorEnv; good: Record<string, string> }> {

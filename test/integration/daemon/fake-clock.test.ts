@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/log/logger.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
-import { until } from './daemon-env.js'
+import { until } from '../../support/daemon-env.js'
 
 test('a schedule fires when the fake clock passes its next run; stop disarms every timer of the clock', async () => {
   const emu = await emulatorEnv({ counts: { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })

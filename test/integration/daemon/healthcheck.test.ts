@@ -7,7 +7,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, startRun, until } from '../../support/daemon-env.js'
 
 describe('fsm-sync healthcheck', () => {
   test('probes the port and host of the config file, and says what failed once the daemon is gone', async () => {

@@ -10,7 +10,7 @@ import { createLogger } from '../../../src/log/logger.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
+import { NEVER, daemonEnv, freePort, get, startRun, until } from '../../support/daemon-env.js'
 
 /** Runs `fsm-sync run` until it exits; should it come up instead, stops it and says so. */
 async function runUntilExit(env: Record<string, string>, port: number): Promise<{ code: number | null; output: string }> {

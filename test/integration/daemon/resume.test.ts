@@ -3,7 +3,7 @@
 import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 test('SIGTERM mid-sweep exits 0; the next start resumes from the checkpoint', async () => {

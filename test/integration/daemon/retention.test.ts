@@ -6,7 +6,7 @@ import { expect, test } from 'vitest'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
 
 const OLD = '2020-01-01T00:00:00.000Z'
 

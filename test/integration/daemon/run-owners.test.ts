@@ -12,7 +12,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 const quiet = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })

@@ -6,7 +6,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { runCli } from '../../support/run-cli.js'
 import { compareWithEmulator, type SyncEnv } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 const successesAfter = (db: string, kind: string, mark: number) =>

@@ -3,7 +3,7 @@
 import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { NEVER, daemonEnv, freePort, get, query, startRun, until } from './daemon-env.js'
+import { NEVER, daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
 
 test('"off" schedules are logged, shown by /readyz and never run', async () => {
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 3, visitsPerJob: 1, invoices: 1, customRecords: 0 } })

@@ -8,7 +8,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { spawnCli } from '../../support/run-cli.js'
 import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 const LIMIT = 6

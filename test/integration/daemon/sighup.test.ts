@@ -3,7 +3,7 @@
 import { expect, test } from 'vitest'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, get, startRun, until } from './daemon-env.js'
+import { daemonEnv, freePort, get, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 test('SIGHUP is logged and stops `fsm-sync run` cleanly, like SIGTERM (exit 0)', async () => {

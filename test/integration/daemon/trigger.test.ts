@@ -6,7 +6,7 @@ import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { syncOnce } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { query } from './daemon-env.js'
+import { query } from '../../support/daemon-env.js'
 
 /** A fresh emulator (closed when the test ends) and mirror for one test. */
 async function setup(): Promise<{ emu: EmulatorEnv; env: Record<string, string>; db: string }> {

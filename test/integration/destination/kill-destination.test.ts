@@ -12,7 +12,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, query, startRun, until } from '../daemon/daemon-env.js'
+import { daemonEnv, freePort, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
 async function cursor(url: string): Promise<number> {

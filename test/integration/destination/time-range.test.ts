@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest'
 import { destinationTables } from '../../../src/destination/destination-tables.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { systemClock } from '../../../src/model/clock.js'
-import { T, hex, webhookEnv, type WebhookEnv } from '../webhooks/webhook-env.js'
+import { T, hex, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 
 const YEAR_0 = '0000-01-01T00:00:00.000Z'

@@ -9,9 +9,9 @@ import { request } from 'undici'
 import { openMirror } from '../../../src/store/mirror-database.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { SECRET, T, hex, jobPayload, webhookEnv } from './webhook-env.js'
+import { SECRET, T, hex, jobPayload, webhookEnv } from '../../support/webhook-env.js'
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'intake-child.ts')
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../support/intake-child.ts')
 
 test('SIGKILL between ack and apply: the delivery is applied after restart', async () => {
   const db = path.join(tempDir(), 'mirror.db')

@@ -10,7 +10,7 @@ import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/inta
 import { sign } from '../../../src/webhooks/signature.js'
 import { createWebhookService, type WebhookService } from '../../../src/webhooks/webhook-service.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
-import { SECRET, T, hex, jobPayload } from './webhook-env.js'
+import { SECRET, T, hex, jobPayload } from '../../support/webhook-env.js'
 
 interface Env {
   service: WebhookService

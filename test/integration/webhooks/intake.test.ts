@@ -4,7 +4,7 @@
 import http from 'node:http'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { sign } from '../../../src/webhooks/signature.js'
-import { SECRET, T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { SECRET, T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 let env: WebhookEnv
 beforeEach(async () => {

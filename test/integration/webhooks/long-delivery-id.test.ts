@@ -2,7 +2,7 @@
 // there. The 400 now says what is wrong: the id's length and the limit.
 import { afterEach, beforeEach, expect, test } from 'vitest'
 import { sign } from '../../../src/webhooks/signature.js'
-import { SECRET, T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { SECRET, T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 let env: WebhookEnv
 beforeEach(async () => {

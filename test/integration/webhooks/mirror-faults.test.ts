@@ -13,7 +13,7 @@ import { MIRROR_FAULT_PREFIX, WebhookInbox } from '../../../src/webhooks/inbox.j
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
-import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 let env: WebhookEnv | undefined
 let mirror: TempMirror | undefined

@@ -9,7 +9,7 @@ import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
 import { tempMirror } from '../../support/temp-mirror.js'
-import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 let env: WebhookEnv | undefined
 afterEach(async () => {

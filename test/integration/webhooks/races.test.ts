@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { RecordWriter } from '../../../src/store/record-writer.js'
 import { FakeClock } from '../../support/fake-clock.js'
-import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 let env: WebhookEnv
 let sweepWriter: RecordWriter

@@ -2,7 +2,7 @@
 // either secret are accepted until the grace period ends; then the old one is refused (401).
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { FakeClock } from '../../support/fake-clock.js'
-import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from './webhook-env.js'
+import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
 const OLD = 'whsec_old_secret_0123456789'
 const NEW = 'whsec_new_secret_0123456789'

@@ -11,8 +11,8 @@ import { Agent, request } from 'undici'
 import { sign } from '../../../src/webhooks/signature.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { daemonEnv, freePort, get, query, startRun, until } from '../daemon/daemon-env.js'
-import { SECRET, T, hex, jobPayload } from './webhook-env.js'
+import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
+import { SECRET, T, hex, jobPayload } from '../../support/webhook-env.js'
 
 const ATTACKERS = 400
 /** Under the 1 MiB cap, so the old intake buffered each body whole. */

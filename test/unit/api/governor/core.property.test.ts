@@ -2,7 +2,7 @@
 // time, random arrivals, priorities, service times, aborts, 429 pauses and header observations.
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { PRIORITIES, maxInWindow, simulate, type Arrival } from './sim.js'
+import { PRIORITIES, maxInWindow, simulate, type Arrival } from '../../../support/governor-sim.js'
 
 const WINDOW = 60_000
 

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import { FakeClock } from '../../../support/fake-clock.js'
 import { PRIORITIES, RequestGovernor, type Priority } from '../../../../src/api/governor/index.js'
-import { maxInWindow } from './sim.js'
+import { maxInWindow } from '../../../support/governor-sim.js'
 
 const WINDOW = 60_000
 

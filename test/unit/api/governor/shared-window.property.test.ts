@@ -5,7 +5,7 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import { GovernorCore, PRIORITIES } from '../../../../src/api/governor/core.js'
-import { maxInWindow } from './sim.js'
+import { maxInWindow } from '../../../support/governor-sim.js'
 
 const WINDOW = 60_000
 

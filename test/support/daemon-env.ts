@@ -5,12 +5,12 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
-import { cleanEnv, spawnCli } from '../../support/run-cli.js'
-import type { EmulatorEnv } from '../../support/emulator-env.js'
+import { cleanEnv, spawnCli } from './run-cli.js'
+import type { EmulatorEnv } from './emulator-env.js'
 
-export { freePort } from '../../support/free-port.js'
+export { freePort } from './free-port.js'
 
-export { NEVER } from '../../support/schedules.js'
+export { NEVER } from './schedules.js'
 
 export function daemonEnv(
   emu: EmulatorEnv,

@@ -1,10 +1,10 @@
 // A process that takes deliveries and never applies them (processor disabled), for the crash test:
 // the parent kills it with SIGKILL after the ack. Prints `{"url": ...}` once it listens.
 import { Writable } from 'node:stream'
-import { createLogger } from '../../../src/log/logger.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
-import { startIntakeServer } from '../../../src/webhooks/intake-server.js'
-import { createWebhookService } from '../../../src/webhooks/webhook-service.js'
+import { createLogger } from '../../src/log/logger.js'
+import { openMirror } from '../../src/store/mirror-database.js'
+import { startIntakeServer } from '../../src/webhooks/intake-server.js'
+import { createWebhookService } from '../../src/webhooks/webhook-service.js'
 
 const [db, secret] = process.argv.slice(2)
 if (db === undefined || secret === undefined) throw new Error('usage: intake-child.ts <db> <secret>')

@@ -1,6 +1,6 @@
 // A discrete-event simulation of GovernorCore: arrivals, service times, aborts, 429 pauses and
 // rate-limit observations on a simulated clock. Used by the property tests; no timers, no promises.
-import { GovernorCore, PRIORITIES, type GovernorOptions, type Priority, type Ticket } from '../../../../src/api/governor/core.js'
+import { GovernorCore, PRIORITIES, type GovernorOptions, type Priority, type Ticket } from '../../src/api/governor/core.js'
 
 export interface Arrival {
   gapMs: number
@@ -131,5 +131,5 @@ export function simulate(
   return { starts, tickets, aborted, pauses: pauseLog, endAt: now, minEffective }
 }
 
-export { maxInWindow } from '../../../../bench/lib.js'
+export { maxInWindow } from '../../bench/lib.js'
 export { PRIORITIES }

@@ -2,11 +2,11 @@
 // (to check that no secret or signature is ever written).
 import { Writable } from 'node:stream'
 import { request } from 'undici'
-import { createLogger } from '../../../src/log/logger.js'
-import { startIntakeServer, type IntakeServer } from '../../../src/webhooks/intake-server.js'
-import { sign } from '../../../src/webhooks/signature.js'
-import { createWebhookService, type WebhookService, type WebhookServiceOptions } from '../../../src/webhooks/webhook-service.js'
-import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+import { createLogger } from '../../src/log/logger.js'
+import { startIntakeServer, type IntakeServer } from '../../src/webhooks/intake-server.js'
+import { sign } from '../../src/webhooks/signature.js'
+import { createWebhookService, type WebhookService, type WebhookServiceOptions } from '../../src/webhooks/webhook-service.js'
+import { tempMirror, type TempMirror } from './temp-mirror.js'
 
 export const SECRET = 'whsec_test_current_0123456789abcdef'
 
