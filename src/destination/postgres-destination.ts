@@ -60,6 +60,7 @@ import { DestinationError, describeTarget, encodingProblem, explainDestinationEr
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
+import { copyWritten, emptyWritten, fingerprintsJson, parseWritten, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
 export const POSTGRES_CONSUMER = 'postgres'
@@ -168,25 +169,10 @@ interface Snapshot {
 }
 
 const quote = quoteIdent
-/** The key under which #written keeps an appended table's watermark (the newest appendedBy value written). */
-const watermarkKey = (table: string) => `${table}@`
 const CHUNK = 500
-/** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
-const NEEDS_LOAD = -1
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
 const FINAL_PASSES = 1000
-
-/** The fingerprints a state row holds (JSON of table name to fingerprint); none when absent or unreadable. */
-function readFingerprints(text: string | null): Map<string, string> {
-  if (text === null) return new Map()
-  try {
-    const o = JSON.parse(text) as Record<string, unknown>
-    return new Map(Object.entries(o).filter((e): e is [string, string] => typeof e[1] === 'string'))
-  } catch {
-    return new Map()
-  }
-}
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
@@ -259,12 +245,8 @@ export class PostgresDestination {
   #loadedAt: string | undefined
   #mirrorId: string | undefined
   #cursor: number | null = null
-  /**
-   * The fingerprint (tableFingerprint) last written of each table without change_log entries, and
-   * the hash of the views' fields under `views`: kept in the state row with the cursor, so a start
-   * rewrites nothing that did not change.
-   */
-  #written = new Map<string, string>()
+  /** What the state row says was last written besides the cursor (replica-state.ts). */
+  #written: WrittenState = emptyWritten()
   /** Why a custom object's view could not be built, until a rebuild succeeds (the data goes on). */
   #viewError: { message: string; at: string } | undefined
   #lastSnapshotCheck = -Infinity
@@ -385,13 +367,13 @@ export class PostgresDestination {
       }
       const target = lastChangeSeq(this.#reader!.sqlite)
       for (;;) {
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          loaded = PRUNED_REASON
-          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
+        const outcome = await this.#watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          loaded = outcome.reason
+          loadedRows += (await this.#load(outcome.reason)) ?? 0
           continue
         }
-        if (n === 0 || (this.#cursor ?? 0) >= target) break
+        if (outcome.kind === 'idle' || (this.#cursor ?? 0) >= target) break
       }
       // A last pass compares the tables without change_log entries, now that the changes are in, and
       // goes on until a pass applies nothing (changes that came meanwhile, a load the pruning asks for).
@@ -403,13 +385,13 @@ export class PostgresDestination {
             `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
           )
         }
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          loaded = PRUNED_REASON
-          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
+        const outcome = await this.#watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          loaded = outcome.reason
+          loadedRows += (await this.#load(outcome.reason)) ?? 0
           continue
         }
-        if (n === 0) break
+        if (outcome.kind === 'idle') break
       }
       this.#state = 'following'
       this.#lastError = undefined
@@ -442,9 +424,9 @@ export class PostgresDestination {
           if (reason !== null) await this.#load(reason)
           needsPrepare = false
         }
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          await this.#load(PRUNED_REASON)
+        const outcome = await this.#watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          await this.#load(outcome.reason)
           continue
         }
         this.#state = 'following'
@@ -454,7 +436,7 @@ export class PostgresDestination {
           this.#syncConsumer(this.#cursor ?? 0)
         }
         delay = this.#o.retry.minMs
-        if (n === 0) await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
+        if (outcome.kind === 'idle') await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
         const e = this.#explain(err)
@@ -660,8 +642,7 @@ export class PostgresDestination {
     this.#loadedAt = row.loaded_at.toISOString()
     const cursor = Number(row.seq)
     this.#cursor = cursor
-    this.#written = readFingerprints(row.fingerprints)
-    if (row.views_hash !== null) this.#written.set('views', row.views_hash)
+    this.#written = parseWritten(row.fingerprints, row.views_hash)
     if (this.#schemaReload !== null) return this.#schemaReload
     if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
     const sqlite = this.#reader!.sqlite
@@ -731,13 +712,13 @@ export class PostgresDestination {
       try {
         const seq = snapshotSeq(sqlite)
         for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
-        const written = new Map<string, string>()
+        const written = emptyWritten()
         for (const t of this.#tables) {
           if (t.role !== 'snapshot') continue
-          written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
+          written.fingerprints.set(t.spec.name, tableFingerprint(sqlite, t.spec))
           const by = t.spec.appendedBy
           const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
-          if (max !== null) written.set(watermarkKey(t.spec.name), max)
+          if (max !== null) written.watermarks.set(t.spec.name, max)
         }
         const types = this.#objectTypes(sqlite)
         const viewsHash = this.#viewsHash(types)
@@ -749,21 +730,13 @@ export class PostgresDestination {
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
            fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at,
            mirror_id = excluded.mirror_id`,
-          [
-            POSTGRES_CONSUMER,
-            seq,
-            this.#tablesHash,
-            now,
-            viewsBuilt ? viewsHash : null,
-            JSON.stringify(Object.fromEntries(written)),
-            this.#mirrorId,
-          ],
+          [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, fingerprintsJson(written), this.#mirrorId],
         )
         await client.query('COMMIT')
         this.#loadedAt = now
         this.#schemaReload = null
+        written.viewsHash = viewsHash
         this.#written = written
-        this.#written.set('views', viewsHash)
         this.#cursor = seq
         this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
         this.#counts.loads++
@@ -876,9 +849,9 @@ export class PostgresDestination {
         if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
         // The fingerprint is computed in SQLite: the rows are read only when it moved.
         const fp = tableFingerprint(sqlite, t.spec)
-        if (this.#written.get(t.spec.name) === fp) continue
+        if (this.#written.fingerprints.get(t.spec.name) === fp) continue
         const by = t.spec.appendedBy
-        const mark = by === undefined ? undefined : this.#written.get(watermarkKey(t.spec.name))
+        const mark = by === undefined ? undefined : this.#written.watermarks.get(t.spec.name)
         if (by === undefined) {
           batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
           continue
@@ -891,10 +864,10 @@ export class PostgresDestination {
       }
       const typesTable = this.#byName.get('custom_object_types')
       // With every check too: views a new release defines or names differently are built without a load.
-      if (checkAll || !this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
+      if (checkAll || this.#written.viewsHash === undefined || typesTable === undefined || batch.snapshots.has(typesTable)) {
         const types = this.#objectTypes(sqlite)
         const vh = this.#viewsHash(types)
-        if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
+        if (this.#written.viewsHash !== vh) batch.views = { hash: vh, types }
       }
       return batch
     })
@@ -927,10 +900,9 @@ export class PostgresDestination {
   }
 
   /**
-   * Applies the next batch of changes in one Postgres transaction with the cursor. Returns the
-   * changes applied (at least 1 when only tables compared by content were written), or NEEDS_LOAD.
+   * Applies the next batch of changes in one Postgres transaction with the cursor, and says what it did.
    */
-  async #applyBatch(): Promise<number> {
+  async #applyBatch(): Promise<BatchOutcome> {
     const client = this.#client!
     const sqlite = this.#reader!.sqlite
     const cursor = this.#cursor ?? 0
@@ -941,12 +913,14 @@ export class PostgresDestination {
       batch.changes.length > 0
         ? batch.changes[0]!.seq > cursor + 1 && pruned > cursor
         : batch.firstKept === undefined && lastChangeSeq(sqlite) > cursor
-    if (gone) return NEEDS_LOAD
-    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) return 0
+    if (gone) return { kind: 'needs-load', reason: PRUNED_REASON }
+    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
+      return { kind: 'idle' }
+    }
     const schema = this.#o.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0
-    const written = new Map(this.#written)
+    const written = copyWritten(this.#written)
     await client.query('BEGIN')
     try {
       const state = await client.query<{ seq: string; mirror_id: string | null }>(
@@ -961,11 +935,11 @@ export class PostgresDestination {
         await client.query('ROLLBACK')
         this.#cursor = state.rows[0] === undefined ? null : Number(state.rows[0].seq)
         if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
-        return 1
+        return { kind: 'cursor-moved' }
       }
       for (const [t, s] of batch.snapshots) {
         const target = qualified(schema, t.spec.name)
-        written.set(t.spec.name, s.hash)
+        written.fingerprints.set(t.spec.name, s.hash)
         if (s.appended?.incremental === true) {
           // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
           const col = quote(s.appended.column)
@@ -977,8 +951,8 @@ export class PostgresDestination {
           if (Number(n!.n) !== s.appended.count) {
             // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
             this.#log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
-            written.delete(t.spec.name)
-            written.delete(watermarkKey(t.spec.name))
+            written.fingerprints.delete(t.spec.name)
+            written.watermarks.delete(t.spec.name)
             continue
           }
         } else {
@@ -986,8 +960,8 @@ export class PostgresDestination {
           rows += await this.#insertRows(client, t, s.rows)
         }
         if (s.appended !== undefined) {
-          if (s.appended.max === null) written.delete(watermarkKey(t.spec.name))
-          else written.set(watermarkKey(t.spec.name), s.appended.max)
+          if (s.appended.max === null) written.watermarks.delete(t.spec.name)
+          else written.watermarks.set(t.spec.name, s.appended.max)
         }
       }
       const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
@@ -1013,7 +987,6 @@ export class PostgresDestination {
           await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
         }
       }
-      written.delete('views')
       // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
       const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
       await client.query(
@@ -1022,7 +995,7 @@ export class PostgresDestination {
           POSTGRES_CONSUMER,
           to,
           new Date(this.#o.clock.now()).toISOString(),
-          JSON.stringify(Object.fromEntries(written)),
+          fingerprintsJson(written),
           ...(viewsHash === undefined ? [] : [viewsHash]),
         ],
       )
@@ -1031,10 +1004,9 @@ export class PostgresDestination {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
-    const views = this.#written.get('views')
+    // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.
+    if (batch.views !== undefined) written.viewsHash = batch.views.hash
     this.#written = written
-    if (batch.views !== undefined) this.#written.set('views', batch.views.hash)
-    else if (views !== undefined) this.#written.set('views', views)
     this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
     this.#cursor = to
     this.#counts.changesApplied += batch.changes.length
@@ -1050,7 +1022,7 @@ export class PostgresDestination {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }
     }
-    return Math.max(batch.changes.length, 1)
+    return { kind: 'applied', changes: batch.changes.length }
   }
 
   #records(t: Table, rows: readonly MirrorValue[][]): string {
