@@ -23,24 +23,11 @@ import type pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
+import type { TableSpec } from '../model/table-spec.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
-import { CustomObjectTypes } from '../store/custom-object-types.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
-import {
-  changesAfter,
-  childRowsOf,
-  columnRange,
-  inReadSnapshot,
-  rowsFrom,
-  rowsWithKeys,
-  snapshotSeq,
-  tableFingerprint,
-  tableLines,
-  tableRows,
-  type LoggedChange,
-} from '../store/mirror-snapshot.js'
+import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/mirror-snapshot.js'
 import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
@@ -60,6 +47,8 @@ import { DestinationError, describeTarget, encodingProblem, explainDestinationEr
 import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
+import { planTables, type Table } from './batch-plan.js'
+import { objectTypes, readBatch, type Batch } from './batch-reader.js'
 import { copyWritten, emptyWritten, fingerprintsJson, parseWritten, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
@@ -132,42 +121,6 @@ export interface CatchUpSummary {
   durationMs: number
 }
 
-type TableRole = 'changes' | 'logged' | 'child' | 'snapshot'
-
-interface Table {
-  spec: TableSpec
-  role: TableRole
-  columns: readonly ColumnSpec[]
-  children: Table[]
-  hasUpdatedAt: boolean
-}
-
-type Change = LoggedChange
-
-interface Batch {
-  changes: Change[]
-  /** Per logged table: rows present in the mirror, and keys of rows absent. */
-  upserts: Map<Table, MirrorValue[][]>
-  absent: Map<Table, string[][]>
-  /** Per child table: the parent ids whose rows are replaced, and the rows. */
-  childParents: Map<Table, string[]>
-  childRows: Map<Table, MirrorValue[][]>
-  /** Tables without change_log entries whose fingerprint differs from what was last written, with their rows. */
-  snapshots: Map<Table, Snapshot>
-  views: { hash: string; types: ObjectType[] } | undefined
-  firstKept: number | undefined
-}
-
-/**
- * A table without change_log entries to write: its fingerprint and rows, all of them, or for an
- * appended table (TableSpec.appendedBy) read before, only those at or after the watermark.
- */
-interface Snapshot {
-  hash: string
-  rows: MirrorValue[][]
-  appended?: { column: string; incremental: boolean; min: string | null; max: string | null; count: number }
-}
-
 const quote = quoteIdent
 const CHUNK = 500
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
@@ -176,41 +129,6 @@ const FINAL_PASSES = 1000
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
-}
-
-/** What a table is to the replicator, derived from its declaration. */
-function roleOf(spec: TableSpec, all: readonly TableSpec[]): TableRole {
-  if (spec.name === 'change_log') return 'changes'
-  const tracking = changeTracking(spec, all)
-  return tracking === 'whole' ? 'snapshot' : tracking
-}
-
-export function planTables(specs: readonly TableSpec[]): Table[] {
-  const tables = specs.map((spec): Table => ({
-    spec,
-    role: roleOf(spec, specs),
-    columns: spec.columns,
-    children: [],
-    hasUpdatedAt: spec.columns.some((c) => c.name === 'updated_at' && c.kind === 'time'),
-  }))
-  const byName = new Map(tables.map((t) => [t.spec.name, t]))
-  for (const t of tables) if (t.role === 'child') byName.get(t.spec.parent!.table)!.children.push(t)
-  return tables
-}
-
-/** The key values a change_log record id names: the id, or `scope/id` for a two-column key. */
-function keyOf(recordId: string, keyLength: number): string[] {
-  if (keyLength <= 1) return [recordId]
-  const parts: string[] = []
-  let rest = recordId
-  for (let i = 0; i < keyLength - 1; i++) {
-    const at = rest.indexOf('/')
-    if (at < 0) break
-    parts.push(rest.slice(0, at))
-    rest = rest.slice(at + 1)
-  }
-  parts.push(rest)
-  return parts
 }
 
 /** Ends a connection; one the server does not answer on is cut after a second. */
@@ -720,7 +638,7 @@ export class PostgresDestination {
           const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
           if (max !== null) written.watermarks.set(t.spec.name, max)
         }
-        const types = this.#objectTypes(sqlite)
+        const types = objectTypes(sqlite)
         const viewsHash = this.#viewsHash(types)
         const viewsBuilt = await this.#rebuildViews(client, types)
         const now = new Date(this.#o.clock.now()).toISOString()
@@ -783,10 +701,6 @@ export class PostgresDestination {
     return hash(this.#views(types).map((v) => [v.create, v.comment]))
   }
 
-  #objectTypes(sqlite: Sqlite): ObjectType[] {
-    return new CustomObjectTypes(sqlite).fields()
-  }
-
   /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
   #views(types: readonly ObjectType[]): ViewDefinition[] {
     return viewDefinitions(this.#o.schema, this.#o.tables, types)
@@ -815,88 +729,22 @@ export class PostgresDestination {
     return false
   }
 
-  /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
+  /** Reads the next batch (batch-reader.ts); every table compared by content when a check is due. */
   #readBatch(sqlite: Sqlite, cursor: number): Batch {
-    const read = sqlite.transaction((): Batch => {
-      const changes = changesAfter(sqlite, cursor, this.#o.batchSize)
-      const batch: Batch = {
-        changes,
-        upserts: new Map(),
-        absent: new Map(),
-        childParents: new Map(),
-        childRows: new Map(),
-        snapshots: new Map(),
-        views: undefined,
-        firstKept: firstKeptSeq(sqlite),
-      }
-      const ids = new Map<Table, Set<string>>()
-      for (const c of changes) {
-        const t = this.#byName.get(c.table_name)
-        if (t === undefined || t.role !== 'logged') continue
-        let set = ids.get(t)
-        if (set === undefined) ids.set(t, (set = new Set()))
-        set.add(c.record_id)
-      }
-      for (const [t, set] of ids) this.#readRows(sqlite, t, [...set], batch)
-      const now = this.#o.clock.now()
-      const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
-      if (checkAll) {
-        this.#lastSnapshotCheck = now
-        this.#forceSnapshotCheck = false
-      }
-      for (const t of this.#tables) {
-        // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
-        if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        // The fingerprint is computed in SQLite: the rows are read only when it moved.
-        const fp = tableFingerprint(sqlite, t.spec)
-        if (this.#written.fingerprints.get(t.spec.name) === fp) continue
-        const by = t.spec.appendedBy
-        const mark = by === undefined ? undefined : this.#written.watermarks.get(t.spec.name)
-        if (by === undefined) {
-          batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
-          continue
-        }
-        // An appended table (calendar_changes) is followed by its appendedBy column: the new rows only.
-        const range = columnRange(sqlite, t.spec, by)
-        const incremental = mark !== undefined
-        const rows = incremental ? rowsFrom(sqlite, t.spec, by, mark) : [...tableRows(sqlite, t.spec, { keyOrder: false })]
-        batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
-      }
-      const typesTable = this.#byName.get('custom_object_types')
-      // With every check too: views a new release defines or names differently are built without a load.
-      if (checkAll || this.#written.viewsHash === undefined || typesTable === undefined || batch.snapshots.has(typesTable)) {
-        const types = this.#objectTypes(sqlite)
-        const vh = this.#viewsHash(types)
-        if (this.#written.viewsHash !== vh) batch.views = { hash: vh, types }
-      }
-      return batch
+    const now = this.#o.clock.now()
+    const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
+    if (checkAll) {
+      this.#lastSnapshotCheck = now
+      this.#forceSnapshotCheck = false
+    }
+    return readBatch(sqlite, cursor, {
+      tables: this.#tables,
+      byName: this.#byName,
+      batchSize: this.#o.batchSize,
+      written: this.#written,
+      checkAll,
+      viewsHash: (types) => this.#viewsHash(types),
     })
-    return read()
-  }
-
-  #readRows(sqlite: Sqlite, t: Table, recordIds: string[], batch: Batch): void {
-    const pk = t.spec.primaryKey
-    const pkIndex = pk.map((k) => t.columns.findIndex((c) => c.name === k))
-    const found = new Set<string>()
-    const present: MirrorValue[][] = []
-    for (const r of rowsWithKeys(
-      sqlite,
-      t.spec,
-      recordIds.map((id) => keyOf(id, pk.length)),
-    )) {
-      present.push(r)
-      found.add(pkIndex.map((k) => String(r[k])).join('\u0000'))
-    }
-    const absent = recordIds.map((id) => keyOf(id, pk.length)).filter((k) => !found.has(k.join('\u0000')))
-    batch.upserts.set(t, present)
-    batch.absent.set(t, absent)
-    // Children follow their parent: replaced for every parent that changed, present or not.
-    const parentIds = recordIds.map((id) => keyOf(id, pk.length)[pk.length - 1]!)
-    for (const child of t.children) {
-      const rows: MirrorValue[][] = childRowsOf(sqlite, child.spec, parentIds)
-      batch.childParents.set(child, parentIds)
-      batch.childRows.set(child, rows)
-    }
   }
 
   /**
@@ -908,12 +756,7 @@ export class PostgresDestination {
     const cursor = this.#cursor ?? 0
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
-    // Changes after the cursor are gone (retention went past a consumer that stopped holding rows back).
-    const gone =
-      batch.changes.length > 0
-        ? batch.changes[0]!.seq > cursor + 1 && pruned > cursor
-        : batch.firstKept === undefined && lastChangeSeq(sqlite) > cursor
-    if (gone) return { kind: 'needs-load', reason: PRUNED_REASON }
+    if (batch.gone) return { kind: 'needs-load', reason: PRUNED_REASON }
     if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
       return { kind: 'idle' }
     }
@@ -965,17 +808,17 @@ export class PostgresDestination {
         }
       }
       const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
-      for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
-      for (const [t, present] of batch.upserts) rows += await this.#upsertRows(client, t, present)
-      for (const [child, parents] of batch.childParents) {
-        if (parents.length === 0) continue
+      for (const p of batch.tables) if (p.deletes.length > 0) await this.#deleteKeys(client, p.table, p.table.spec.primaryKey, p.deletes)
+      for (const p of batch.tables) rows += await this.#upsertRows(client, p.table, p.upserts)
+      for (const child of batch.tables.flatMap((p) => p.children)) {
+        if (child.parentIds.length === 0) continue
         await this.#deleteKeys(
           client,
-          child,
-          [child.spec.parent!.column],
-          parents.map((p) => [p]),
+          child.table,
+          [child.table.spec.parent!.column],
+          child.parentIds.map((id) => [id]),
         )
-        rows += await this.#insertRows(client, child, batch.childRows.get(child) ?? [])
+        rows += await this.#insertRows(client, child.table, child.rows)
       }
       const changeLog = this.#byName.get('change_log')
       if (changeLog !== undefined) {
