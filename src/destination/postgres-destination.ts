@@ -16,18 +16,14 @@
 // - It reads through its own read-only connection, and a failing server is retried with back-off
 //   while sweeps and webhooks go on; only a load holds one read transaction (and so checkpoints) open.
 import { createHash } from 'node:crypto'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { TableSpec } from '../model/table-spec.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
-import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/mirror-snapshot.js'
 import { parseInstant } from '../model/timestamps.js'
 import {
   createStateTableSql,
@@ -44,11 +40,13 @@ import {
   type ObjectType,
 } from './postgres-ddl.js'
 import { DestinationError, describeTarget, encodingProblem, explainDestinationError, otherMirrorError } from './postgres-errors.js'
-import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
+import { registerCopyFunctions } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 import { planTables, type Table } from './batch-plan.js'
-import { objectTypes, readBatch, type Batch } from './batch-reader.js'
+import { readBatch, type Batch } from './batch-reader.js'
+import { writeBatch } from './batch-writer.js'
+import { loadSnapshot } from './initial-load.js'
 import { copyWritten, emptyWritten, fingerprintsJson, parseWritten, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
@@ -122,7 +120,6 @@ export interface CatchUpSummary {
 }
 
 const quote = quoteIdent
-const CHUNK = 500
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
 const FINAL_PASSES = 1000
@@ -613,87 +610,31 @@ export class PostgresDestination {
     const started = this.#o.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
     const client = this.#client!
-    const sqlite = this.#reader!.sqlite
-    const schema = this.#o.schema
-    let rows = 0
-    try {
-      await client.query('BEGIN')
-      // The replica's tables are locked before the mirror's read snapshot opens: a wait on Postgres (an
-      // analyst's open transaction) never holds the mirror's write-ahead log from its checkpoints.
-      await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    }
-    // The snapshot starts with the read of its seq: every table below is read as of this change.
-    return inReadSnapshot(sqlite, async () => {
-      try {
-        const seq = snapshotSeq(sqlite)
-        for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
-        const written = emptyWritten()
-        for (const t of this.#tables) {
-          if (t.role !== 'snapshot') continue
-          written.fingerprints.set(t.spec.name, tableFingerprint(sqlite, t.spec))
-          const by = t.spec.appendedBy
-          const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
-          if (max !== null) written.watermarks.set(t.spec.name, max)
-        }
-        const types = objectTypes(sqlite)
-        const viewsHash = this.#viewsHash(types)
-        const viewsBuilt = await this.#rebuildViews(client, types)
-        const now = new Date(this.#o.clock.now()).toISOString()
-        await client.query(
-          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at, mirror_id)
-           VALUES ($1, $2, $3, $5, $6, $2, $4, $4, $7)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
-           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at,
-           mirror_id = excluded.mirror_id`,
-          [POSTGRES_CONSUMER, seq, this.#tablesHash, now, viewsBuilt ? viewsHash : null, fingerprintsJson(written), this.#mirrorId],
-        )
-        await client.query('COMMIT')
-        this.#loadedAt = now
-        this.#schemaReload = null
-        written.viewsHash = viewsHash
-        this.#written = written
-        this.#cursor = seq
-        this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
-        this.#counts.loads++
-        this.#counts.rowsReplicated += rows
-        this.#syncConsumer(seq)
-        this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
-        return rows
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined)
-        throw err
-      }
+    const loaded = await loadSnapshot({
+      client,
+      sqlite: this.#reader!.sqlite,
+      schema: this.#o.schema,
+      tables: this.#tables,
+      encodeInJs,
+      onNotInstant: this.#onNotInstant,
+      stateId: POSTGRES_CONSUMER,
+      tablesHash: this.#tablesHash,
+      mirrorId: this.#mirrorId,
+      viewsHash: (types) => this.#viewsHash(types),
+      rebuildViews: (types) => this.#rebuildViews(client, types),
+      now: () => new Date(this.#o.clock.now()).toISOString(),
     })
-  }
-
-  async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
-    // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
-    const onNotInstant = this.#onNotInstant
-    const lines: () => Iterable<string> = encodeInJs
-      ? function* () {
-          const encode = copyLineEncoder(t.columns, onNotInstant)
-          for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
-        }
-      : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
-    let count = 0
-    function* chunks(): Generator<string> {
-      let chunk = ''
-      for (const line of lines()) {
-        chunk += line
-        count++
-        if (chunk.length >= 262_144) {
-          yield chunk
-          chunk = ''
-        }
-      }
-      if (chunk !== '') yield chunk
-    }
-    const sql = `COPY ${qualified(this.#o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
-    await pipeline(Readable.from(chunks(), { objectMode: false }), client.query(copyFrom(sql)))
-    return count
+    const { rows, seq } = loaded
+    this.#loadedAt = loaded.loadedAt
+    this.#schemaReload = null
+    this.#written = loaded.written
+    this.#cursor = seq
+    this.#prunedThrough = loaded.prunedThrough
+    this.#counts.loads++
+    this.#counts.rowsReplicated += rows
+    this.#syncConsumer(seq)
+    this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
+    return rows
   }
 
   /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
@@ -780,58 +721,22 @@ export class PostgresDestination {
         if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
         return { kind: 'cursor-moved' }
       }
-      for (const [t, s] of batch.snapshots) {
-        const target = qualified(schema, t.spec.name)
-        written.fingerprints.set(t.spec.name, s.hash)
-        if (s.appended?.incremental === true) {
-          // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
-          const col = quote(s.appended.column)
-          if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
-          else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
-          // Rows are never changed once appended: those at the watermark, already there, are left alone.
-          rows += await this.#upsertRows(client, t, s.rows, { insertOnly: true })
-          const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target}`)).rows
-          if (Number(n!.n) !== s.appended.count) {
-            // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
-            this.#log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
-            written.fingerprints.delete(t.spec.name)
-            written.watermarks.delete(t.spec.name)
-            continue
-          }
-        } else {
-          await client.query(`DELETE FROM ${target}`)
-          rows += await this.#insertRows(client, t, s.rows)
-        }
-        if (s.appended !== undefined) {
-          if (s.appended.max === null) written.watermarks.delete(t.spec.name)
-          else written.watermarks.set(t.spec.name, s.appended.max)
-        }
-      }
-      const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
-      for (const p of batch.tables) if (p.deletes.length > 0) await this.#deleteKeys(client, p.table, p.table.spec.primaryKey, p.deletes)
-      for (const p of batch.tables) rows += await this.#upsertRows(client, p.table, p.upserts)
-      for (const child of batch.tables.flatMap((p) => p.children)) {
-        if (child.parentIds.length === 0) continue
-        await this.#deleteKeys(
+      const result = await writeBatch(
+        {
           client,
-          child.table,
-          [child.table.spec.parent!.column],
-          child.parentIds.map((id) => [id]),
-        )
-        rows += await this.#insertRows(client, child.table, child.rows)
-      }
-      const changeLog = this.#byName.get('change_log')
-      if (changeLog !== undefined) {
-        const values = batch.changes.map((c) =>
-          changeLog.columns.map((col) => (c as unknown as Record<string, MirrorValue>)[col.name] ?? null),
-        )
-        rows += await this.#upsertRows(client, changeLog, values)
-        if (pruned > this.#prunedThrough) {
-          await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
-        }
-      }
+          schema,
+          log: this.#log,
+          onNotInstant: this.#onNotInstant,
+          changeLog: this.#byName.get('change_log'),
+          pruneThrough: pruned > this.#prunedThrough ? pruned : undefined,
+          rebuildViews: (types) => this.#rebuildViews(client, types),
+        },
+        batch,
+        written,
+      )
+      rows = result.rows
       // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
-      const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
+      const viewsHash = batch.views === undefined ? undefined : result.viewsBuilt ? batch.views.hash : null
       await client.query(
         `UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3, fingerprints = $4${viewsHash === undefined ? '' : ', views_hash = $5'} WHERE id = $1`,
         [
@@ -866,63 +771,5 @@ export class PostgresDestination {
       }
     }
     return { kind: 'applied', changes: batch.changes.length }
-  }
-
-  #records(t: Table, rows: readonly MirrorValue[][]): string {
-    const cols = t.columns
-    return JSON.stringify(
-      rows.map((r) => {
-        const o: Record<string, unknown> = {}
-        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.#onNotInstant)
-        return o
-      }),
-    )
-  }
-
-  async #insertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
-    const target = qualified(this.#o.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await client.query(`INSERT INTO ${target} (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`, [
-        this.#records(t, rows.slice(i, i + CHUNK)),
-      ])
-    }
-    return rows.length
-  }
-
-  /** Newer wins on updated_at where the table has one: a change applied twice changes nothing. */
-  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][], options: { insertOnly?: boolean } = {}): Promise<number> {
-    if (rows.length === 0) return 0
-    const target = qualified(this.#o.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
-    const pk = t.spec.primaryKey
-    const others = t.columns.filter((c) => !pk.includes(c.name))
-    const onConflict =
-      others.length === 0 || options.insertOnly === true
-        ? 'DO NOTHING'
-        : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
-            t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''
-          }`
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await client.query(
-        `INSERT INTO ${target} AS t (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
-         ON CONFLICT (${pk.map(quote).join(', ')}) ${onConflict}`,
-        [this.#records(t, rows.slice(i, i + CHUNK))],
-      )
-    }
-    return rows.length
-  }
-
-  async #deleteKeys(client: pg.Client, t: Table, columns: readonly string[], keys: readonly string[][]): Promise<void> {
-    const target = qualified(this.#o.schema, t.spec.name)
-    const match = columns.map((c) => `t.${quote(c)} = k.${quote(c)}`).join(' AND ')
-    const defs = columns.map((c) => `${quote(c)} ${pgType(t.columns.find((col) => col.name === c)?.kind ?? 'text')}`).join(', ')
-    for (let i = 0; i < keys.length; i += CHUNK) {
-      const objects = keys.slice(i, i + CHUNK).map((k) => Object.fromEntries(columns.map((c, j) => [c, k[j]])))
-      // Keys come from change_log record ids (text); Postgres reads each as its column's type.
-      await client.query(`DELETE FROM ${target} t USING jsonb_to_recordset($1::jsonb) AS k(${defs}) WHERE ${match}`, [
-        JSON.stringify(objects),
-      ])
-    }
   }
 }
