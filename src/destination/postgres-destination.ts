@@ -25,28 +25,16 @@ import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type Des
 import { mirrorId } from '../store/mirror-identity.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
-import {
-  createStateTableSql,
-  DATABASE_ENCODING_QUERY,
-  createTableSql,
-  indexSql,
-  missingColumnsSql,
-  qualified,
-  recreatedReason,
-  quoteIdent,
-  shapeProblems,
-  STATE_TABLE,
-  type ExistingColumn,
-  type ObjectType,
-} from './postgres-ddl.js'
-import { DestinationError, describeTarget, encodingProblem, explainDestinationError, otherMirrorError } from './postgres-errors.js'
+import { qualified, STATE_TABLE, type ObjectType } from './postgres-ddl.js'
+import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { registerCopyFunctions } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 import { planTables, type Table } from './batch-plan.js'
 import { readBatch, type Batch } from './batch-reader.js'
-import { writeBatch } from './batch-writer.js'
-import { loadSnapshot } from './initial-load.js'
+import { writeBatch } from './postgres-batch-writer.js'
+import { loadSnapshot } from './postgres-initial-load.js'
+import { ensureSchema } from './postgres-schema.js'
 import { copyWritten, emptyWritten, fingerprintsJson, parseWritten, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 /** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
@@ -119,7 +107,6 @@ export interface CatchUpSummary {
   durationMs: number
 }
 
-const quote = quoteIdent
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
 const FINAL_PASSES = 1000
@@ -453,7 +440,7 @@ export class PostgresDestination {
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
     await this.#watch(() =>
       this.#schemaLock(async () => {
-        this.#schemaReload = (await this.#ensureSchema(client)) ?? this.#schemaReload
+        this.#schemaReload = (await ensureSchema(client, this.#o.schema, this.#tables)) ?? this.#schemaReload
         await ensureMirrorIdColumn(client, this.#o.schema)
       }),
     )
@@ -466,69 +453,6 @@ export class PostgresDestination {
 
   #otherMirror(theirs: string): DestinationError {
     return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
-  }
-
-  /**
-   * Creates what is missing (schema, tables, columns); refuses a table of another shape. Returns why
-   * the replica must be loaded again when it created a table or column (empty where rows should be), or null.
-   */
-  async #ensureSchema(client: pg.Client): Promise<string | null> {
-    // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
-    await client.query(`SET client_encoding = 'UTF8'`)
-    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
-    const badEncoding = encodingProblem(encoding, String(client.database))
-    if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
-    const schema = this.#o.schema
-    const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
-    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
-    const columns = (
-      await client.query<ExistingColumn>(
-        `SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1`,
-        [schema],
-      )
-    ).rows
-    const keys = new Map<string, string[]>()
-    for (const r of (
-      await client.query<{ table_name: string; column_name: string }>(
-        `SELECT c.relname AS table_name, a.attname AS column_name
-           FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-           JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
-           JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
-          WHERE n.nspname = $1 AND i.indisprimary ORDER BY c.relname, k.ord`,
-        [schema],
-      )
-    ).rows) {
-      keys.set(r.table_name, [...(keys.get(r.table_name) ?? []), r.column_name])
-    }
-    const problems = this.#tables.flatMap((t) =>
-      shapeProblems(schema, t.spec, columns, columns.some((c) => c.table_name === t.spec.name) ? (keys.get(t.spec.name) ?? []) : undefined),
-    )
-    if (problems.length > 0) throw new DestinationError('shape', problems.join('; '))
-    const ddl = [
-      createStateTableSql(schema),
-      `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS fingerprints text`,
-      ...this.#tables.flatMap((t) => [
-        createTableSql(schema, t.spec),
-        ...missingColumnsSql(schema, t.spec, columns),
-        ...indexSql(schema, t.spec),
-      ]),
-    ]
-    const haveAll =
-      columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
-      this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
-    if (haveAll) return null
-    const reload = recreatedReason(this.#o.tables, columns)
-    await client.query('BEGIN')
-    try {
-      for (const s of ddl) await client.query(s)
-      // Recorded with the DDL too, so that a process that stops before the load still loads at its next start.
-      if (reload !== null) await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET tables_hash = ''`)
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    }
-    return reload
   }
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
