@@ -25,7 +25,7 @@ import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type Des
 import { mirrorId } from '../store/mirror-identity.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
-import { qualified, STATE_TABLE, type ObjectType } from './postgres-ddl.js'
+import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { registerCopyFunctions } from './postgres-types.js'
 import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
@@ -35,10 +35,10 @@ import { readBatch, type Batch } from './batch-reader.js'
 import { writeBatch } from './postgres-batch-writer.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
-import { copyWritten, emptyWritten, fingerprintsJson, parseWritten, type BatchOutcome, type WrittenState } from './replica-state.js'
+import { claimStateRow, lockStateRow, moveStateRow, POSTGRES_CONSUMER, readStateRow } from './postgres-state-row.js'
+import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
-/** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
-export const POSTGRES_CONSUMER = 'postgres'
+export { POSTGRES_CONSUMER }
 
 /**
  * The name a destination registers under in change_log_consumers: one per target (host, port,
@@ -457,42 +457,24 @@ export class PostgresDestination {
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const state = await this.#client!.query<{
-      seq: string
-      tables_hash: string
-      views_hash: string | null
-      fingerprints: string | null
-      mirror_id: string | null
-      loaded_at: Date
-    }>(
-      `SELECT seq, tables_hash, views_hash, fingerprints, mirror_id, loaded_at FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
-      [POSTGRES_CONSUMER],
-    )
-    const row = state.rows[0]
+    const client = this.#client!
+    const row = await readStateRow(client, this.#o.schema)
     if (row === undefined) return 'a new destination'
-    if (row.mirror_id !== null && row.mirror_id !== this.#mirrorId) throw this.#otherMirror(row.mirror_id)
-    if (row.mirror_id === null) {
-      // A replica from before the mirror's identity was recorded: the first mirror that feeds it is its own.
-      await this.#client!.query(`UPDATE ${qualified(this.#o.schema, STATE_TABLE)} SET mirror_id = $2 WHERE id = $1 AND mirror_id IS NULL`, [
-        POSTGRES_CONSUMER,
-        this.#mirrorId,
-      ])
-    }
-    this.#loadedAt = row.loaded_at.toISOString()
-    const cursor = Number(row.seq)
-    this.#cursor = cursor
-    this.#written = parseWritten(row.fingerprints, row.views_hash)
-    if (this.#schemaReload !== null) return this.#schemaReload
-    if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
+    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#o.schema, this.#mirrorId)
+    this.#loadedAt = row.loadedAt
+    this.#cursor = row.cursor
+    this.#written = row.written
     const sqlite = this.#reader!.sqlite
-    const last = lastChangeSeq(sqlite)
-    if (cursor > last) return `its cursor (${cursor}) is past the mirror's last change (${last}): another mirror`
-    const first = firstKeptSeq(sqlite)
-    if (cursor < last && (first === undefined || first > cursor + 1)) {
-      return `the mirror pruned changes it had not read (its cursor is ${cursor}, the oldest change kept is ${first ?? last + 1})`
-    }
-    this.#syncConsumer(cursor)
-    return null
+    const reason = loadReason({
+      schemaReload: this.#schemaReload,
+      tablesChanged: row.tablesHash !== this.#tablesHash,
+      cursor: row.cursor,
+      lastSeq: lastChangeSeq(sqlite),
+      firstKept: firstKeptSeq(sqlite),
+    })
+    if (reason === null) this.#syncConsumer(row.cursor)
+    return reason
   }
 
   #syncConsumer(seq: number): void {
@@ -541,7 +523,6 @@ export class PostgresDestination {
       tables: this.#tables,
       encodeInJs,
       onNotInstant: this.#onNotInstant,
-      stateId: POSTGRES_CONSUMER,
       tablesHash: this.#tablesHash,
       mirrorId: this.#mirrorId,
       viewsHash: (types) => this.#viewsHash(types),
@@ -631,17 +612,14 @@ export class PostgresDestination {
     const written = copyWritten(this.#written)
     await client.query('BEGIN')
     try {
-      const state = await client.query<{ seq: string; mirror_id: string | null }>(
-        `SELECT seq, mirror_id FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`,
-        [POSTGRES_CONSUMER],
-      )
+      const state = await lockStateRow(client, schema)
       // Another mirror took the replica over (replicate --reseed from it) while this one followed.
-      const theirs = state.rows[0]?.mirror_id
+      const theirs = state?.mirrorId
       if (theirs != null && theirs !== this.#mirrorId) throw this.#otherMirror(theirs)
-      if (state.rows[0] === undefined || Number(state.rows[0].seq) !== cursor) {
+      if (state === undefined || state.cursor !== cursor) {
         // Another replicator moved the cursor (a `replicate` beside the daemon): read it again.
         await client.query('ROLLBACK')
-        this.#cursor = state.rows[0] === undefined ? null : Number(state.rows[0].seq)
+        this.#cursor = state === undefined ? null : state.cursor
         if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
         return { kind: 'cursor-moved' }
       }
@@ -661,16 +639,7 @@ export class PostgresDestination {
       rows = result.rows
       // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
       const viewsHash = batch.views === undefined ? undefined : result.viewsBuilt ? batch.views.hash : null
-      await client.query(
-        `UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3, fingerprints = $4${viewsHash === undefined ? '' : ', views_hash = $5'} WHERE id = $1`,
-        [
-          POSTGRES_CONSUMER,
-          to,
-          new Date(this.#o.clock.now()).toISOString(),
-          fingerprintsJson(written),
-          ...(viewsHash === undefined ? [] : [viewsHash]),
-        ],
-      )
+      await moveStateRow(client, schema, { cursor: to, updatedAt: new Date(this.#o.clock.now()).toISOString(), written, viewsHash })
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)

@@ -10,9 +10,10 @@ import type { Sqlite } from '../store/mirror-database.js'
 import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/mirror-snapshot.js'
 import type { Table } from './batch-plan.js'
 import { objectTypes } from './batch-reader.js'
-import { qualified, quoteIdent as quote, STATE_TABLE, type ObjectType } from './postgres-ddl.js'
+import { qualified, quoteIdent as quote, type ObjectType } from './postgres-ddl.js'
+import { writeLoadedStateRow } from './postgres-state-row.js'
 import { copyLineEncoder, copyLineSql, type OnNotInstant } from './postgres-types.js'
-import { emptyWritten, fingerprintsJson, type WrittenState } from './replica-state.js'
+import { emptyWritten, type WrittenState } from './replica-state.js'
 
 export interface LoadOptions {
   client: pg.Client
@@ -22,8 +23,7 @@ export interface LoadOptions {
   /** Encode every value in JavaScript (copyLineEncoder), not in SQLite: for text holding NUL. */
   encodeInJs: boolean
   onNotInstant: OnNotInstant
-  /** The state row's id, the declarations' hash and the mirror's identity it records. */
-  stateId: string
+  /** The declarations' hash and the mirror's identity the state row records. */
   tablesHash: string
   mirrorId: string | undefined
   viewsHash: (types: readonly ObjectType[]) => string
@@ -71,19 +71,19 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
       const types = objectTypes(sqlite)
       const viewsHash = o.viewsHash(types)
       const viewsBuilt = await o.rebuildViews(types)
-      const now = o.now()
-      await client.query(
-        `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at, mirror_id)
-           VALUES ($1, $2, $3, $5, $6, $2, $4, $4, $7)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
-           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at,
-           mirror_id = excluded.mirror_id`,
-        [o.stateId, seq, o.tablesHash, now, viewsBuilt ? viewsHash : null, fingerprintsJson(written), o.mirrorId],
-      )
+      const loadedAt = o.now()
+      await writeLoadedStateRow(client, schema, {
+        seq,
+        tablesHash: o.tablesHash,
+        loadedAt,
+        viewsHash: viewsBuilt ? viewsHash : null,
+        written,
+        mirrorId: o.mirrorId,
+      })
       await client.query('COMMIT')
       // A view that failed is tried again at the next start, not at every batch.
       written.viewsHash = viewsHash
-      return { rows, seq, prunedThrough: (firstKeptSeq(sqlite) ?? seq + 1) - 1, written, loadedAt: now }
+      return { rows, seq, prunedThrough: (firstKeptSeq(sqlite) ?? seq + 1) - 1, written, loadedAt }
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err

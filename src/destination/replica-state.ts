@@ -62,3 +62,27 @@ export function fingerprintsJson(w: WrittenState): string {
   for (const [table, mark] of w.watermarks) o[table + WATERMARK_SUFFIX] = mark
   return JSON.stringify(o)
 }
+
+/** Where the replica stands against the mirror at a start. */
+export interface StartingPoint {
+  /** Why a table or column was created again (postgres-schema.ts), until a load. */
+  schemaReload: string | null
+  /** The state row's declarations' hash differs from this release's. */
+  tablesChanged: boolean
+  cursor: number
+  /** The mirror's last change, and the oldest it keeps (undefined: none kept). */
+  lastSeq: number
+  firstKept: number | undefined
+}
+
+/** Why the replica must be loaded from a snapshot, or null when it can follow the changes from its cursor. */
+export function loadReason(p: StartingPoint): string | null {
+  if (p.schemaReload !== null) return p.schemaReload
+  if (p.tablesChanged) return 'the tables changed shape'
+  const { cursor, lastSeq: last, firstKept: first } = p
+  if (cursor > last) return `its cursor (${cursor}) is past the mirror's last change (${last}): another mirror`
+  if (cursor < last && (first === undefined || first > cursor + 1)) {
+    return `the mirror pruned changes it had not read (its cursor is ${cursor}, the oldest change kept is ${first ?? last + 1})`
+  }
+  return null
+}
