@@ -1,26 +1,13 @@
-// The Postgres destination: a replica of the mirror's data tables in one schema of a warehouse
-// (docs/architecture.md, The Postgres destination). The mirror stays the daemon's own store; this
-// follows it through change_log.
-//
-// - A new destination, one whose cursor the mirror has pruned past, or one whose tables changed
-//   shape, is loaded from one SQLite read snapshot with COPY, in one Postgres transaction that also
-//   sets the cursor to that snapshot's last change.
-// - Then changes are applied in change_log order, a batch at a time: for each change the row's
-//   current content is read from the mirror (change_log holds ids only), and the batch, its
-//   change_log rows and the cursor commit in one Postgres transaction. Killed at any moment, the
-//   next start goes on from the cursor; a change applied twice changes nothing.
-// - Tables the record writer does not keep (no change_log entries) are fingerprinted in SQLite and
-//   read and replaced whole only when the fingerprint moved, in the transaction of the next batch; a
-//   change of a custom object's schema rebuilds its view in the same transaction, in a savepoint.
-//   The fingerprints and the views' hash live in the state row, so a start rewrites nothing unchanged.
-// - It reads through its own read-only connection, and a failing server is retried with back-off
-//   while sweeps and webhooks go on; only a load holds one read transaction (and so checkpoints) open.
+// The replicator: follows the mirror's change_log into one Postgres schema (docs/architecture.md,
+// The Postgres destination), sequencing the units: schema setup (postgres-schema.ts), the load
+// decision (replica-state.ts) and the initial load (postgres-initial-load.ts), then batch after batch
+// the reader (batch-reader.ts, planned in batch-plan.ts) and the writer (postgres-batch-writer.ts),
+// committed with the cursor (postgres-state-row.ts). Killed at any moment, the next start goes on
+// from the cursor; a failing server is retried with back-off while sweeps and webhooks go on.
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
-import type { Clock } from '../model/clock.js'
-import type { TableSpec } from '../model/table-spec.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
 import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
@@ -28,7 +15,7 @@ import { parseInstant } from '../model/timestamps.js'
 import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
 import { registerCopyFunctions } from './postgres-types.js'
-import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 import { planTables, type Table } from './batch-plan.js'
 import { readBatch, type Batch } from './batch-reader.js'
@@ -36,76 +23,21 @@ import { writeBatch } from './postgres-batch-writer.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
 import { claimStateRow, lockStateRow, moveStateRow, POSTGRES_CONSUMER, readStateRow } from './postgres-state-row.js'
+import {
+  destinationConsumerName,
+  type CatchUpSummary,
+  type DestinationStatus,
+  type PostgresDestinationOptions,
+} from './destination-options.js'
 import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 export { POSTGRES_CONSUMER }
-
-/**
- * The name a destination registers under in change_log_consumers: one per target (host, port,
- * database, schema), so two destinations each hold retention back for themselves. It never holds
- * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
- * gets them replaced and a short hash of the exact target.
- */
-export function destinationConsumerName(url: string, schema: string): string {
-  const target = `${describeTarget(url)}/${schema}`
-  const plain = `postgres:${target.replace(/\//g, ':')}`
-  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
-  if (safe === plain && safe.length <= 64) return safe
-  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
-  return safe.slice(0, 64 - suffix.length) + suffix
-}
-
-export interface PostgresDestinationOptions {
-  url: string
-  schema: string
-  /** The mirror file; the destination opens its own read-only connection to it. */
-  mirrorPath: string
-  /** The mirror's writer connection, for the consumer's bookkeeping (change_log_consumers). */
-  mirror: Sqlite
-  /** Every table to replicate, change_log included (destinationTables()). */
-  tables: readonly TableSpec[]
-  logger: Logger
-  /** The process's clock: lag, timestamps, polling and back-off run on it. */
-  clock: Clock
-  /** Changes per Postgres transaction. */
-  batchSize?: number
-  /** How often an idle destination looks for new changes. */
-  pollMs?: number
-  /** How often tables without change_log entries are compared with the replica. */
-  snapshotCheckMs?: number
-  /** Back-off after a failure: from minMs, doubling, up to maxMs. */
-  retry?: { minMs: number; maxMs: number }
-  /** Postgres lock_timeout and statement_timeout of the destination's session. */
-  limits?: SessionLimits
-  /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
-  waitReportMs?: number
-}
-
-export interface DestinationStatus {
-  /** `following` once loaded and applying changes; `error` while failing, `waiting` while Postgres keeps a statement waiting (see lastError). */
-  state: 'starting' | 'loading' | 'following' | 'waiting' | 'error' | 'stopped'
-  cursor: number | null
-  lagChanges: number
-  lagSeconds: number
-  lastError: string | null
-  lastErrorAt: string | null
-  rowsReplicated: number
-  changesApplied: number
-  errors: number
-  loads: number
-  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
-  timesNulled: number
-}
-
-export interface CatchUpSummary {
-  /** Whether the destination was loaded from a snapshot, and why. */
-  loaded: string | null
-  loadedRows: number
-  changesApplied: number
-  rowsWritten: number
-  cursor: number
-  durationMs: number
-}
+export {
+  destinationConsumerName,
+  type CatchUpSummary,
+  type DestinationStatus,
+  type PostgresDestinationOptions,
+} from './destination-options.js'
 
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
