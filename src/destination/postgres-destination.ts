@@ -29,6 +29,7 @@ import {
   type DestinationStatus,
   type PostgresDestinationOptions,
 } from './destination-options.js'
+import { DestinationHealth } from './destination-health.js'
 import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 export { POSTGRES_CONSUMER }
@@ -71,25 +72,17 @@ export class PostgresDestination {
   #client: pg.Client | undefined
   #session: Session | undefined
   #broken = false
-  /** What Postgres keeps the statement in flight waiting for, while it does (postgres-session.ts, watched). */
-  #waiting: { message: string; at: string } | undefined
-  /** The last wait reported, which the error of a statement that gave up waiting names. */
-  #lastWait: string | undefined
   /** When the replica was last loaded from a snapshot (its state row's loaded_at). */
   #loadedAt: string | undefined
   #mirrorId: string | undefined
   #cursor: number | null = null
   /** What the state row says was last written besides the cursor (replica-state.ts). */
   #written: WrittenState = emptyWritten()
-  /** Why a custom object's view could not be built, until a rebuild succeeds (the data goes on). */
-  #viewError: { message: string; at: string } | undefined
   #lastSnapshotCheck = -Infinity
   #forceSnapshotCheck = true
-  #state: DestinationStatus['state'] = 'starting'
-  #lastError: { message: string; at: string } | undefined
-  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0, timesNulled: 0 }
+  readonly #health: DestinationHealth
   readonly #onNotInstant = (): void => {
-    this.#counts.timesNulled++
+    this.#health.counts.timesNulled++
   }
   #stop = new AbortController()
   #loop: Promise<void> | undefined
@@ -113,6 +106,7 @@ export class PostgresDestination {
     this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
+    this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
   }
 
   /** Its name in change_log_consumers. */
@@ -144,7 +138,7 @@ export class PostgresDestination {
       await this.#loop
     }
     await this.close()
-    this.#state = 'stopped'
+    this.#health.state = 'stopped'
   }
 
   async close(): Promise<void> {
@@ -168,16 +162,8 @@ export class PostgresDestination {
       const next = nextChangeAt(sqlite, cursor ?? 0)
       if (next !== undefined) lagSeconds = Math.max(0, (this.#o.clock.now() - parseInstant(next)) / 1000)
     }
-    const shown = this.#lastError ?? this.#waiting ?? this.#viewError
-    return {
-      state: this.#waiting !== undefined && this.#state !== 'error' && this.#state !== 'stopped' ? 'waiting' : this.#state,
-      cursor,
-      lagChanges: behind,
-      lagSeconds,
-      lastError: shown?.message ?? null,
-      lastErrorAt: shown?.at ?? null,
-      ...this.#counts,
-    }
+    const { state, lastError, lastErrorAt, ...counts } = this.#health.shown()
+    return { state, cursor, lagChanges: behind, lagSeconds, lastError, lastErrorAt, ...counts }
   }
 
   /**
@@ -186,7 +172,7 @@ export class PostgresDestination {
    */
   async catchUp(options: { reseed?: boolean } = {}): Promise<CatchUpSummary> {
     const started = this.#o.clock.now()
-    const before = { ...this.#counts }
+    const before = { ...this.#health.counts }
     try {
       await this.#connect()
       const reseed = options.reseed === true
@@ -227,13 +213,13 @@ export class PostgresDestination {
         }
         if (outcome.kind === 'idle') break
       }
-      this.#state = 'following'
-      this.#lastError = undefined
+      this.#health.state = 'following'
+      this.#health.lastError = undefined
       return {
         loaded,
         loadedRows,
-        changesApplied: this.#counts.changesApplied - before.changesApplied,
-        rowsWritten: this.#counts.rowsReplicated - before.rowsReplicated,
+        changesApplied: this.#health.counts.changesApplied - before.changesApplied,
+        rowsWritten: this.#health.counts.rowsReplicated - before.rowsReplicated,
         cursor: this.#cursor ?? 0,
         durationMs: Math.round(this.#o.clock.now() - started),
       }
@@ -241,7 +227,7 @@ export class PostgresDestination {
       const e = this.#explain(err)
       // The caller shows the error (replicate prints it): logged here only at debug, and a destination
       // never loaded is not registered for it.
-      this.#recordError(e, { oneShot: true })
+      this.#health.recordError(e, { oneShot: true })
       await this.#dropConnection()
       throw e
     }
@@ -263,10 +249,10 @@ export class PostgresDestination {
           await this.#load(outcome.reason)
           continue
         }
-        this.#state = 'following'
-        if (this.#lastError !== undefined) {
+        this.#health.state = 'following'
+        if (this.#health.lastError !== undefined) {
           this.#log.info('the destination is replicating again')
-          this.#lastError = undefined
+          this.#health.lastError = undefined
           this.#syncConsumer(this.#cursor ?? 0)
         }
         delay = this.#o.retry.minMs
@@ -274,7 +260,7 @@ export class PostgresDestination {
       } catch (err) {
         if (signal.aborted) break
         const e = this.#explain(err)
-        this.#recordError(e, { oneShot: false })
+        this.#health.recordError(e, { oneShot: false })
         needsPrepare = true
         await this.#dropConnection()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
@@ -288,29 +274,9 @@ export class PostgresDestination {
   /** The error in words, with the wait reported before a statement gave up waiting (who held the lock). */
   #explain(err: unknown): DestinationError {
     const e = explainDestinationError(err, this.#o.url, this.#o.schema)
-    const wait = this.#lastWait
-    this.#lastWait = undefined
+    const wait = this.#health.takeLastWait()
     if (wait === undefined || e.kind !== 'transient') return e
     return new DestinationError(e.kind, `${e.message} (before that: ${wait})`, { cause: err })
-  }
-
-  #recordError(e: DestinationError, options: { oneShot: boolean }): void {
-    this.#counts.errors++
-    this.#state = 'error'
-    const at = new Date(this.#o.clock.now()).toISOString()
-    if (this.#lastError?.message !== e.message && !options.oneShot) {
-      this.#log.error({ kind: e.kind }, `Postgres destination: ${e.message}`)
-    } else {
-      this.#log.debug({ kind: e.kind, err: e.message }, 'Postgres destination failed')
-    }
-    this.#lastError = { message: e.message, at }
-    try {
-      // A destination never loaded holds nothing back: the daemon's gets a row only so that `status` shows why.
-      if (options.oneShot) this.#consumers.recordError(this.#consumerName, e.message, at)
-      else this.#consumers.destinationError(this.#consumerName, this.#where, e.message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
-    }
   }
 
   get #where(): DestinationTarget {
@@ -321,28 +287,11 @@ export class PostgresDestination {
   async #watch<T>(op: () => Promise<T>): Promise<T> {
     const session = this.#session
     if (session === undefined) return op()
-    this.#lastWait = undefined
+    this.#health.clearLastWait()
     const { url, clock, limits } = this.#o
     let logged = false
     const reportAfterMs = limits.lockTimeoutMs > 0 ? Math.min(this.#o.waitReportMs, limits.lockTimeoutMs / 2) : this.#o.waitReportMs
-    return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.#onWait(d, !logged && (logged = true)) }, op)
-  }
-
-  #onWait(description: string | undefined, first: boolean): void {
-    if (description === undefined) {
-      this.#waiting = undefined
-      return
-    }
-    const at = new Date(this.#o.clock.now()).toISOString()
-    this.#lastWait = description
-    this.#waiting = { message: `Postgres destination ${description}`, at }
-    if (first) this.#log.warn({ kind: 'wait' }, this.#waiting.message)
-    else this.#log.debug({ kind: 'wait' }, this.#waiting.message)
-    try {
-      this.#consumers.recordError(this.#consumerName, this.#waiting.message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination wait in the mirror')
-    }
+    return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.#health.onWait(d, !logged && (logged = true)) }, op)
   }
 
   async #dropConnection(): Promise<void> {
@@ -444,7 +393,7 @@ export class PostgresDestination {
   }
 
   async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
-    this.#state = 'loading'
+    this.#health.state = 'loading'
     const started = this.#o.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
     const client = this.#client!
@@ -467,8 +416,8 @@ export class PostgresDestination {
     this.#written = loaded.written
     this.#cursor = seq
     this.#prunedThrough = loaded.prunedThrough
-    this.#counts.loads++
-    this.#counts.rowsReplicated += rows
+    this.#health.counts.loads++
+    this.#health.counts.rowsReplicated += rows
     this.#syncConsumer(seq)
     this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
     return rows
@@ -489,22 +438,7 @@ export class PostgresDestination {
    * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    const failures = await buildViews(client, this.#o.schema, this.#views(types))
-    if (failures.length === 0) {
-      if (this.#viewError !== undefined) this.#log.info('the views are built again')
-      this.#viewError = undefined
-      return true
-    }
-    const message = `cannot build the replica's views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
-    const at = new Date(this.#o.clock.now()).toISOString()
-    if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
-    this.#viewError = { message, at }
-    try {
-      this.#consumers.recordError(this.#consumerName, message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
-    }
-    return false
+    return this.#health.viewsBuilt(await buildViews(client, this.#o.schema, this.#views(types)))
   }
 
   /** Reads the next batch (batch-reader.ts); every table compared by content when a check is due. */
@@ -582,15 +516,14 @@ export class PostgresDestination {
     this.#written = written
     this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
     this.#cursor = to
-    this.#counts.changesApplied += batch.changes.length
-    this.#counts.rowsReplicated += rows
+    this.#health.counts.changesApplied += batch.changes.length
+    this.#health.counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
         const now = new Date(this.#o.clock.now()).toISOString()
         // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
         if (!this.#consumers.ack(this.#consumerName, to, now)) this.#syncConsumer(to)
-        // The ack clears the row's last error: a view still not built stays shown (`fsm-sync status`).
-        if (this.#viewError !== undefined) this.#consumers.recordError(this.#consumerName, this.#viewError.message, this.#viewError.at)
+        this.#health.recordViewErrorAgain()
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }
