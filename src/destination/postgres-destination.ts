@@ -10,12 +10,11 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
-import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
+import type { Sqlite } from '../store/mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
 import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
-import { registerCopyFunctions } from './postgres-types.js'
-import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session } from './postgres-session.js'
+import { ensureMirrorIdColumn } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
 import { planTables, type Table } from './batch-plan.js'
 import { readBatch, type Batch } from './batch-reader.js'
@@ -30,6 +29,7 @@ import {
   type PostgresDestinationOptions,
 } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
+import { ReplicaConnections } from './replica-connections.js'
 import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 export { POSTGRES_CONSUMER }
@@ -48,18 +48,6 @@ function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
 }
 
-/** Ends a connection; one the server does not answer on is cut after a second. */
-async function endClient(client: pg.Client): Promise<void> {
-  const ended = await Promise.race([
-    client.end().then(
-      () => true,
-      () => true,
-    ),
-    sleep(1_000).then(() => false),
-  ])
-  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
-}
-
 export class PostgresDestination {
   readonly #o: Required<PostgresDestinationOptions>
   readonly #log: Logger
@@ -68,10 +56,7 @@ export class PostgresDestination {
   readonly #tablesHash: string
   readonly #consumers: ChangeLogConsumers
   readonly #consumerName: string
-  #reader: Mirror | undefined
-  #client: pg.Client | undefined
-  #session: Session | undefined
-  #broken = false
+  readonly #conn: ReplicaConnections
   /** When the replica was last loaded from a snapshot (its state row's loaded_at). */
   #loadedAt: string | undefined
   #mirrorId: string | undefined
@@ -107,6 +92,7 @@ export class PostgresDestination {
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
     this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
+    this.#conn = new ReplicaConnections(this.#o, this.#log, this.#health, this.#onNotInstant)
   }
 
   /** Its name in change_log_consumers. */
@@ -134,7 +120,7 @@ export class PostgresDestination {
     if (this.#loop !== undefined) {
       const settled = await Promise.race([this.#loop.then(() => true), sleep(2_000).then(() => false)])
       // A server that does not answer: ending the connection fails the query in flight (its transaction rolls back).
-      if (!settled) await this.#dropConnection()
+      if (!settled) await this.#conn.dropSession()
       await this.#loop
     }
     await this.close()
@@ -142,14 +128,7 @@ export class PostgresDestination {
   }
 
   async close(): Promise<void> {
-    const client = this.#client
-    this.#client = undefined
-    if (client !== undefined) await endClient(client)
-    if (this.#reader !== undefined) {
-      const reader = this.#reader
-      this.#reader = undefined
-      await reader.close()
-    }
+    await this.#conn.close()
   }
 
   status(): DestinationStatus {
@@ -176,7 +155,7 @@ export class PostgresDestination {
     try {
       await this.#connect()
       const reseed = options.reseed === true
-      const loadReason = reseed ? 'asked for (--reseed)' : await this.#watch(() => this.#loadReason())
+      const loadReason = reseed ? 'asked for (--reseed)' : await this.#conn.watch(() => this.#loadReason())
       let loaded = loadReason
       let loadedRows = 0
       if (loadReason !== null) {
@@ -185,9 +164,9 @@ export class PostgresDestination {
         if (n === undefined) loaded = null
         else loadedRows = n
       }
-      const target = lastChangeSeq(this.#reader!.sqlite)
+      const target = lastChangeSeq(this.#conn.reader!.sqlite)
       for (;;) {
-        const outcome = await this.#watch(() => this.#applyBatch())
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
         if (outcome.kind === 'needs-load') {
           loaded = outcome.reason
           loadedRows += (await this.#load(outcome.reason)) ?? 0
@@ -205,7 +184,7 @@ export class PostgresDestination {
             `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
           )
         }
-        const outcome = await this.#watch(() => this.#applyBatch())
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
         if (outcome.kind === 'needs-load') {
           loaded = outcome.reason
           loadedRows += (await this.#load(outcome.reason)) ?? 0
@@ -228,7 +207,7 @@ export class PostgresDestination {
       // The caller shows the error (replicate prints it): logged here only at debug, and a destination
       // never loaded is not registered for it.
       this.#health.recordError(e, { oneShot: true })
-      await this.#dropConnection()
+      await this.#conn.dropSession()
       throw e
     }
   }
@@ -240,11 +219,11 @@ export class PostgresDestination {
       try {
         if (needsPrepare) {
           await this.#connect()
-          const reason = await this.#watch(() => this.#loadReason())
+          const reason = await this.#conn.watch(() => this.#loadReason())
           if (reason !== null) await this.#load(reason)
           needsPrepare = false
         }
-        const outcome = await this.#watch(() => this.#applyBatch())
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
         if (outcome.kind === 'needs-load') {
           await this.#load(outcome.reason)
           continue
@@ -262,7 +241,7 @@ export class PostgresDestination {
         const e = this.#explain(err)
         this.#health.recordError(e, { oneShot: false })
         needsPrepare = true
-        await this.#dropConnection()
+        await this.#conn.dropSession()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
         const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#o.retry.maxMs
         await this.#o.clock.sleep(wait, signal).catch(() => undefined)
@@ -283,53 +262,18 @@ export class PostgresDestination {
     return { target: describeTarget(this.#o.url), schema: this.#o.schema }
   }
 
-  /** Runs `op` on the connection under watch: a long wait is reported with who holds the lock, a silent server is cut off. */
-  async #watch<T>(op: () => Promise<T>): Promise<T> {
-    const session = this.#session
-    if (session === undefined) return op()
-    this.#health.clearLastWait()
-    const { url, clock, limits } = this.#o
-    let logged = false
-    const reportAfterMs = limits.lockTimeoutMs > 0 ? Math.min(this.#o.waitReportMs, limits.lockTimeoutMs / 2) : this.#o.waitReportMs
-    return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.#health.onWait(d, !logged && (logged = true)) }, op)
-  }
-
-  async #dropConnection(): Promise<void> {
-    const client = this.#client
-    this.#client = undefined
-    this.#session = undefined
-    this.#broken = false
-    if (client !== undefined) await endClient(client)
-  }
-
   async #connect(): Promise<void> {
-    if (this.#reader === undefined) {
-      this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
-      registerCopyFunctions(this.#reader.sqlite, this.#onNotInstant)
-    }
-    if (this.#client !== undefined && !this.#broken) return
-    await this.#dropConnection()
+    if (!(await this.#conn.openReader())) return
+    await this.#conn.dropSession()
     this.#mirrorId ??= mirrorId(this.#o.mirror)
-    const session = await openSession(this.#o.url, this.#o.limits, this.#o.clock, () => {
-      this.#broken = true
-    })
-    const client = session.client
-    this.#session = session
-    this.#client = client
-    // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
-    await client.query('SET standard_conforming_strings = on')
+    const client = await this.#conn.openSession()
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
-    await this.#watch(() =>
-      this.#schemaLock(async () => {
+    await this.#conn.watch(() =>
+      this.#conn.schemaLock(async () => {
         this.#schemaReload = (await ensureSchema(client, this.#o.schema, this.#tables)) ?? this.#schemaReload
         await ensureMirrorIdColumn(client, this.#o.schema)
       }),
     )
-  }
-
-  #schemaLock<T>(fn: () => Promise<T>): Promise<T> {
-    const onBusy = (message: string) => this.#log.info({ kind: 'lock' }, `Postgres destination: ${message}`)
-    return withSchemaLock(this.#client!, this.#o.schema, onBusy, this.#o.limits, fn)
   }
 
   #otherMirror(theirs: string): DestinationError {
@@ -338,7 +282,7 @@ export class PostgresDestination {
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const client = this.#client!
+    const client = this.#conn.client!
     const row = await readStateRow(client, this.#o.schema)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
@@ -346,7 +290,7 @@ export class PostgresDestination {
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
-    const sqlite = this.#reader!.sqlite
+    const sqlite = this.#conn.reader!.sqlite
     const reason = loadReason({
       schemaReload: this.#schemaReload,
       tablesChanged: row.tablesHash !== this.#tablesHash,
@@ -376,8 +320,8 @@ export class PostgresDestination {
    */
   async #load(reason: string, forced = false): Promise<number | undefined> {
     // One process at a time loads a schema: one that waited for another's load checks again whether it must.
-    return this.#watch(() =>
-      this.#schemaLock(async () => {
+    return this.#conn.watch(() =>
+      this.#conn.schemaLock(async () => {
         const why = forced ? reason : await this.#loadReason()
         if (why === null) return undefined
         try {
@@ -396,10 +340,10 @@ export class PostgresDestination {
     this.#health.state = 'loading'
     const started = this.#o.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
-    const client = this.#client!
+    const client = this.#conn.client!
     const loaded = await loadSnapshot({
       client,
-      sqlite: this.#reader!.sqlite,
+      sqlite: this.#conn.reader!.sqlite,
       schema: this.#o.schema,
       tables: this.#tables,
       encodeInJs,
@@ -463,8 +407,8 @@ export class PostgresDestination {
    * Applies the next batch of changes in one Postgres transaction with the cursor, and says what it did.
    */
   async #applyBatch(): Promise<BatchOutcome> {
-    const client = this.#client!
-    const sqlite = this.#reader!.sqlite
+    const client = this.#conn.client!
+    const sqlite = this.#conn.reader!.sqlite
     const cursor = this.#cursor ?? 0
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
