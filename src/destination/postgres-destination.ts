@@ -1,242 +1,51 @@
-// The Postgres destination: a replica of the mirror's data tables in one schema of a warehouse
-// (docs/architecture.md, The Postgres destination). The mirror stays the daemon's own store; this
-// follows it through change_log.
-//
-// - A new destination, one whose cursor the mirror has pruned past, or one whose tables changed
-//   shape, is loaded from one SQLite read snapshot with COPY, in one Postgres transaction that also
-//   sets the cursor to that snapshot's last change.
-// - Then changes are applied in change_log order, a batch at a time: for each change the row's
-//   current content is read from the mirror (change_log holds ids only), and the batch, its
-//   change_log rows and the cursor commit in one Postgres transaction. Killed at any moment, the
-//   next start goes on from the cursor; a change applied twice changes nothing.
-// - Tables the record writer does not keep (no change_log entries) are fingerprinted in SQLite and
-//   read and replaced whole only when the fingerprint moved, in the transaction of the next batch; a
-//   change of a custom object's schema rebuilds its view in the same transaction, in a savepoint.
-//   The fingerprints and the views' hash live in the state row, so a start rewrites nothing unchanged.
-// - It reads through its own read-only connection, and a failing server is retried with back-off
-//   while sweeps and webhooks go on; only a load holds one read transaction (and so checkpoints) open.
+// The replicator: follows the mirror's change_log into one Postgres schema (docs/architecture.md,
+// The Postgres destination), sequencing the units: schema setup (postgres-schema.ts), the load
+// decision (replica-state.ts) and the initial load (postgres-initial-load.ts), then batch after batch
+// the reader (batch-reader.ts, planned in batch-plan.ts) and the writer (postgres-batch-writer.ts),
+// committed with the cursor (postgres-state-row.ts). Killed at any moment, the next start goes on
+// from the cursor; a failing server is retried with back-off while sweeps and webhooks go on.
 import { createHash } from 'node:crypto'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
 import type { Logger } from '../log/logger.js'
-import type { Clock } from '../model/clock.js'
-import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
-import { CustomObjectTypes } from '../store/custom-object-types.js'
-import { openMirror, type Mirror, type Sqlite } from '../store/mirror-database.js'
-import {
-  changesAfter,
-  childRowsOf,
-  columnRange,
-  inReadSnapshot,
-  rowsFrom,
-  rowsWithKeys,
-  snapshotSeq,
-  tableFingerprint,
-  tableLines,
-  tableRows,
-  type LoggedChange,
-} from '../store/mirror-snapshot.js'
+import type { Sqlite } from '../store/mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
-import {
-  createStateTableSql,
-  DATABASE_ENCODING_QUERY,
-  createTableSql,
-  indexSql,
-  missingColumnsSql,
-  qualified,
-  recreatedReason,
-  quoteIdent,
-  shapeProblems,
-  STATE_TABLE,
-  type ExistingColumn,
-  type ObjectType,
-} from './postgres-ddl.js'
-import { DestinationError, describeTarget, encodingProblem, explainDestinationError, otherMirrorError } from './postgres-errors.js'
-import { copyLineEncoder, copyLineSql, jsonValue, pgType, registerCopyFunctions, type MirrorValue } from './postgres-types.js'
-import { ensureMirrorIdColumn, openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import type { ObjectType } from './postgres-ddl.js'
+import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
+import { ensureMirrorIdColumn } from './postgres-session.js'
 import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
+import { planTables, type Table } from './batch-plan.js'
+import { readBatch, type Batch } from './batch-reader.js'
+import { writeBatch } from './postgres-batch-writer.js'
+import { loadSnapshot } from './postgres-initial-load.js'
+import { ensureSchema } from './postgres-schema.js'
+import { claimStateRow, lockStateRow, moveStateRow, POSTGRES_CONSUMER, readStateRow } from './postgres-state-row.js'
+import {
+  destinationConsumerName,
+  type CatchUpSummary,
+  type DestinationStatus,
+  type PostgresDestinationOptions,
+} from './destination-options.js'
+import { DestinationHealth } from './destination-health.js'
+import { ReplicaConnections } from './replica-connections.js'
+import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
-/** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
-export const POSTGRES_CONSUMER = 'postgres'
+export { POSTGRES_CONSUMER }
+export {
+  destinationConsumerName,
+  type CatchUpSummary,
+  type DestinationStatus,
+  type PostgresDestinationOptions,
+} from './destination-options.js'
 
-/**
- * The name a destination registers under in change_log_consumers: one per target (host, port,
- * database, schema), so two destinations each hold retention back for themselves. It never holds
- * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
- * gets them replaced and a short hash of the exact target.
- */
-export function destinationConsumerName(url: string, schema: string): string {
-  const target = `${describeTarget(url)}/${schema}`
-  const plain = `postgres:${target.replace(/\//g, ':')}`
-  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
-  if (safe === plain && safe.length <= 64) return safe
-  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
-  return safe.slice(0, 64 - suffix.length) + suffix
-}
-
-export interface PostgresDestinationOptions {
-  url: string
-  schema: string
-  /** The mirror file; the destination opens its own read-only connection to it. */
-  mirrorPath: string
-  /** The mirror's writer connection, for the consumer's bookkeeping (change_log_consumers). */
-  mirror: Sqlite
-  /** Every table to replicate, change_log included (destinationTables()). */
-  tables: readonly TableSpec[]
-  logger: Logger
-  /** The process's clock: lag, timestamps, polling and back-off run on it. */
-  clock: Clock
-  /** Changes per Postgres transaction. */
-  batchSize?: number
-  /** How often an idle destination looks for new changes. */
-  pollMs?: number
-  /** How often tables without change_log entries are compared with the replica. */
-  snapshotCheckMs?: number
-  /** Back-off after a failure: from minMs, doubling, up to maxMs. */
-  retry?: { minMs: number; maxMs: number }
-  /** Postgres lock_timeout and statement_timeout of the destination's session. */
-  limits?: SessionLimits
-  /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
-  waitReportMs?: number
-}
-
-export interface DestinationStatus {
-  /** `following` once loaded and applying changes; `error` while failing, `waiting` while Postgres keeps a statement waiting (see lastError). */
-  state: 'starting' | 'loading' | 'following' | 'waiting' | 'error' | 'stopped'
-  cursor: number | null
-  lagChanges: number
-  lagSeconds: number
-  lastError: string | null
-  lastErrorAt: string | null
-  rowsReplicated: number
-  changesApplied: number
-  errors: number
-  loads: number
-  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
-  timesNulled: number
-}
-
-export interface CatchUpSummary {
-  /** Whether the destination was loaded from a snapshot, and why. */
-  loaded: string | null
-  loadedRows: number
-  changesApplied: number
-  rowsWritten: number
-  cursor: number
-  durationMs: number
-}
-
-type TableRole = 'changes' | 'logged' | 'child' | 'snapshot'
-
-interface Table {
-  spec: TableSpec
-  role: TableRole
-  columns: readonly ColumnSpec[]
-  children: Table[]
-  hasUpdatedAt: boolean
-}
-
-type Change = LoggedChange
-
-interface Batch {
-  changes: Change[]
-  /** Per logged table: rows present in the mirror, and keys of rows absent. */
-  upserts: Map<Table, MirrorValue[][]>
-  absent: Map<Table, string[][]>
-  /** Per child table: the parent ids whose rows are replaced, and the rows. */
-  childParents: Map<Table, string[]>
-  childRows: Map<Table, MirrorValue[][]>
-  /** Tables without change_log entries whose fingerprint differs from what was last written, with their rows. */
-  snapshots: Map<Table, Snapshot>
-  views: { hash: string; types: ObjectType[] } | undefined
-  firstKept: number | undefined
-}
-
-/**
- * A table without change_log entries to write: its fingerprint and rows, all of them, or for an
- * appended table (TableSpec.appendedBy) read before, only those at or after the watermark.
- */
-interface Snapshot {
-  hash: string
-  rows: MirrorValue[][]
-  appended?: { column: string; incremental: boolean; min: string | null; max: string | null; count: number }
-}
-
-const quote = quoteIdent
-/** The key under which #written keeps an appended table's watermark (the newest appendedBy value written). */
-const watermarkKey = (table: string) => `${table}@`
-const CHUNK = 500
-/** What #applyBatch returns when the changes after the cursor were pruned: the replica must be loaded again. */
-const NEEDS_LOAD = -1
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
 const FINAL_PASSES = 1000
 
-/** The fingerprints a state row holds (JSON of table name to fingerprint); none when absent or unreadable. */
-function readFingerprints(text: string | null): Map<string, string> {
-  if (text === null) return new Map()
-  try {
-    const o = JSON.parse(text) as Record<string, unknown>
-    return new Map(Object.entries(o).filter((e): e is [string, string] => typeof e[1] === 'string'))
-  } catch {
-    return new Map()
-  }
-}
-
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
-}
-
-/** What a table is to the replicator, derived from its declaration. */
-function roleOf(spec: TableSpec, all: readonly TableSpec[]): TableRole {
-  if (spec.name === 'change_log') return 'changes'
-  const tracking = changeTracking(spec, all)
-  return tracking === 'whole' ? 'snapshot' : tracking
-}
-
-export function planTables(specs: readonly TableSpec[]): Table[] {
-  const tables = specs.map((spec): Table => ({
-    spec,
-    role: roleOf(spec, specs),
-    columns: spec.columns,
-    children: [],
-    hasUpdatedAt: spec.columns.some((c) => c.name === 'updated_at' && c.kind === 'time'),
-  }))
-  const byName = new Map(tables.map((t) => [t.spec.name, t]))
-  for (const t of tables) if (t.role === 'child') byName.get(t.spec.parent!.table)!.children.push(t)
-  return tables
-}
-
-/** The key values a change_log record id names: the id, or `scope/id` for a two-column key. */
-function keyOf(recordId: string, keyLength: number): string[] {
-  if (keyLength <= 1) return [recordId]
-  const parts: string[] = []
-  let rest = recordId
-  for (let i = 0; i < keyLength - 1; i++) {
-    const at = rest.indexOf('/')
-    if (at < 0) break
-    parts.push(rest.slice(0, at))
-    rest = rest.slice(at + 1)
-  }
-  parts.push(rest)
-  return parts
-}
-
-/** Ends a connection; one the server does not answer on is cut after a second. */
-async function endClient(client: pg.Client): Promise<void> {
-  const ended = await Promise.race([
-    client.end().then(
-      () => true,
-      () => true,
-    ),
-    sleep(1_000).then(() => false),
-  ])
-  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
 export class PostgresDestination {
@@ -247,33 +56,18 @@ export class PostgresDestination {
   readonly #tablesHash: string
   readonly #consumers: ChangeLogConsumers
   readonly #consumerName: string
-  #reader: Mirror | undefined
-  #client: pg.Client | undefined
-  #session: Session | undefined
-  #broken = false
-  /** What Postgres keeps the statement in flight waiting for, while it does (postgres-session.ts, watched). */
-  #waiting: { message: string; at: string } | undefined
-  /** The last wait reported, which the error of a statement that gave up waiting names. */
-  #lastWait: string | undefined
+  readonly #conn: ReplicaConnections
   /** When the replica was last loaded from a snapshot (its state row's loaded_at). */
   #loadedAt: string | undefined
   #mirrorId: string | undefined
   #cursor: number | null = null
-  /**
-   * The fingerprint (tableFingerprint) last written of each table without change_log entries, and
-   * the hash of the views' fields under `views`: kept in the state row with the cursor, so a start
-   * rewrites nothing that did not change.
-   */
-  #written = new Map<string, string>()
-  /** Why a custom object's view could not be built, until a rebuild succeeds (the data goes on). */
-  #viewError: { message: string; at: string } | undefined
+  /** What the state row says was last written besides the cursor (replica-state.ts). */
+  #written: WrittenState = emptyWritten()
   #lastSnapshotCheck = -Infinity
   #forceSnapshotCheck = true
-  #state: DestinationStatus['state'] = 'starting'
-  #lastError: { message: string; at: string } | undefined
-  #counts = { rowsReplicated: 0, changesApplied: 0, errors: 0, loads: 0, timesNulled: 0 }
+  readonly #health: DestinationHealth
   readonly #onNotInstant = (): void => {
-    this.#counts.timesNulled++
+    this.#health.counts.timesNulled++
   }
   #stop = new AbortController()
   #loop: Promise<void> | undefined
@@ -297,6 +91,8 @@ export class PostgresDestination {
     this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
+    this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
+    this.#conn = new ReplicaConnections(this.#o, this.#log, this.#health, this.#onNotInstant)
   }
 
   /** Its name in change_log_consumers. */
@@ -324,22 +120,15 @@ export class PostgresDestination {
     if (this.#loop !== undefined) {
       const settled = await Promise.race([this.#loop.then(() => true), sleep(2_000).then(() => false)])
       // A server that does not answer: ending the connection fails the query in flight (its transaction rolls back).
-      if (!settled) await this.#dropConnection()
+      if (!settled) await this.#conn.dropSession()
       await this.#loop
     }
     await this.close()
-    this.#state = 'stopped'
+    this.#health.state = 'stopped'
   }
 
   async close(): Promise<void> {
-    const client = this.#client
-    this.#client = undefined
-    if (client !== undefined) await endClient(client)
-    if (this.#reader !== undefined) {
-      const reader = this.#reader
-      this.#reader = undefined
-      await reader.close()
-    }
+    await this.#conn.close()
   }
 
   status(): DestinationStatus {
@@ -352,16 +141,8 @@ export class PostgresDestination {
       const next = nextChangeAt(sqlite, cursor ?? 0)
       if (next !== undefined) lagSeconds = Math.max(0, (this.#o.clock.now() - parseInstant(next)) / 1000)
     }
-    const shown = this.#lastError ?? this.#waiting ?? this.#viewError
-    return {
-      state: this.#waiting !== undefined && this.#state !== 'error' && this.#state !== 'stopped' ? 'waiting' : this.#state,
-      cursor,
-      lagChanges: behind,
-      lagSeconds,
-      lastError: shown?.message ?? null,
-      lastErrorAt: shown?.at ?? null,
-      ...this.#counts,
-    }
+    const { state, lastError, lastErrorAt, ...counts } = this.#health.shown()
+    return { state, cursor, lagChanges: behind, lagSeconds, lastError, lastErrorAt, ...counts }
   }
 
   /**
@@ -370,11 +151,11 @@ export class PostgresDestination {
    */
   async catchUp(options: { reseed?: boolean } = {}): Promise<CatchUpSummary> {
     const started = this.#o.clock.now()
-    const before = { ...this.#counts }
+    const before = { ...this.#health.counts }
     try {
       await this.#connect()
       const reseed = options.reseed === true
-      const loadReason = reseed ? 'asked for (--reseed)' : await this.#watch(() => this.#loadReason())
+      const loadReason = reseed ? 'asked for (--reseed)' : await this.#conn.watch(() => this.#loadReason())
       let loaded = loadReason
       let loadedRows = 0
       if (loadReason !== null) {
@@ -383,15 +164,15 @@ export class PostgresDestination {
         if (n === undefined) loaded = null
         else loadedRows = n
       }
-      const target = lastChangeSeq(this.#reader!.sqlite)
+      const target = lastChangeSeq(this.#conn.reader!.sqlite)
       for (;;) {
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          loaded = PRUNED_REASON
-          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          loaded = outcome.reason
+          loadedRows += (await this.#load(outcome.reason)) ?? 0
           continue
         }
-        if (n === 0 || (this.#cursor ?? 0) >= target) break
+        if (outcome.kind === 'idle' || (this.#cursor ?? 0) >= target) break
       }
       // A last pass compares the tables without change_log entries, now that the changes are in, and
       // goes on until a pass applies nothing (changes that came meanwhile, a load the pruning asks for).
@@ -403,21 +184,21 @@ export class PostgresDestination {
             `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
           )
         }
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          loaded = PRUNED_REASON
-          loadedRows += (await this.#load(PRUNED_REASON)) ?? 0
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          loaded = outcome.reason
+          loadedRows += (await this.#load(outcome.reason)) ?? 0
           continue
         }
-        if (n === 0) break
+        if (outcome.kind === 'idle') break
       }
-      this.#state = 'following'
-      this.#lastError = undefined
+      this.#health.state = 'following'
+      this.#health.lastError = undefined
       return {
         loaded,
         loadedRows,
-        changesApplied: this.#counts.changesApplied - before.changesApplied,
-        rowsWritten: this.#counts.rowsReplicated - before.rowsReplicated,
+        changesApplied: this.#health.counts.changesApplied - before.changesApplied,
+        rowsWritten: this.#health.counts.rowsReplicated - before.rowsReplicated,
         cursor: this.#cursor ?? 0,
         durationMs: Math.round(this.#o.clock.now() - started),
       }
@@ -425,8 +206,8 @@ export class PostgresDestination {
       const e = this.#explain(err)
       // The caller shows the error (replicate prints it): logged here only at debug, and a destination
       // never loaded is not registered for it.
-      this.#recordError(e, { oneShot: true })
-      await this.#dropConnection()
+      this.#health.recordError(e, { oneShot: true })
+      await this.#conn.dropSession()
       throw e
     }
   }
@@ -438,29 +219,29 @@ export class PostgresDestination {
       try {
         if (needsPrepare) {
           await this.#connect()
-          const reason = await this.#watch(() => this.#loadReason())
+          const reason = await this.#conn.watch(() => this.#loadReason())
           if (reason !== null) await this.#load(reason)
           needsPrepare = false
         }
-        const n = await this.#watch(() => this.#applyBatch())
-        if (n === NEEDS_LOAD) {
-          await this.#load(PRUNED_REASON)
+        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        if (outcome.kind === 'needs-load') {
+          await this.#load(outcome.reason)
           continue
         }
-        this.#state = 'following'
-        if (this.#lastError !== undefined) {
+        this.#health.state = 'following'
+        if (this.#health.lastError !== undefined) {
           this.#log.info('the destination is replicating again')
-          this.#lastError = undefined
+          this.#health.lastError = undefined
           this.#syncConsumer(this.#cursor ?? 0)
         }
         delay = this.#o.retry.minMs
-        if (n === 0) await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
+        if (outcome.kind === 'idle') await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
         const e = this.#explain(err)
-        this.#recordError(e, { oneShot: false })
+        this.#health.recordError(e, { oneShot: false })
         needsPrepare = true
-        await this.#dropConnection()
+        await this.#conn.dropSession()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
         const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#o.retry.maxMs
         await this.#o.clock.sleep(wait, signal).catch(() => undefined)
@@ -472,207 +253,53 @@ export class PostgresDestination {
   /** The error in words, with the wait reported before a statement gave up waiting (who held the lock). */
   #explain(err: unknown): DestinationError {
     const e = explainDestinationError(err, this.#o.url, this.#o.schema)
-    const wait = this.#lastWait
-    this.#lastWait = undefined
+    const wait = this.#health.takeLastWait()
     if (wait === undefined || e.kind !== 'transient') return e
     return new DestinationError(e.kind, `${e.message} (before that: ${wait})`, { cause: err })
-  }
-
-  #recordError(e: DestinationError, options: { oneShot: boolean }): void {
-    this.#counts.errors++
-    this.#state = 'error'
-    const at = new Date(this.#o.clock.now()).toISOString()
-    if (this.#lastError?.message !== e.message && !options.oneShot) {
-      this.#log.error({ kind: e.kind }, `Postgres destination: ${e.message}`)
-    } else {
-      this.#log.debug({ kind: e.kind, err: e.message }, 'Postgres destination failed')
-    }
-    this.#lastError = { message: e.message, at }
-    try {
-      // A destination never loaded holds nothing back: the daemon's gets a row only so that `status` shows why.
-      if (options.oneShot) this.#consumers.recordError(this.#consumerName, e.message, at)
-      else this.#consumers.destinationError(this.#consumerName, this.#where, e.message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
-    }
   }
 
   get #where(): DestinationTarget {
     return { target: describeTarget(this.#o.url), schema: this.#o.schema }
   }
 
-  /** Runs `op` on the connection under watch: a long wait is reported with who holds the lock, a silent server is cut off. */
-  async #watch<T>(op: () => Promise<T>): Promise<T> {
-    const session = this.#session
-    if (session === undefined) return op()
-    this.#lastWait = undefined
-    const { url, clock, limits } = this.#o
-    let logged = false
-    const reportAfterMs = limits.lockTimeoutMs > 0 ? Math.min(this.#o.waitReportMs, limits.lockTimeoutMs / 2) : this.#o.waitReportMs
-    return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.#onWait(d, !logged && (logged = true)) }, op)
-  }
-
-  #onWait(description: string | undefined, first: boolean): void {
-    if (description === undefined) {
-      this.#waiting = undefined
-      return
-    }
-    const at = new Date(this.#o.clock.now()).toISOString()
-    this.#lastWait = description
-    this.#waiting = { message: `Postgres destination ${description}`, at }
-    if (first) this.#log.warn({ kind: 'wait' }, this.#waiting.message)
-    else this.#log.debug({ kind: 'wait' }, this.#waiting.message)
-    try {
-      this.#consumers.recordError(this.#consumerName, this.#waiting.message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination wait in the mirror')
-    }
-  }
-
-  async #dropConnection(): Promise<void> {
-    const client = this.#client
-    this.#client = undefined
-    this.#session = undefined
-    this.#broken = false
-    if (client !== undefined) await endClient(client)
-  }
-
   async #connect(): Promise<void> {
-    if (this.#reader === undefined) {
-      this.#reader = await openMirror(this.#o.mirrorPath, { readonly: true })
-      registerCopyFunctions(this.#reader.sqlite, this.#onNotInstant)
-    }
-    if (this.#client !== undefined && !this.#broken) return
-    await this.#dropConnection()
+    if (!(await this.#conn.openReader())) return
+    await this.#conn.dropSession()
     this.#mirrorId ??= mirrorId(this.#o.mirror)
-    const session = await openSession(this.#o.url, this.#o.limits, this.#o.clock, () => {
-      this.#broken = true
-    })
-    const client = session.client
-    this.#session = session
-    this.#client = client
-    // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
-    await client.query('SET standard_conforming_strings = on')
+    const client = await this.#conn.openSession()
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
-    await this.#watch(() =>
-      this.#schemaLock(async () => {
-        this.#schemaReload = (await this.#ensureSchema(client)) ?? this.#schemaReload
+    await this.#conn.watch(() =>
+      this.#conn.schemaLock(async () => {
+        this.#schemaReload = (await ensureSchema(client, this.#o.schema, this.#tables)) ?? this.#schemaReload
         await ensureMirrorIdColumn(client, this.#o.schema)
       }),
     )
-  }
-
-  #schemaLock<T>(fn: () => Promise<T>): Promise<T> {
-    const onBusy = (message: string) => this.#log.info({ kind: 'lock' }, `Postgres destination: ${message}`)
-    return withSchemaLock(this.#client!, this.#o.schema, onBusy, this.#o.limits, fn)
   }
 
   #otherMirror(theirs: string): DestinationError {
     return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
   }
 
-  /**
-   * Creates what is missing (schema, tables, columns); refuses a table of another shape. Returns why
-   * the replica must be loaded again when it created a table or column (empty where rows should be), or null.
-   */
-  async #ensureSchema(client: pg.Client): Promise<string | null> {
-    // Text is sent as UTF8; a database that cannot hold all of it is refused here, not at the first emoji.
-    await client.query(`SET client_encoding = 'UTF8'`)
-    const { encoding } = (await client.query<{ encoding: string }>(DATABASE_ENCODING_QUERY)).rows[0]!
-    const badEncoding = encodingProblem(encoding, String(client.database))
-    if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
-    const schema = this.#o.schema
-    const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
-    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
-    const columns = (
-      await client.query<ExistingColumn>(
-        `SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1`,
-        [schema],
-      )
-    ).rows
-    const keys = new Map<string, string[]>()
-    for (const r of (
-      await client.query<{ table_name: string; column_name: string }>(
-        `SELECT c.relname AS table_name, a.attname AS column_name
-           FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-           JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
-           JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
-          WHERE n.nspname = $1 AND i.indisprimary ORDER BY c.relname, k.ord`,
-        [schema],
-      )
-    ).rows) {
-      keys.set(r.table_name, [...(keys.get(r.table_name) ?? []), r.column_name])
-    }
-    const problems = this.#tables.flatMap((t) =>
-      shapeProblems(schema, t.spec, columns, columns.some((c) => c.table_name === t.spec.name) ? (keys.get(t.spec.name) ?? []) : undefined),
-    )
-    if (problems.length > 0) throw new DestinationError('shape', problems.join('; '))
-    const ddl = [
-      createStateTableSql(schema),
-      `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS fingerprints text`,
-      ...this.#tables.flatMap((t) => [
-        createTableSql(schema, t.spec),
-        ...missingColumnsSql(schema, t.spec, columns),
-        ...indexSql(schema, t.spec),
-      ]),
-    ]
-    const haveAll =
-      columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
-      this.#tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
-    if (haveAll) return null
-    const reload = recreatedReason(this.#o.tables, columns)
-    await client.query('BEGIN')
-    try {
-      for (const s of ddl) await client.query(s)
-      // Recorded with the DDL too, so that a process that stops before the load still loads at its next start.
-      if (reload !== null) await client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET tables_hash = ''`)
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    }
-    return reload
-  }
-
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
-    const state = await this.#client!.query<{
-      seq: string
-      tables_hash: string
-      views_hash: string | null
-      fingerprints: string | null
-      mirror_id: string | null
-      loaded_at: Date
-    }>(
-      `SELECT seq, tables_hash, views_hash, fingerprints, mirror_id, loaded_at FROM ${qualified(this.#o.schema, STATE_TABLE)} WHERE id = $1`,
-      [POSTGRES_CONSUMER],
-    )
-    const row = state.rows[0]
+    const client = this.#conn.client!
+    const row = await readStateRow(client, this.#o.schema)
     if (row === undefined) return 'a new destination'
-    if (row.mirror_id !== null && row.mirror_id !== this.#mirrorId) throw this.#otherMirror(row.mirror_id)
-    if (row.mirror_id === null) {
-      // A replica from before the mirror's identity was recorded: the first mirror that feeds it is its own.
-      await this.#client!.query(`UPDATE ${qualified(this.#o.schema, STATE_TABLE)} SET mirror_id = $2 WHERE id = $1 AND mirror_id IS NULL`, [
-        POSTGRES_CONSUMER,
-        this.#mirrorId,
-      ])
-    }
-    this.#loadedAt = row.loaded_at.toISOString()
-    const cursor = Number(row.seq)
-    this.#cursor = cursor
-    this.#written = readFingerprints(row.fingerprints)
-    if (row.views_hash !== null) this.#written.set('views', row.views_hash)
-    if (this.#schemaReload !== null) return this.#schemaReload
-    if (row.tables_hash !== this.#tablesHash) return 'the tables changed shape'
-    const sqlite = this.#reader!.sqlite
-    const last = lastChangeSeq(sqlite)
-    if (cursor > last) return `its cursor (${cursor}) is past the mirror's last change (${last}): another mirror`
-    const first = firstKeptSeq(sqlite)
-    if (cursor < last && (first === undefined || first > cursor + 1)) {
-      return `the mirror pruned changes it had not read (its cursor is ${cursor}, the oldest change kept is ${first ?? last + 1})`
-    }
-    this.#syncConsumer(cursor)
-    return null
+    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#o.schema, this.#mirrorId)
+    this.#loadedAt = row.loadedAt
+    this.#cursor = row.cursor
+    this.#written = row.written
+    const sqlite = this.#conn.reader!.sqlite
+    const reason = loadReason({
+      schemaReload: this.#schemaReload,
+      tablesChanged: row.tablesHash !== this.#tablesHash,
+      cursor: row.cursor,
+      lastSeq: lastChangeSeq(sqlite),
+      firstKept: firstKeptSeq(sqlite),
+    })
+    if (reason === null) this.#syncConsumer(row.cursor)
+    return reason
   }
 
   #syncConsumer(seq: number): void {
@@ -693,8 +320,8 @@ export class PostgresDestination {
    */
   async #load(reason: string, forced = false): Promise<number | undefined> {
     // One process at a time loads a schema: one that waited for another's load checks again whether it must.
-    return this.#watch(() =>
-      this.#schemaLock(async () => {
+    return this.#conn.watch(() =>
+      this.#conn.schemaLock(async () => {
         const why = forced ? reason : await this.#loadReason()
         if (why === null) return undefined
         try {
@@ -710,108 +337,39 @@ export class PostgresDestination {
   }
 
   async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
-    this.#state = 'loading'
+    this.#health.state = 'loading'
     const started = this.#o.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
-    const client = this.#client!
-    const sqlite = this.#reader!.sqlite
-    const schema = this.#o.schema
-    let rows = 0
-    try {
-      await client.query('BEGIN')
-      // The replica's tables are locked before the mirror's read snapshot opens: a wait on Postgres (an
-      // analyst's open transaction) never holds the mirror's write-ahead log from its checkpoints.
-      await client.query(`TRUNCATE ${this.#tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    }
-    // The snapshot starts with the read of its seq: every table below is read as of this change.
-    return inReadSnapshot(sqlite, async () => {
-      try {
-        const seq = snapshotSeq(sqlite)
-        for (const t of this.#tables) rows += await this.#copyTable(client, sqlite, t, encodeInJs)
-        const written = new Map<string, string>()
-        for (const t of this.#tables) {
-          if (t.role !== 'snapshot') continue
-          written.set(t.spec.name, tableFingerprint(sqlite, t.spec))
-          const by = t.spec.appendedBy
-          const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
-          if (max !== null) written.set(watermarkKey(t.spec.name), max)
-        }
-        const types = this.#objectTypes(sqlite)
-        const viewsHash = this.#viewsHash(types)
-        const viewsBuilt = await this.#rebuildViews(client, types)
-        const now = new Date(this.#o.clock.now()).toISOString()
-        await client.query(
-          `INSERT INTO ${qualified(schema, STATE_TABLE)} (id, seq, tables_hash, views_hash, fingerprints, loaded_seq, loaded_at, updated_at, mirror_id)
-           VALUES ($1, $2, $3, $5, $6, $2, $4, $4, $7)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, tables_hash = excluded.tables_hash, views_hash = excluded.views_hash,
-           fingerprints = excluded.fingerprints, loaded_seq = excluded.loaded_seq, loaded_at = excluded.loaded_at, updated_at = excluded.updated_at,
-           mirror_id = excluded.mirror_id`,
-          [
-            POSTGRES_CONSUMER,
-            seq,
-            this.#tablesHash,
-            now,
-            viewsBuilt ? viewsHash : null,
-            JSON.stringify(Object.fromEntries(written)),
-            this.#mirrorId,
-          ],
-        )
-        await client.query('COMMIT')
-        this.#loadedAt = now
-        this.#schemaReload = null
-        this.#written = written
-        this.#written.set('views', viewsHash)
-        this.#cursor = seq
-        this.#prunedThrough = (firstKeptSeq(sqlite) ?? seq + 1) - 1
-        this.#counts.loads++
-        this.#counts.rowsReplicated += rows
-        this.#syncConsumer(seq)
-        this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
-        return rows
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined)
-        throw err
-      }
+    const client = this.#conn.client!
+    const loaded = await loadSnapshot({
+      client,
+      sqlite: this.#conn.reader!.sqlite,
+      schema: this.#o.schema,
+      tables: this.#tables,
+      encodeInJs,
+      onNotInstant: this.#onNotInstant,
+      tablesHash: this.#tablesHash,
+      mirrorId: this.#mirrorId,
+      viewsHash: (types) => this.#viewsHash(types),
+      rebuildViews: (types) => this.#rebuildViews(client, types),
+      now: () => new Date(this.#o.clock.now()).toISOString(),
     })
-  }
-
-  async #copyTable(client: pg.Client, sqlite: Sqlite, t: Table, encodeInJs: boolean): Promise<number> {
-    // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
-    const onNotInstant = this.#onNotInstant
-    const lines: () => Iterable<string> = encodeInJs
-      ? function* () {
-          const encode = copyLineEncoder(t.columns, onNotInstant)
-          for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
-        }
-      : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
-    let count = 0
-    function* chunks(): Generator<string> {
-      let chunk = ''
-      for (const line of lines()) {
-        chunk += line
-        count++
-        if (chunk.length >= 262_144) {
-          yield chunk
-          chunk = ''
-        }
-      }
-      if (chunk !== '') yield chunk
-    }
-    const sql = `COPY ${qualified(this.#o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
-    await pipeline(Readable.from(chunks(), { objectMode: false }), client.query(copyFrom(sql)))
-    return count
+    const { rows, seq } = loaded
+    this.#loadedAt = loaded.loadedAt
+    this.#schemaReload = null
+    this.#written = loaded.written
+    this.#cursor = seq
+    this.#prunedThrough = loaded.prunedThrough
+    this.#health.counts.loads++
+    this.#health.counts.rowsReplicated += rows
+    this.#syncConsumer(seq)
+    this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
+    return rows
   }
 
   /** The views' identity: the DDL they are built from, so a change of the naming rule rebuilds them too. */
   #viewsHash(types: readonly ObjectType[]): string {
     return hash(this.#views(types).map((v) => [v.create, v.comment]))
-  }
-
-  #objectTypes(sqlite: Sqlite): ObjectType[] {
-    return new CustomObjectTypes(sqlite).fields()
   }
 
   /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
@@ -824,290 +382,96 @@ export class PostgresDestination {
    * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    const failures = await buildViews(client, this.#o.schema, this.#views(types))
-    if (failures.length === 0) {
-      if (this.#viewError !== undefined) this.#log.info('the views are built again')
-      this.#viewError = undefined
-      return true
-    }
-    const message = `cannot build the replica's views, the data goes on (drop or change what depends on them): ${failures.join('; ')}`
-    const at = new Date(this.#o.clock.now()).toISOString()
-    if (this.#viewError?.message !== message) this.#log.error({ kind: 'views' }, `Postgres destination: ${message}`)
-    this.#viewError = { message, at }
-    try {
-      this.#consumers.recordError(this.#consumerName, message, at)
-    } catch (err) {
-      this.#log.debug({ err }, 'cannot record the destination error in the mirror')
-    }
-    return false
+    return this.#health.viewsBuilt(await buildViews(client, this.#o.schema, this.#views(types)))
   }
 
-  /** Reads the next batch and everything it needs from one read snapshot of the mirror. */
+  /** Reads the next batch (batch-reader.ts); every table compared by content when a check is due. */
   #readBatch(sqlite: Sqlite, cursor: number): Batch {
-    const read = sqlite.transaction((): Batch => {
-      const changes = changesAfter(sqlite, cursor, this.#o.batchSize)
-      const batch: Batch = {
-        changes,
-        upserts: new Map(),
-        absent: new Map(),
-        childParents: new Map(),
-        childRows: new Map(),
-        snapshots: new Map(),
-        views: undefined,
-        firstKept: firstKeptSeq(sqlite),
-      }
-      const ids = new Map<Table, Set<string>>()
-      for (const c of changes) {
-        const t = this.#byName.get(c.table_name)
-        if (t === undefined || t.role !== 'logged') continue
-        let set = ids.get(t)
-        if (set === undefined) ids.set(t, (set = new Set()))
-        set.add(c.record_id)
-      }
-      for (const [t, set] of ids) this.#readRows(sqlite, t, [...set], batch)
-      const now = this.#o.clock.now()
-      const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
-      if (checkAll) {
-        this.#lastSnapshotCheck = now
-        this.#forceSnapshotCheck = false
-      }
-      for (const t of this.#tables) {
-        // custom_object_types holds the views' fields: checked with every batch, so a view matches the rows it reads.
-        if (t.role !== 'snapshot' || (!checkAll && t.spec.name !== 'custom_object_types')) continue
-        // The fingerprint is computed in SQLite: the rows are read only when it moved.
-        const fp = tableFingerprint(sqlite, t.spec)
-        if (this.#written.get(t.spec.name) === fp) continue
-        const by = t.spec.appendedBy
-        const mark = by === undefined ? undefined : this.#written.get(watermarkKey(t.spec.name))
-        if (by === undefined) {
-          batch.snapshots.set(t, { hash: fp, rows: [...tableRows(sqlite, t.spec, { keyOrder: false })] })
-          continue
-        }
-        // An appended table (calendar_changes) is followed by its appendedBy column: the new rows only.
-        const range = columnRange(sqlite, t.spec, by)
-        const incremental = mark !== undefined
-        const rows = incremental ? rowsFrom(sqlite, t.spec, by, mark) : [...tableRows(sqlite, t.spec, { keyOrder: false })]
-        batch.snapshots.set(t, { hash: fp, rows, appended: { column: by, incremental, ...range } })
-      }
-      const typesTable = this.#byName.get('custom_object_types')
-      // With every check too: views a new release defines or names differently are built without a load.
-      if (checkAll || !this.#written.has('views') || typesTable === undefined || batch.snapshots.has(typesTable)) {
-        const types = this.#objectTypes(sqlite)
-        const vh = this.#viewsHash(types)
-        if (this.#written.get('views') !== vh) batch.views = { hash: vh, types }
-      }
-      return batch
+    const now = this.#o.clock.now()
+    const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
+    if (checkAll) {
+      this.#lastSnapshotCheck = now
+      this.#forceSnapshotCheck = false
+    }
+    return readBatch(sqlite, cursor, {
+      tables: this.#tables,
+      byName: this.#byName,
+      batchSize: this.#o.batchSize,
+      written: this.#written,
+      checkAll,
+      viewsHash: (types) => this.#viewsHash(types),
     })
-    return read()
-  }
-
-  #readRows(sqlite: Sqlite, t: Table, recordIds: string[], batch: Batch): void {
-    const pk = t.spec.primaryKey
-    const pkIndex = pk.map((k) => t.columns.findIndex((c) => c.name === k))
-    const found = new Set<string>()
-    const present: MirrorValue[][] = []
-    for (const r of rowsWithKeys(
-      sqlite,
-      t.spec,
-      recordIds.map((id) => keyOf(id, pk.length)),
-    )) {
-      present.push(r)
-      found.add(pkIndex.map((k) => String(r[k])).join('\u0000'))
-    }
-    const absent = recordIds.map((id) => keyOf(id, pk.length)).filter((k) => !found.has(k.join('\u0000')))
-    batch.upserts.set(t, present)
-    batch.absent.set(t, absent)
-    // Children follow their parent: replaced for every parent that changed, present or not.
-    const parentIds = recordIds.map((id) => keyOf(id, pk.length)[pk.length - 1]!)
-    for (const child of t.children) {
-      const rows: MirrorValue[][] = childRowsOf(sqlite, child.spec, parentIds)
-      batch.childParents.set(child, parentIds)
-      batch.childRows.set(child, rows)
-    }
   }
 
   /**
-   * Applies the next batch of changes in one Postgres transaction with the cursor. Returns the
-   * changes applied (at least 1 when only tables compared by content were written), or NEEDS_LOAD.
+   * Applies the next batch of changes in one Postgres transaction with the cursor, and says what it did.
    */
-  async #applyBatch(): Promise<number> {
-    const client = this.#client!
-    const sqlite = this.#reader!.sqlite
+  async #applyBatch(): Promise<BatchOutcome> {
+    const client = this.#conn.client!
+    const sqlite = this.#conn.reader!.sqlite
     const cursor = this.#cursor ?? 0
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
-    // Changes after the cursor are gone (retention went past a consumer that stopped holding rows back).
-    const gone =
-      batch.changes.length > 0
-        ? batch.changes[0]!.seq > cursor + 1 && pruned > cursor
-        : batch.firstKept === undefined && lastChangeSeq(sqlite) > cursor
-    if (gone) return NEEDS_LOAD
-    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) return 0
+    if (batch.gone) return { kind: 'needs-load', reason: PRUNED_REASON }
+    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
+      return { kind: 'idle' }
+    }
     const schema = this.#o.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0
-    const written = new Map(this.#written)
+    const written = copyWritten(this.#written)
     await client.query('BEGIN')
     try {
-      const state = await client.query<{ seq: string; mirror_id: string | null }>(
-        `SELECT seq, mirror_id FROM ${qualified(schema, STATE_TABLE)} WHERE id = $1 FOR UPDATE`,
-        [POSTGRES_CONSUMER],
-      )
+      const state = await lockStateRow(client, schema)
       // Another mirror took the replica over (replicate --reseed from it) while this one followed.
-      const theirs = state.rows[0]?.mirror_id
+      const theirs = state?.mirrorId
       if (theirs != null && theirs !== this.#mirrorId) throw this.#otherMirror(theirs)
-      if (state.rows[0] === undefined || Number(state.rows[0].seq) !== cursor) {
+      if (state === undefined || state.cursor !== cursor) {
         // Another replicator moved the cursor (a `replicate` beside the daemon): read it again.
         await client.query('ROLLBACK')
-        this.#cursor = state.rows[0] === undefined ? null : Number(state.rows[0].seq)
+        this.#cursor = state === undefined ? null : state.cursor
         if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
-        return 1
+        return { kind: 'cursor-moved' }
       }
-      for (const [t, s] of batch.snapshots) {
-        const target = qualified(schema, t.spec.name)
-        written.set(t.spec.name, s.hash)
-        if (s.appended?.incremental === true) {
-          // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
-          const col = quote(s.appended.column)
-          if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
-          else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
-          // Rows are never changed once appended: those at the watermark, already there, are left alone.
-          rows += await this.#upsertRows(client, t, s.rows, { insertOnly: true })
-          const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target}`)).rows
-          if (Number(n!.n) !== s.appended.count) {
-            // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
-            this.#log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
-            written.delete(t.spec.name)
-            written.delete(watermarkKey(t.spec.name))
-            continue
-          }
-        } else {
-          await client.query(`DELETE FROM ${target}`)
-          rows += await this.#insertRows(client, t, s.rows)
-        }
-        if (s.appended !== undefined) {
-          if (s.appended.max === null) written.delete(watermarkKey(t.spec.name))
-          else written.set(watermarkKey(t.spec.name), s.appended.max)
-        }
-      }
-      const viewsBuilt = batch.views === undefined ? true : await this.#rebuildViews(client, batch.views.types)
-      for (const [t, keys] of batch.absent) if (keys.length > 0) await this.#deleteKeys(client, t, t.spec.primaryKey, keys)
-      for (const [t, present] of batch.upserts) rows += await this.#upsertRows(client, t, present)
-      for (const [child, parents] of batch.childParents) {
-        if (parents.length === 0) continue
-        await this.#deleteKeys(
+      const result = await writeBatch(
+        {
           client,
-          child,
-          [child.spec.parent!.column],
-          parents.map((p) => [p]),
-        )
-        rows += await this.#insertRows(client, child, batch.childRows.get(child) ?? [])
-      }
-      const changeLog = this.#byName.get('change_log')
-      if (changeLog !== undefined) {
-        const values = batch.changes.map((c) =>
-          changeLog.columns.map((col) => (c as unknown as Record<string, MirrorValue>)[col.name] ?? null),
-        )
-        rows += await this.#upsertRows(client, changeLog, values)
-        if (pruned > this.#prunedThrough) {
-          await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [pruned])
-        }
-      }
-      written.delete('views')
-      // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
-      const viewsHash = batch.views === undefined ? undefined : viewsBuilt ? batch.views.hash : null
-      await client.query(
-        `UPDATE ${qualified(schema, STATE_TABLE)} SET seq = $2, updated_at = $3, fingerprints = $4${viewsHash === undefined ? '' : ', views_hash = $5'} WHERE id = $1`,
-        [
-          POSTGRES_CONSUMER,
-          to,
-          new Date(this.#o.clock.now()).toISOString(),
-          JSON.stringify(Object.fromEntries(written)),
-          ...(viewsHash === undefined ? [] : [viewsHash]),
-        ],
+          schema,
+          log: this.#log,
+          onNotInstant: this.#onNotInstant,
+          changeLog: this.#byName.get('change_log'),
+          pruneThrough: pruned > this.#prunedThrough ? pruned : undefined,
+          rebuildViews: (types) => this.#rebuildViews(client, types),
+        },
+        batch,
+        written,
       )
+      rows = result.rows
+      // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
+      const viewsHash = batch.views === undefined ? undefined : result.viewsBuilt ? batch.views.hash : null
+      await moveStateRow(client, schema, { cursor: to, updatedAt: new Date(this.#o.clock.now()).toISOString(), written, viewsHash })
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
       throw err
     }
-    const views = this.#written.get('views')
+    // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.
+    if (batch.views !== undefined) written.viewsHash = batch.views.hash
     this.#written = written
-    if (batch.views !== undefined) this.#written.set('views', batch.views.hash)
-    else if (views !== undefined) this.#written.set('views', views)
     this.#prunedThrough = Math.max(this.#prunedThrough, pruned)
     this.#cursor = to
-    this.#counts.changesApplied += batch.changes.length
-    this.#counts.rowsReplicated += rows
+    this.#health.counts.changesApplied += batch.changes.length
+    this.#health.counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
         const now = new Date(this.#o.clock.now()).toISOString()
         // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
         if (!this.#consumers.ack(this.#consumerName, to, now)) this.#syncConsumer(to)
-        // The ack clears the row's last error: a view still not built stays shown (`fsm-sync status`).
-        if (this.#viewError !== undefined) this.#consumers.recordError(this.#consumerName, this.#viewError.message, this.#viewError.at)
+        this.#health.recordViewErrorAgain()
       } catch (err) {
         this.#log.debug({ err }, 'cannot record the destination position in the mirror')
       }
     }
-    return Math.max(batch.changes.length, 1)
-  }
-
-  #records(t: Table, rows: readonly MirrorValue[][]): string {
-    const cols = t.columns
-    return JSON.stringify(
-      rows.map((r) => {
-        const o: Record<string, unknown> = {}
-        for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.#onNotInstant)
-        return o
-      }),
-    )
-  }
-
-  async #insertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][]): Promise<number> {
-    const target = qualified(this.#o.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await client.query(`INSERT INTO ${target} (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`, [
-        this.#records(t, rows.slice(i, i + CHUNK)),
-      ])
-    }
-    return rows.length
-  }
-
-  /** Newer wins on updated_at where the table has one: a change applied twice changes nothing. */
-  async #upsertRows(client: pg.Client, t: Table, rows: readonly MirrorValue[][], options: { insertOnly?: boolean } = {}): Promise<number> {
-    if (rows.length === 0) return 0
-    const target = qualified(this.#o.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
-    const pk = t.spec.primaryKey
-    const others = t.columns.filter((c) => !pk.includes(c.name))
-    const onConflict =
-      others.length === 0 || options.insertOnly === true
-        ? 'DO NOTHING'
-        : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
-            t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''
-          }`
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await client.query(
-        `INSERT INTO ${target} AS t (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
-         ON CONFLICT (${pk.map(quote).join(', ')}) ${onConflict}`,
-        [this.#records(t, rows.slice(i, i + CHUNK))],
-      )
-    }
-    return rows.length
-  }
-
-  async #deleteKeys(client: pg.Client, t: Table, columns: readonly string[], keys: readonly string[][]): Promise<void> {
-    const target = qualified(this.#o.schema, t.spec.name)
-    const match = columns.map((c) => `t.${quote(c)} = k.${quote(c)}`).join(' AND ')
-    const defs = columns.map((c) => `${quote(c)} ${pgType(t.columns.find((col) => col.name === c)?.kind ?? 'text')}`).join(', ')
-    for (let i = 0; i < keys.length; i += CHUNK) {
-      const objects = keys.slice(i, i + CHUNK).map((k) => Object.fromEntries(columns.map((c, j) => [c, k[j]])))
-      // Keys come from change_log record ids (text); Postgres reads each as its column's type.
-      await client.query(`DELETE FROM ${target} t USING jsonb_to_recordset($1::jsonb) AS k(${defs}) WHERE ${match}`, [
-        JSON.stringify(objects),
-      ])
-    }
+    return { kind: 'applied', changes: batch.changes.length }
   }
 }

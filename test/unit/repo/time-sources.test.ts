@@ -61,6 +61,11 @@ const ALLOWED: readonly Allowance[] = [
     sources: ['setTimeout'],
     why: "the close and stop deadlines bound a Postgres server's socket that does not answer (polling and back-off run on the Clock)",
   },
+  {
+    file: 'src/destination/replica-connections.ts',
+    sources: ['setTimeout'],
+    why: "the close deadline bounds a Postgres server's socket that does not answer (polling and back-off run on the Clock)",
+  },
 ]
 
 const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises'])

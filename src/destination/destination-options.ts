@@ -1,0 +1,76 @@
+// What a Postgres destination is given (its options) and what it reports (its status, a catch-up's
+// summary), and the name it registers under in change_log_consumers.
+import { createHash } from 'node:crypto'
+import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
+import type { TableSpec } from '../model/table-spec.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { describeTarget } from './postgres-errors.js'
+import type { SessionLimits } from './postgres-session.js'
+
+/**
+ * The name a destination registers under in change_log_consumers: one per target (host, port,
+ * database, schema), so two destinations each hold retention back for themselves. It never holds
+ * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
+ * gets them replaced and a short hash of the exact target.
+ */
+export function destinationConsumerName(url: string, schema: string): string {
+  const target = `${describeTarget(url)}/${schema}`
+  const plain = `postgres:${target.replace(/\//g, ':')}`
+  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
+  if (safe === plain && safe.length <= 64) return safe
+  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
+  return safe.slice(0, 64 - suffix.length) + suffix
+}
+
+export interface PostgresDestinationOptions {
+  url: string
+  schema: string
+  /** The mirror file; the destination opens its own read-only connection to it. */
+  mirrorPath: string
+  /** The mirror's writer connection, for the consumer's bookkeeping (change_log_consumers). */
+  mirror: Sqlite
+  /** Every table to replicate, change_log included (destinationTables()). */
+  tables: readonly TableSpec[]
+  logger: Logger
+  /** The process's clock: lag, timestamps, polling and back-off run on it. */
+  clock: Clock
+  /** Changes per Postgres transaction. */
+  batchSize?: number
+  /** How often an idle destination looks for new changes. */
+  pollMs?: number
+  /** How often tables without change_log entries are compared with the replica. */
+  snapshotCheckMs?: number
+  /** Back-off after a failure: from minMs, doubling, up to maxMs. */
+  retry?: { minMs: number; maxMs: number }
+  /** Postgres lock_timeout and statement_timeout of the destination's session. */
+  limits?: SessionLimits
+  /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
+  waitReportMs?: number
+}
+
+export interface DestinationStatus {
+  /** `following` once loaded and applying changes; `error` while failing, `waiting` while Postgres keeps a statement waiting (see lastError). */
+  state: 'starting' | 'loading' | 'following' | 'waiting' | 'error' | 'stopped'
+  cursor: number | null
+  lagChanges: number
+  lagSeconds: number
+  lastError: string | null
+  lastErrorAt: string | null
+  rowsReplicated: number
+  changesApplied: number
+  errors: number
+  loads: number
+  /** Time values written as NULL: not an instant timestamptz can hold (text upstream sent, year 0000). */
+  timesNulled: number
+}
+
+export interface CatchUpSummary {
+  /** Whether the destination was loaded from a snapshot, and why. */
+  loaded: string | null
+  loadedRows: number
+  changesApplied: number
+  rowsWritten: number
+  cursor: number
+  durationMs: number
+}

@@ -1,0 +1,119 @@
+// The initial load: every table copied with COPY from one read snapshot of the mirror, in one
+// Postgres transaction that also builds the views and sets the state row's cursor to that
+// snapshot's last change. SQLite writes each COPY line; the JavaScript encoder is the fallback.
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type pg from 'pg'
+import { from as copyFrom } from 'pg-copy-streams'
+import { firstKeptSeq } from '../store/change-log-consumers.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/mirror-snapshot.js'
+import type { Table } from './batch-plan.js'
+import { objectTypes } from './batch-reader.js'
+import { qualified, quoteIdent as quote, type ObjectType } from './postgres-ddl.js'
+import { writeLoadedStateRow } from './postgres-state-row.js'
+import { copyLineEncoder, copyLineSql, type OnNotInstant } from './postgres-types.js'
+import { emptyWritten, type WrittenState } from './replica-state.js'
+
+export interface LoadOptions {
+  client: pg.Client
+  sqlite: Sqlite
+  schema: string
+  tables: readonly Table[]
+  /** Encode every value in JavaScript (copyLineEncoder), not in SQLite: for text holding NUL. */
+  encodeInJs: boolean
+  onNotInstant: OnNotInstant
+  /** The declarations' hash and the mirror's identity the state row records. */
+  tablesHash: string
+  mirrorId: string | undefined
+  viewsHash: (types: readonly ObjectType[]) => string
+  rebuildViews: (types: readonly ObjectType[]) => Promise<boolean>
+  /** The time to record as loaded_at, read once the rows are copied (ISO). */
+  now: () => string
+}
+
+export interface Loaded {
+  rows: number
+  /** The snapshot's last change: the cursor. */
+  seq: number
+  /** Changes at or below this seq were pruned from the mirror when it was read. */
+  prunedThrough: number
+  written: WrittenState
+  loadedAt: string
+}
+
+/** Loads the replica; commits, or rolls back and throws. */
+export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
+  const { client, sqlite, schema } = o
+  try {
+    await client.query('BEGIN')
+    // The replica's tables are locked before the mirror's read snapshot opens: a wait on Postgres (an
+    // analyst's open transaction) never holds the mirror's write-ahead log from its checkpoints.
+    await client.query(`TRUNCATE ${o.tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw err
+  }
+  // The snapshot starts with the read of its seq: every table below is read as of this change.
+  return inReadSnapshot(sqlite, async () => {
+    try {
+      const seq = snapshotSeq(sqlite)
+      let rows = 0
+      for (const t of o.tables) rows += await copyTable(o, t)
+      const written = emptyWritten()
+      for (const t of o.tables) {
+        if (t.role !== 'snapshot') continue
+        written.fingerprints.set(t.spec.name, tableFingerprint(sqlite, t.spec))
+        const by = t.spec.appendedBy
+        const max = by === undefined ? null : columnRange(sqlite, t.spec, by).max
+        if (max !== null) written.watermarks.set(t.spec.name, max)
+      }
+      const types = objectTypes(sqlite)
+      const viewsHash = o.viewsHash(types)
+      const viewsBuilt = await o.rebuildViews(types)
+      const loadedAt = o.now()
+      await writeLoadedStateRow(client, schema, {
+        seq,
+        tablesHash: o.tablesHash,
+        loadedAt,
+        viewsHash: viewsBuilt ? viewsHash : null,
+        written,
+        mirrorId: o.mirrorId,
+      })
+      await client.query('COMMIT')
+      // A view that failed is tried again at the next start, not at every batch.
+      written.viewsHash = viewsHash
+      return { rows, seq, prunedThrough: (firstKeptSeq(sqlite) ?? seq + 1) - 1, written, loadedAt }
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    }
+  })
+}
+
+async function copyTable(o: LoadOptions, t: Table): Promise<number> {
+  const { sqlite, onNotInstant } = o
+  // SQLite writes each row's COPY line itself (copyLineSql, tableLines): JavaScript only joins them into chunks.
+  const lines: () => Iterable<string> = o.encodeInJs
+    ? function* () {
+        const encode = copyLineEncoder(t.columns, onNotInstant)
+        for (const values of tableRows(sqlite, t.spec, { keyOrder: false })) yield encode(values)
+      }
+    : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
+  let count = 0
+  function* chunks(): Generator<string> {
+    let chunk = ''
+    for (const line of lines()) {
+      chunk += line
+      count++
+      if (chunk.length >= 262_144) {
+        yield chunk
+        chunk = ''
+      }
+    }
+    if (chunk !== '') yield chunk
+  }
+  const sql = `COPY ${qualified(o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
+  await pipeline(Readable.from(chunks(), { objectMode: false }), o.client.query(copyFrom(sql)))
+  return count
+}
