@@ -49,7 +49,7 @@ function hash(value: unknown): string {
 }
 
 export class PostgresDestination {
-  readonly #o: Required<PostgresDestinationOptions>
+  readonly #options: Required<PostgresDestinationOptions>
   readonly #log: Logger
   readonly #tables: Table[]
   readonly #byName: Map<string, Table>
@@ -76,7 +76,7 @@ export class PostgresDestination {
   #schemaReload: string | null = null
 
   constructor(options: PostgresDestinationOptions) {
-    this.#o = {
+    this.#options = {
       batchSize: 1000,
       pollMs: 200,
       snapshotCheckMs: 5_000,
@@ -92,7 +92,7 @@ export class PostgresDestination {
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
     this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
-    this.#conn = new ReplicaConnections(this.#o, this.#log, this.#health, this.#onNotInstant)
+    this.#conn = new ReplicaConnections(this.#options, this.#log, this.#health, this.#onNotInstant)
   }
 
   /** Its name in change_log_consumers. */
@@ -101,15 +101,15 @@ export class PostgresDestination {
   }
 
   get schema(): string {
-    return this.#o.schema
+    return this.#options.schema
   }
 
   /** Starts following the mirror in the background until stop(). Failures are retried with back-off. */
   start(): void {
     if (this.#loop !== undefined) return
     this.#log.info(
-      { target: describeTarget(this.#o.url) },
-      `replicating the mirror to Postgres at ${describeTarget(this.#o.url)}, schema ${this.#o.schema}`,
+      { target: describeTarget(this.#options.url) },
+      `replicating the mirror to Postgres at ${describeTarget(this.#options.url)}, schema ${this.#options.schema}`,
     )
     this.#loop = this.#follow(this.#stop.signal)
   }
@@ -132,14 +132,14 @@ export class PostgresDestination {
   }
 
   status(): DestinationStatus {
-    const sqlite = this.#o.mirror
+    const sqlite = this.#options.mirror
     const last = lastChangeSeq(sqlite)
     const cursor = this.#cursor
     const behind = cursor === null ? last : Math.max(0, last - cursor)
     let lagSeconds = 0
     if (behind > 0) {
       const next = nextChangeAt(sqlite, cursor ?? 0)
-      if (next !== undefined) lagSeconds = Math.max(0, (this.#o.clock.now() - parseInstant(next)) / 1000)
+      if (next !== undefined) lagSeconds = Math.max(0, (this.#options.clock.now() - parseInstant(next)) / 1000)
     }
     const { state, lastError, lastErrorAt, ...counts } = this.#health.shown()
     return { state, cursor, lagChanges: behind, lagSeconds, lastError, lastErrorAt, ...counts }
@@ -150,7 +150,7 @@ export class PostgresDestination {
    * it needs a load, and returns what it did. Throws a DestinationError on failure.
    */
   async catchUp(options: { reseed?: boolean } = {}): Promise<CatchUpSummary> {
-    const started = this.#o.clock.now()
+    const started = this.#options.clock.now()
     const before = { ...this.#health.counts }
     try {
       await this.#connect()
@@ -200,7 +200,7 @@ export class PostgresDestination {
         changesApplied: this.#health.counts.changesApplied - before.changesApplied,
         rowsWritten: this.#health.counts.rowsReplicated - before.rowsReplicated,
         cursor: this.#cursor ?? 0,
-        durationMs: Math.round(this.#o.clock.now() - started),
+        durationMs: Math.round(this.#options.clock.now() - started),
       }
     } catch (err) {
       const e = this.#explain(err)
@@ -213,7 +213,7 @@ export class PostgresDestination {
   }
 
   async #follow(signal: AbortSignal): Promise<void> {
-    let delay = this.#o.retry.minMs
+    let delay = this.#options.retry.minMs
     let needsPrepare = true
     while (!signal.aborted) {
       try {
@@ -234,8 +234,8 @@ export class PostgresDestination {
           this.#health.lastError = undefined
           this.#syncConsumer(this.#cursor ?? 0)
         }
-        delay = this.#o.retry.minMs
-        if (outcome.kind === 'idle') await this.#o.clock.sleep(this.#o.pollMs, signal).catch(() => undefined)
+        delay = this.#options.retry.minMs
+        if (outcome.kind === 'idle') await this.#options.clock.sleep(this.#options.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
         const e = this.#explain(err)
@@ -243,50 +243,50 @@ export class PostgresDestination {
         needsPrepare = true
         await this.#conn.dropSession()
         // A problem the user must fix is retried slowly: it is logged once, not once per attempt.
-        const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#o.retry.maxMs
-        await this.#o.clock.sleep(wait, signal).catch(() => undefined)
-        delay = Math.min(delay * 2, this.#o.retry.maxMs)
+        const wait = e.kind === 'transient' || e.kind === 'connect' ? delay : this.#options.retry.maxMs
+        await this.#options.clock.sleep(wait, signal).catch(() => undefined)
+        delay = Math.min(delay * 2, this.#options.retry.maxMs)
       }
     }
   }
 
   /** The error in words, with the wait reported before a statement gave up waiting (who held the lock). */
   #explain(err: unknown): DestinationError {
-    const e = explainDestinationError(err, this.#o.url, this.#o.schema)
+    const e = explainDestinationError(err, this.#options.url, this.#options.schema)
     const wait = this.#health.takeLastWait()
     if (wait === undefined || e.kind !== 'transient') return e
     return new DestinationError(e.kind, `${e.message} (before that: ${wait})`, { cause: err })
   }
 
   get #where(): DestinationTarget {
-    return { target: describeTarget(this.#o.url), schema: this.#o.schema }
+    return { target: describeTarget(this.#options.url), schema: this.#options.schema }
   }
 
   async #connect(): Promise<void> {
     if (!(await this.#conn.openReader())) return
     await this.#conn.dropSession()
-    this.#mirrorId ??= mirrorId(this.#o.mirror)
+    this.#mirrorId ??= mirrorId(this.#options.mirror)
     const client = await this.#conn.openSession()
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
     await this.#conn.watch(() =>
       this.#conn.schemaLock(async () => {
-        this.#schemaReload = (await ensureSchema(client, this.#o.schema, this.#tables)) ?? this.#schemaReload
-        await ensureMirrorIdColumn(client, this.#o.schema)
+        this.#schemaReload = (await ensureSchema(client, this.#options.schema, this.#tables)) ?? this.#schemaReload
+        await ensureMirrorIdColumn(client, this.#options.schema)
       }),
     )
   }
 
   #otherMirror(theirs: string): DestinationError {
-    return otherMirrorError(this.#o.schema, describeTarget(this.#o.url), theirs, this.#mirrorId!)
+    return otherMirrorError(this.#options.schema, describeTarget(this.#options.url), theirs, this.#mirrorId!)
   }
 
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
     const client = this.#conn.client!
-    const row = await readStateRow(client, this.#o.schema)
+    const row = await readStateRow(client, this.#options.schema)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
-    if (row.mirrorId === null) await claimStateRow(client, this.#o.schema, this.#mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#mirrorId)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
@@ -303,7 +303,7 @@ export class PostgresDestination {
   }
 
   #syncConsumer(seq: number): void {
-    const now = new Date(this.#o.clock.now()).toISOString()
+    const now = new Date(this.#options.clock.now()).toISOString()
     try {
       this.#consumers.destinationLoaded(this.#consumerName, this.#where, seq, this.#loadedAt ?? now, now)
       // The one name older releases registered every destination under holds retention for nobody now.
@@ -338,13 +338,13 @@ export class PostgresDestination {
 
   async #loadOnce(reason: string, encodeInJs: boolean): Promise<number> {
     this.#health.state = 'loading'
-    const started = this.#o.clock.now()
+    const started = this.#options.clock.now()
     this.#log.info({ reason }, `loading the Postgres destination from a snapshot of the mirror: ${reason}`)
     const client = this.#conn.client!
     const loaded = await loadSnapshot({
       client,
       sqlite: this.#conn.reader!.sqlite,
-      schema: this.#o.schema,
+      schema: this.#options.schema,
       tables: this.#tables,
       encodeInJs,
       onNotInstant: this.#onNotInstant,
@@ -352,7 +352,7 @@ export class PostgresDestination {
       mirrorId: this.#mirrorId,
       viewsHash: (types) => this.#viewsHash(types),
       rebuildViews: (types) => this.#rebuildViews(client, types),
-      now: () => new Date(this.#o.clock.now()).toISOString(),
+      now: () => new Date(this.#options.clock.now()).toISOString(),
     })
     const { rows, seq } = loaded
     this.#loadedAt = loaded.loadedAt
@@ -363,7 +363,7 @@ export class PostgresDestination {
     this.#health.counts.loads++
     this.#health.counts.rowsReplicated += rows
     this.#syncConsumer(seq)
-    this.#log.info({ rows, seq, durationMs: Math.round(this.#o.clock.now() - started) }, 'the Postgres destination is loaded')
+    this.#log.info({ rows, seq, durationMs: Math.round(this.#options.clock.now() - started) }, 'the Postgres destination is loaded')
     return rows
   }
 
@@ -374,7 +374,7 @@ export class PostgresDestination {
 
   /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
   #views(types: readonly ObjectType[]): ViewDefinition[] {
-    return viewDefinitions(this.#o.schema, this.#o.tables, types)
+    return viewDefinitions(this.#options.schema, this.#options.tables, types)
   }
 
   /**
@@ -382,13 +382,13 @@ export class PostgresDestination {
    * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    return this.#health.viewsBuilt(await buildViews(client, this.#o.schema, this.#views(types)))
+    return this.#health.viewsBuilt(await buildViews(client, this.#options.schema, this.#views(types)))
   }
 
   /** Reads the next batch (batch-reader.ts); every table compared by content when a check is due. */
   #readBatch(sqlite: Sqlite, cursor: number): Batch {
-    const now = this.#o.clock.now()
-    const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#o.snapshotCheckMs
+    const now = this.#options.clock.now()
+    const checkAll = this.#forceSnapshotCheck || now - this.#lastSnapshotCheck >= this.#options.snapshotCheckMs
     if (checkAll) {
       this.#lastSnapshotCheck = now
       this.#forceSnapshotCheck = false
@@ -396,7 +396,7 @@ export class PostgresDestination {
     return readBatch(sqlite, cursor, {
       tables: this.#tables,
       byName: this.#byName,
-      batchSize: this.#o.batchSize,
+      batchSize: this.#options.batchSize,
       written: this.#written,
       checkAll,
       viewsHash: (types) => this.#viewsHash(types),
@@ -416,7 +416,7 @@ export class PostgresDestination {
     if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
       return { kind: 'idle' }
     }
-    const schema = this.#o.schema
+    const schema = this.#options.schema
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
     let rows = 0
     const written = copyWritten(this.#written)
@@ -449,7 +449,7 @@ export class PostgresDestination {
       rows = result.rows
       // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
       const viewsHash = batch.views === undefined ? undefined : result.viewsBuilt ? batch.views.hash : null
-      await moveStateRow(client, schema, { cursor: to, updatedAt: new Date(this.#o.clock.now()).toISOString(), written, viewsHash })
+      await moveStateRow(client, schema, { cursor: to, updatedAt: new Date(this.#options.clock.now()).toISOString(), written, viewsHash })
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
@@ -464,7 +464,7 @@ export class PostgresDestination {
     this.#health.counts.rowsReplicated += rows
     if (batch.changes.length > 0) {
       try {
-        const now = new Date(this.#o.clock.now()).toISOString()
+        const now = new Date(this.#options.clock.now()).toISOString()
         // Removed by hand (`consumers remove --force`) while it runs: registered again at its position.
         if (!this.#consumers.ack(this.#consumerName, to, now)) this.#syncConsumer(to)
         this.#health.recordViewErrorAgain()
