@@ -4,6 +4,9 @@
 import { z } from 'zod'
 import { HELD_SHARE, INTAKE_LIMIT_DEFAULTS } from './intake-defaults.js'
 import { cronProblem } from './cron-check.js'
+import { DestinationSchema } from './postgres-settings.js'
+import { doc, int } from './schema-parts.js'
+export { postgresSecrets, postgresUrlProblem, withPostgresPassword } from './postgres-settings.js'
 
 /**
  * A stream name as written: a name, or `objects:<slug>` for one custom object. Which names exist is
@@ -14,21 +17,8 @@ export const StreamName = z.string().regex(/^[a-z_]+(?::[A-Za-z0-9_-]+)?$/, {
   message: 'must be a stream name such as clients, or objects:<slug> for one custom object',
 })
 
-// Decimal digits only: z.coerce.number() would also take "0x10" (16), "1e3", " 12 " and "" (0).
-// A JSON number from the config file passes as it is.
-const INT_MESSAGE = 'must be a whole number in decimal digits, e.g. 60'
 /** The default longest gap between two chunks of an upstream body (http.bodyTimeoutMs). */
 const DEFAULT_BODY_GAP_MS = 15_000
-
-const int = (min: number, max: number, rangeMessage?: string) =>
-  z.preprocess(
-    (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v),
-    z
-      .number({ error: (issue) => (issue.code === 'invalid_type' ? INT_MESSAGE : undefined) })
-      .int({ error: INT_MESSAGE })
-      .min(min, rangeMessage === undefined ? undefined : { error: rangeMessage })
-      .max(max, rangeMessage === undefined ? undefined : { error: rangeMessage }),
-  )
 
 /** The smallest `sync.pageSize`: see PAGE_SIZE_MESSAGE. */
 const MIN_PAGE_SIZE = 5
@@ -98,21 +88,7 @@ const Days = z.union([z.literal(RETENTION_OFF), z.number(DAYS_MESSAGE).int(DAYS_
   error: DAYS_MESSAGE,
 })
 
-/**
- * What is declared of a key besides its type: the `env` variable that sets it (loadConfig reads
- * these), and what config/README.md says of it (`npm run docs:config` writes its table from these,
- * with the default as parsed and the allowed values): `description`, the `unit` of a number,
- * `shownDefault` where the parsed default would read wrong (a mode, a default that follows another
- * key), and `allowed` where the JSON Schema's form would not say it plainly.
- */
-export type KeyDoc = {
-  description: string
-  env?: `FSM_${string}`
-  unit?: string
-  shownDefault?: string
-  allowed?: string
-}
-const doc = (description: string, extra: Omit<KeyDoc, 'description'> = {}): KeyDoc => ({ description, ...extra })
+export type { KeyDoc } from './schema-parts.js'
 
 export const ConfigSchema = z.strictObject({
   baseUrl: z
@@ -432,61 +408,7 @@ export const ConfigSchema = z.strictObject({
         ),
     })
     .prefault({}),
-  destination: z
-    .strictObject({
-      postgres: z
-        .strictObject({
-          url: z
-            .string()
-            .refine((s) => postgresUrlProblem(s) === undefined, {
-              message: 'must be a URL such as postgres://user:password@host:5432/database (the value is not shown)',
-            })
-            .optional()
-            .meta(
-              doc(
-                'A `postgres://user:password@host:5432/database` URL (standard libpq query parameters such as `sslmode` are passed on). Set, `fsm-sync run` replicates the mirror into Postgres continuously and `fsm-sync replicate` catches it up once (docs/postgres.md); unset, no destination. A secret: never logged, never echoed in a message, even when it is wrong.',
-                { env: 'FSM_POSTGRES_URL' },
-              ),
-            ),
-          password: z
-            .string()
-            .min(1)
-            .optional()
-            .meta(
-              doc(
-                "The password of `destination.postgres.url`'s user, as it is (no URL encoding, any character): set, it replaces the URL's own, so the URL can be written without one (`postgres://fsm@warehouse:5432/warehouse`). A secret: never logged.",
-                { env: 'FSM_POSTGRES_PASSWORD' },
-              ),
-            ),
-          schema: z
-            .string()
-            .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'must be a plain identifier of up to 63 letters, digits or _, e.g. fsm' })
-            .default('fsm')
-            .meta(
-              doc("The Postgres schema the replica's tables and views are created in (created when missing). A plain identifier.", {
-                env: 'FSM_POSTGRES_SCHEMA',
-              }),
-            ),
-          lockTimeoutSeconds: int(0, 86_400)
-            .default(30)
-            .meta(
-              doc(
-                "How long a statement of the destination may wait for a lock on Postgres (its `lock_timeout`), e.g. behind an analyst's open transaction on a replica table; past it the statement fails and is retried with back-off. A wait longer than a few seconds is reported (log, `fsm-sync status`) with the session holding the lock. 0: no limit.",
-                { unit: 's', env: 'FSM_POSTGRES_LOCK_TIMEOUT' },
-              ),
-            ),
-          statementTimeoutSeconds: int(0, 86_400)
-            .default(900)
-            .meta(
-              doc(
-                "How long one statement of the destination may run on Postgres (its `statement_timeout`; a table's COPY in a load is one statement); past it, it fails and is retried. A server silent 30 s longer than this (a frozen backend, a half-open connection) has its connection cut. 0: no limit.",
-                { unit: 's', env: 'FSM_POSTGRES_STATEMENT_TIMEOUT' },
-              ),
-            ),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
+  destination: DestinationSchema,
   schedules: z
     .strictObject({
       sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS).meta(
@@ -515,42 +437,6 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
 })
-
-/** Why a Postgres URL cannot be used, without echoing it; undefined when it can. */
-export function postgresUrlProblem(text: string): string | undefined {
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    return 'is not a URL'
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return 'must start with postgres:// or postgresql://'
-  if (url.hostname === '' && !url.searchParams.has('host')) return 'names no host'
-  return undefined
-}
-
-/** `url` with `password` as its password, percent-encoded so that any character survives the URL. */
-export function withPostgresPassword(url: string, password: string): string {
-  const u = new URL(url)
-  u.password = encodeURIComponent(password)
-  return u.toString()
-}
-
-/**
- * The values of a Postgres URL that must never reach a log line: the URL itself and its password
- * (as written and decoded), for the logger's last-line scrub (src/log/logger.ts).
- */
-export function postgresSecrets(url: string | undefined): string[] {
-  if (url === undefined) return []
-  const out = [url]
-  try {
-    const password = new URL(url).password
-    if (password !== '') out.push(password, decodeURIComponent(password))
-  } catch {
-    // Not a URL: the whole text is the secret.
-  }
-  return [...new Set(out)]
-}
 
 export type Config = z.infer<typeof ConfigSchema>
 export type ConfigInput = z.input<typeof ConfigSchema>
