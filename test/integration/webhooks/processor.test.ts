@@ -284,10 +284,10 @@ describe('slices', () => {
     expect(peak).toBeLessThan(200)
     await e.service.processor.drained()
     expect(e.service.metrics.processor.applied).toBe(1500)
-    // Whether 24 senders outrun the processor depends on the machine's load: on a loaded machine the
-    // backlog may never pass half, and then there is nothing to log. When it did pass half (as seen
-    // between sends), the processor said so, and said so again once it was back under.
-    if (peak >= 100) expect(e.logs()).toContain('webhook backlog past half of webhooks.maxBacklog')
+    // Whether 24 senders outrun the processor depends on the machine's load, and so does whether the
+    // processor is between two slices (where it looks) while the backlog is past half: a backlog seen
+    // past half between sends may be applied before it looks (seen in a full run under load). When it
+    // did see it and said so, it said so again once it was back under. The rule itself is pacing.test.ts's.
     if (e.logs().includes('webhook backlog past half of webhooks.maxBacklog'))
       expect(e.logs()).toContain('webhook backlog back under half of webhooks.maxBacklog')
   })
