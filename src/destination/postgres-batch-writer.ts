@@ -5,7 +5,8 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Batch } from './batch-reader.js'
 import type { Row, Table } from './batch-plan.js'
-import { qualified, quoteIdent as quote, type ObjectType } from './postgres-ddl.js'
+import { quoteIdentifier } from '../model/sql-names.js'
+import { qualified, type ObjectType } from './postgres-ddl.js'
 import { jsonValue, pgType, type MirrorValue, type OnNotInstant } from './postgres-types.js'
 import type { WrittenState } from './replica-state.js'
 
@@ -21,7 +22,7 @@ export class RowWriter {
 
   async insert(t: Table, rows: readonly Row[]): Promise<number> {
     const target = qualified(this.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
+    const names = t.columns.map((c) => quoteIdentifier(c.name)).join(', ')
     for (let i = 0; i < rows.length; i += CHUNK) {
       await this.client.query(
         `INSERT INTO ${target} (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`,
@@ -35,19 +36,19 @@ export class RowWriter {
   async upsert(t: Table, rows: readonly Row[], options: { insertOnly?: boolean } = {}): Promise<number> {
     if (rows.length === 0) return 0
     const target = qualified(this.schema, t.spec.name)
-    const names = t.columns.map((c) => quote(c.name)).join(', ')
+    const names = t.columns.map((c) => quoteIdentifier(c.name)).join(', ')
     const pk = t.spec.primaryKey
     const others = t.columns.filter((c) => !pk.includes(c.name))
     const onConflict =
       others.length === 0 || options.insertOnly === true
         ? 'DO NOTHING'
-        : `DO UPDATE SET ${others.map((c) => `${quote(c.name)} = excluded.${quote(c.name)}`).join(', ')}${
+        : `DO UPDATE SET ${others.map((c) => `${quoteIdentifier(c.name)} = excluded.${quoteIdentifier(c.name)}`).join(', ')}${
             t.hasUpdatedAt ? ` WHERE t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at` : ''
           }`
     for (let i = 0; i < rows.length; i += CHUNK) {
       await this.client.query(
         `INSERT INTO ${target} AS t (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
-         ON CONFLICT (${pk.map(quote).join(', ')}) ${onConflict}`,
+         ON CONFLICT (${pk.map(quoteIdentifier).join(', ')}) ${onConflict}`,
         [this.#records(t, rows.slice(i, i + CHUNK))],
       )
     }
@@ -56,8 +57,8 @@ export class RowWriter {
 
   async deleteKeys(t: Table, columns: readonly string[], keys: readonly string[][]): Promise<void> {
     const target = qualified(this.schema, t.spec.name)
-    const match = columns.map((c) => `t.${quote(c)} = k.${quote(c)}`).join(' AND ')
-    const defs = columns.map((c) => `${quote(c)} ${pgType(t.columns.find((col) => col.name === c)?.kind ?? 'text')}`).join(', ')
+    const match = columns.map((c) => `t.${quoteIdentifier(c)} = k.${quoteIdentifier(c)}`).join(' AND ')
+    const defs = columns.map((c) => `${quoteIdentifier(c)} ${pgType(t.columns.find((col) => col.name === c)?.kind ?? 'text')}`).join(', ')
     for (let i = 0; i < keys.length; i += CHUNK) {
       const objects = keys.slice(i, i + CHUNK).map((k) => Object.fromEntries(columns.map((c, j) => [c, k[j]])))
       // Keys come from change_log record ids (text); Postgres reads each as its column's type.
@@ -108,7 +109,7 @@ export async function writeBatch(
     written.fingerprints.set(t.spec.name, s.hash)
     if (s.appended?.incremental === true) {
       // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
-      const col = quote(s.appended.column)
+      const col = quoteIdentifier(s.appended.column)
       if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
       else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
       // Rows are never changed once appended: those at the watermark, already there, are left alone.

@@ -3,27 +3,26 @@
 // already there, and one view per custom object. Pure: returns SQL text and problems.
 import { toSchema } from '../../connectors/custom-objects.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { columnNames, quoteIdent, quoteText, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { quoteIdentifier, quoteText } from '../model/sql-names.js'
+import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
 import { INFORMATION_SCHEMA_TYPE, pgType } from './postgres-types.js'
-
-export { quoteIdent, quoteText }
 
 /** The bookkeeping table: one row per mirror replicated into this schema. */
 export const STATE_TABLE = '_fsm_sync_state'
 
 export function qualified(schema: string, name: string): string {
-  return `${quoteIdent(schema)}.${quoteIdent(name)}`
+  return `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`
 }
 
 function columnDefinition(table: TableSpec, column: ColumnSpec): string {
   // A time column may hold text that is not an instant, which becomes NULL: never NOT NULL, unless a key.
   const notNull = table.primaryKey.includes(column.name) || (!column.nullable && column.kind !== 'time')
-  return `${quoteIdent(column.name)} ${pgType(column.kind)}${notNull ? ' NOT NULL' : ''}`
+  return `${quoteIdentifier(column.name)} ${pgType(column.kind)}${notNull ? ' NOT NULL' : ''}`
 }
 
 export function createTableSql(schema: string, table: TableSpec): string {
   const defs = table.columns.map((c) => columnDefinition(table, c))
-  if (table.primaryKey.length > 0) defs.push(`PRIMARY KEY (${table.primaryKey.map(quoteIdent).join(', ')})`)
+  if (table.primaryKey.length > 0) defs.push(`PRIMARY KEY (${table.primaryKey.map(quoteIdentifier).join(', ')})`)
   return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table.name)} (${defs.join(', ')})`
 }
 
@@ -31,7 +30,9 @@ export function createTableSql(schema: string, table: TableSpec): string {
 export function indexSql(schema: string, table: TableSpec): string[] {
   if (table.parent === undefined || table.primaryKey[0] === table.parent.column) return []
   const name = `${table.name}_${table.parent.column}`.slice(0, 63)
-  return [`CREATE INDEX IF NOT EXISTS ${quoteIdent(name)} ON ${qualified(schema, table.name)} (${quoteIdent(table.parent.column)})`]
+  return [
+    `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(name)} ON ${qualified(schema, table.name)} (${quoteIdentifier(table.parent.column)})`,
+  ]
 }
 
 export function createStateTableSql(schema: string): string {
@@ -71,7 +72,9 @@ export function shapeProblems(
     const type = have.get(c.name)
     const want = INFORMATION_SCHEMA_TYPE[pgType(c.kind)]
     if (type !== undefined && type !== want) {
-      problems.push(`${qualified(schema, table.name)} has column ${quoteIdent(c.name)} of type ${type} where ${want} is expected: ${fix}`)
+      problems.push(
+        `${qualified(schema, table.name)} has column ${quoteIdentifier(c.name)} of type ${type} where ${want} is expected: ${fix}`,
+      )
     }
   }
   if (primaryKey !== undefined && primaryKey.join(',') !== table.primaryKey.join(',')) {
@@ -86,7 +89,7 @@ export function missingColumnsSql(schema: string, table: TableSpec, existing: re
   if (have.size === 0) return []
   return table.columns
     .filter((c) => !have.has(c.name))
-    .map((c) => `ALTER TABLE ${qualified(schema, table.name)} ADD COLUMN ${quoteIdent(c.name)} ${pgType(c.kind)}`)
+    .map((c) => `ALTER TABLE ${qualified(schema, table.name)} ADD COLUMN ${quoteIdentifier(c.name)} ${pgType(c.kind)}`)
 }
 
 /**
@@ -158,7 +161,7 @@ function fieldExpression(field: FieldDescriptor): string {
 export function objectViewSql(schema: string, type: ObjectType): string {
   const fields = viewFields(fieldDescriptors(type.fields))
   const cols = columnNames(fields)
-  const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdent(cols[i]!)}`).join('')
+  const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdentifier(cols[i]!)}`).join('')
   return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
 }
 

@@ -4,7 +4,8 @@
 // Each failed check says how to fix it; none prints the URL or its password.
 import pg from 'pg'
 import type { TableSpec } from '../model/table-spec.js'
-import { DATABASE_ENCODING_QUERY, quoteIdent, shapeProblems, STATE_TABLE, type ExistingColumn } from './postgres-ddl.js'
+import { quoteIdentifier } from '../model/sql-names.js'
+import { DATABASE_ENCODING_QUERY, shapeProblems, STATE_TABLE, type ExistingColumn } from './postgres-ddl.js'
 import { describeTarget, encodingProblem, explainDestinationError } from './postgres-errors.js'
 
 export interface DestinationCheck {
@@ -98,7 +99,7 @@ async function privilegeCheck(
       : {
           ok: false,
           label,
-          detail: `the schema does not exist and ${user} may not create it: run GRANT CREATE ON DATABASE ${quoteIdent(db)} TO ${quoteIdent(user)}; or CREATE SCHEMA ${quoteIdent(schema)} AUTHORIZATION ${quoteIdent(user)}; as an owner`,
+          detail: `the schema does not exist and ${user} may not create it: run GRANT CREATE ON DATABASE ${quoteIdentifier(db)} TO ${quoteIdentifier(user)}; or CREATE SCHEMA ${quoteIdentifier(schema)} AUTHORIZATION ${quoteIdentifier(user)}; as an owner`,
         }
   }
   const names = [...tables.map((t) => t.name), STATE_TABLE]
@@ -126,7 +127,7 @@ async function privilegeCheck(
   if (schemaGrants.length > 0) {
     lacks.push(`${schemaGrants.join(' and ')} on the schema${ns.usage ? ` (to create ${list(missing)})` : ''}`)
     fixes.push(
-      `as ${ns.owner} (the schema's owner) GRANT ${schemaGrants.join(', ')} ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(user)};`,
+      `as ${ns.owner} (the schema's owner) GRANT ${schemaGrants.join(', ')} ON SCHEMA ${quoteIdentifier(schema)} TO ${quoteIdentifier(user)};`,
     )
   }
   if (unwritable.length > 0) {
@@ -135,7 +136,7 @@ async function privilegeCheck(
     // GRANT ... ON ALL TABLES grants only what its runner owns: once per owner of a table lacking privileges.
     for (const owner of [...new Set(unwritable.map((t) => t.owner))]) {
       fixes.push(
-        `as ${owner} (owner of ${list(unwritable.filter((t) => t.owner === owner).map((t) => t.name))}) GRANT ${TABLE_PRIVILEGES.join(', ')} ON ALL TABLES IN SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(user)};`,
+        `as ${owner} (owner of ${list(unwritable.filter((t) => t.owner === owner).map((t) => t.name))}) GRANT ${TABLE_PRIVILEGES.join(', ')} ON ALL TABLES IN SCHEMA ${quoteIdentifier(schema)} TO ${quoteIdentifier(user)};`,
       )
     }
   }

@@ -10,7 +10,8 @@ import type { Sqlite } from '../store/mirror-database.js'
 import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/mirror-snapshot.js'
 import type { Table } from './batch-plan.js'
 import { objectTypes } from './batch-reader.js'
-import { qualified, quoteIdent as quote, type ObjectType } from './postgres-ddl.js'
+import { quoteIdentifier } from '../model/sql-names.js'
+import { qualified, type ObjectType } from './postgres-ddl.js'
 import { writeLoadedStateRow } from './postgres-state-row.js'
 import { copyLineEncoder, copyLineSql, type OnNotInstant } from './postgres-types.js'
 import { emptyWritten, type WrittenState } from './replica-state.js'
@@ -113,7 +114,7 @@ async function copyTable(o: LoadOptions, t: Table): Promise<number> {
     }
     if (chunk !== '') yield chunk
   }
-  const sql = `COPY ${qualified(o.schema, t.spec.name)} (${t.columns.map((c) => quote(c.name)).join(', ')}) FROM STDIN`
+  const sql = `COPY ${qualified(o.schema, t.spec.name)} (${t.columns.map((c) => quoteIdentifier(c.name)).join(', ')}) FROM STDIN`
   await pipeline(Readable.from(chunks(), { objectMode: false }), o.client.query(copyFrom(sql)))
   return count
 }

@@ -1,6 +1,7 @@
 // The replica's schema in Postgres, set up at each connection: the database's encoding checked, the
 // schema, tables, columns and indexes created where missing, a table of another shape refused.
 import type pg from 'pg'
+import { quoteIdentifier } from '../model/sql-names.js'
 import type { Table } from './batch-plan.js'
 import {
   createStateTableSql,
@@ -9,7 +10,6 @@ import {
   indexSql,
   missingColumnsSql,
   qualified,
-  quoteIdent as quote,
   recreatedReason,
   shapeProblems,
   STATE_TABLE,
@@ -28,7 +28,7 @@ export async function ensureSchema(client: pg.Client, schema: string, tables: re
   const badEncoding = encodingProblem(encoding, String(client.database))
   if (badEncoding !== undefined) throw new DestinationError('database', badEncoding)
   const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema])
-  if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quote(schema)}`)
+  if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`)
   const columns = (
     await client.query<ExistingColumn>(
       `SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1`,

@@ -2,6 +2,7 @@
 // the type each column kind is declared with, and a mirror value in the two forms the replicator
 // sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
 // (initial loads). Pure.
+import { quoteIdentifier } from '../model/sql-names.js'
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
 import { isInstant } from '../model/timestamps.js'
 
@@ -161,9 +162,6 @@ export function copyLineEncoder(columns: readonly ColumnSpec[], onNotInstant?: O
   }
 }
 
-/** A SQL identifier for SQLite, double-quoted. */
-const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`
-
 /** COPY's text-format escapes of a text value, done by SQLite. */
 const escaped = (x: string): string =>
   `replace(replace(replace(replace(${x}, '\\', '\\\\'), char(10), '\\n'), char(13), '\\r'), char(9), '\\t')`
@@ -176,7 +174,7 @@ const escaped = (x: string): string =>
  * which reads back as the same double.
  */
 function copyFieldSql(column: ColumnSpec): string {
-  const x = ident(column.name)
+  const x = quoteIdentifier(column.name)
   switch (column.kind) {
     case 'text':
       return `coalesce(${escaped(x)}, '\\N')`

@@ -6,7 +6,8 @@ import type pg from 'pg'
 import type { TableSpec } from '../model/table-spec.js'
 import { destinationViews } from './destination-tables.js'
 import { viewName } from '../store/custom-object-views.js'
-import { objectViewSql, qualified, quoteIdent, quoteText, type ObjectType } from './postgres-ddl.js'
+import { quoteIdentifier, quoteText } from '../model/sql-names.js'
+import { objectViewSql, qualified, type ObjectType } from './postgres-ddl.js'
 import { pgType } from './postgres-types.js'
 
 /** The start of the comment on every view fsm-sync builds: what marks it as its own. */
@@ -63,7 +64,7 @@ export function undefinedFixedViews(declared: readonly TableSpec[] = destination
 function fixedView(schema: string, view: TableSpec): ViewDefinition | undefined {
   const rows = FIXED_VIEW_ROWS[view.name]
   if (rows === undefined) return undefined
-  const list = view.columns.map((c) => `v.${quoteIdent(c.name)}::${pgType(c.kind)} AS ${quoteIdent(c.name)}`).join(', ')
+  const list = view.columns.map((c) => `v.${quoteIdentifier(c.name)}::${pgType(c.kind)} AS ${quoteIdentifier(c.name)}`).join(', ')
   return {
     name: view.name,
     what: `the view ${view.name}`,

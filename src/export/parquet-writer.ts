@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DuckDBInstance, timestampTZValue, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api'
+import { quoteIdentifier, quoteText } from '../model/sql-names.js'
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
 import type { RowWriter } from './text-writers.js'
 import type { Typed } from './values.js'
@@ -30,9 +31,6 @@ export function duckdbType(kind: ColumnKind): string {
       return 'BLOB'
   }
 }
-
-const ident = (name: string) => `"${name.replace(/"/g, '""')}"`
-const literal = (text: string) => `'${text.replace(/'/g, "''")}'`
 
 function append(appender: DuckDBAppender, v: Typed): void {
   if (v === null) return appender.appendNull()
@@ -76,7 +74,9 @@ export class ParquetWriters {
   async writer(file: string, columns: readonly ColumnSpec[]): Promise<RowWriter> {
     const table = 'staging'
     await this.connection.run(`DROP TABLE IF EXISTS ${table}`)
-    await this.connection.run(`CREATE TABLE ${table} (${columns.map((c) => `${ident(c.name)} ${duckdbType(c.kind)}`).join(', ')})`)
+    await this.connection.run(
+      `CREATE TABLE ${table} (${columns.map((c) => `${quoteIdentifier(c.name)} ${duckdbType(c.kind)}`).join(', ')})`,
+    )
     const appender = await this.connection.createAppender(table)
     return {
       row: (values) => {
@@ -85,7 +85,7 @@ export class ParquetWriters {
       },
       close: async () => {
         appender.closeSync()
-        await this.connection.run(`COPY ${table} TO ${literal(file)} (FORMAT parquet)`)
+        await this.connection.run(`COPY ${table} TO ${quoteText(file)} (FORMAT parquet)`)
         await this.connection.run(`DROP TABLE ${table}`)
       },
     }

@@ -1,7 +1,8 @@
 // custom_object_types: discovery item, schema fields and pipeline per slug, and the view built from
 // them. A schema change rebuilds the view in the same transaction that stores the schema.
 import type { DiscoveryItem, ObjectSchema } from '../model/custom-objects.js'
-import { quoteIdent, viewName, viewStatements } from './custom-object-views.js'
+import { quoteIdentifier } from '../model/sql-names.js'
+import { viewName, viewStatements } from './custom-object-views.js'
 import type { Sqlite } from './mirror-database.js'
 
 export interface StoredType {
@@ -100,7 +101,7 @@ export class CustomObjectTypes {
       const old = current?.view_name
       if (old !== undefined && old !== null && old !== view) {
         const claimed = this.sqlite.prepare('SELECT 1 FROM custom_object_types WHERE view_name = ? AND slug <> ?').get(old, item.slug)
-        if (claimed === undefined) this.sqlite.exec(`DROP VIEW IF EXISTS ${quoteIdent(old)}`)
+        if (claimed === undefined) this.sqlite.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(old)}`)
       }
       if (changed || old !== view || !this.viewExists(view)) for (const s of viewStatements(item.slug, schema.fields)) this.sqlite.exec(s)
     })()

@@ -5,6 +5,7 @@
 // The names are the same in the mirror and in the Postgres destination (src/destination/postgres-ddl.ts),
 // and unique in both: SQLite compares identifiers without case, and Postgres cuts them at 63 bytes.
 import { createHash } from 'node:crypto'
+import { quoteIdentifier, quoteText } from '../model/sql-names.js'
 
 export interface FieldDescriptor {
   name: string
@@ -13,16 +14,6 @@ export interface FieldDescriptor {
 }
 
 const RESERVED = new Set(['id', 'stage', 'created_at', 'updated_at', 'deleted_at', 'synced_at'])
-
-/** A SQL identifier, double-quoted with embedded quotes doubled. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`
-}
-
-/** A SQL string literal, single-quoted with embedded quotes doubled. */
-export function quoteText(value: string): string {
-  return `'${value.replace(/'/g, "''")}'`
-}
 
 /** Postgres keeps the first 63 bytes of an identifier (NAMEDATALEN - 1): every name is kept within them. */
 export const MAX_IDENTIFIER_BYTES = 63
@@ -112,14 +103,14 @@ function fieldExpression(name: string): string {
 }
 
 export function viewStatements(slug: string, schemaFields: readonly FieldDescriptor[]): string[] {
-  const view = quoteIdent(viewName(slug))
+  const view = quoteIdentifier(viewName(slug))
   const fields = viewFields(schemaFields)
   const cols = columnNames(fields)
   const fieldCols = fields.map((f, i) => {
     const expr = fieldExpression(f.name)
     // Multi relations stay JSON arrays; json_extract would otherwise hand back the array as text
     // anyway, so only single relations and scalars differ in nothing but the name.
-    return `${expr} AS ${quoteIdent(cols[i]!)}`
+    return `${expr} AS ${quoteIdentifier(cols[i]!)}`
   })
   return [
     `DROP VIEW IF EXISTS ${view}`,

@@ -9,6 +9,7 @@
 // earlier versions open as before. BEGIN IMMEDIATE takes the write lock, so one process migrates at
 // a time; one that waited reads the record again under the lock and skips what the other applied.
 import type Database from 'better-sqlite3'
+import { quoteIdentifier } from '../model/sql-names.js'
 import type { MigrationHooks, MigrationStatements } from './migrations/types.js'
 import { MirrorError } from './mirror-error.js'
 
@@ -109,7 +110,7 @@ function clearLeftovers(sqlite: Database.Database, file: string, name: string, s
   }
   if (found.length === 0) return []
   const holding = found.filter(
-    (o) => o.type === 'table' && sqlite.prepare(`SELECT 1 FROM "${o.name.replaceAll('"', '""')}" LIMIT 1`).get() !== undefined,
+    (o) => o.type === 'table' && sqlite.prepare(`SELECT 1 FROM ${quoteIdentifier(o.name)} LIMIT 1`).get() !== undefined,
   )
   if (holding.length > 0) {
     throw new MirrorError(
@@ -120,7 +121,7 @@ function clearLeftovers(sqlite: Database.Database, file: string, name: string, s
   // Views and triggers first: dropping a table under a view is allowed, but leaves a broken view.
   const order = ['view', 'trigger', 'index', 'table']
   for (const o of [...found].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type))) {
-    sqlite.exec(`DROP ${o.type.toUpperCase()} IF EXISTS "${o.name.replaceAll('"', '""')}"`)
+    sqlite.exec(`DROP ${o.type.toUpperCase()} IF EXISTS ${quoteIdentifier(o.name)}`)
   }
   return found.map((o) => o.name)
 }

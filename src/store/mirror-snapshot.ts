@@ -4,6 +4,7 @@
 // are the declared ones (docs/tables.md), named at run time, so these are raw prepared statements:
 // each reads a whole table or a batch of changes, the hot path of both readers.
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
+import { quoteIdentifier } from '../model/sql-names.js'
 import { lastChangeSeq } from './change-log-consumers.js'
 import type { Sqlite } from './mirror-database.js'
 import { mirrorQuery, rows } from './typed-query.js'
@@ -11,11 +12,10 @@ import { mirrorQuery, rows } from './typed-query.js'
 /** One value as SQLite returns it. */
 export type MirrorCell = string | number | bigint | Buffer | null
 
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`
-const columnList = (columns: readonly ColumnSpec[], prefix = '') => columns.map((c) => `${prefix}${quote(c.name)}`).join(', ')
+const columnList = (columns: readonly ColumnSpec[], prefix = '') => columns.map((c) => `${prefix}${quoteIdentifier(c.name)}`).join(', ')
 
 function orderBy(prefix: string, key: readonly string[], first?: string): string {
-  const terms = [...(first === undefined ? [] : [first]), ...key.map((k) => `${prefix}${quote(k)}`)]
+  const terms = [...(first === undefined ? [] : [first]), ...key.map((k) => `${prefix}${quoteIdentifier(k)}`)]
   return terms.length === 0 ? '' : ` ORDER BY ${terms.join(', ')}`
 }
 
@@ -86,10 +86,10 @@ export interface ReadOptions {
 }
 
 function wholeTable(table: TableSpec, select: string, options: ReadOptions): string {
-  if (options.keyOrder === false) return `SELECT ${select} FROM ${quote(table.name)}`
+  if (options.keyOrder === false) return `SELECT ${select} FROM ${quoteIdentifier(table.name)}`
   // By key, or by every column for a table or view without one.
   const key = table.primaryKey.length > 0 ? table.primaryKey : table.columns.map((c) => c.name)
-  return `SELECT ${select} FROM ${quote(table.name)}${orderBy('', key)}`
+  return `SELECT ${select} FROM ${quoteIdentifier(table.name)}${orderBy('', key)}`
 }
 
 /** Every row of a declared table, its columns in declaration order (by key unless told otherwise). */
@@ -128,15 +128,15 @@ export function changedRows(
   const ownerKey = owner.primaryKey.length > 0 ? owner.primaryKey : table.primaryKey
   const match =
     table.parent !== undefined
-      ? `t.${quote(table.parent.column)} = c.record_id`
+      ? `t.${quoteIdentifier(table.parent.column)} = c.record_id`
       : ownerKey.length === 1
-        ? `t.${quote(ownerKey[0]!)} = c.record_id`
-        : `(${ownerKey.map((k) => `t.${quote(k)}`).join(` || '/' || `)}) = c.record_id`
+        ? `t.${quoteIdentifier(ownerKey[0]!)} = c.record_id`
+        : `(${ownerKey.map((k) => `t.${quoteIdentifier(k)}`).join(` || '/' || `)}) = c.record_id`
   const sql =
     `SELECT c.seq, l.op, ${columnList(table.columns, 't.')}
        FROM (SELECT record_id, max(seq) AS seq FROM change_log WHERE table_name = ? AND seq > ? AND seq <= ? GROUP BY record_id) c
        JOIN change_log l ON l.seq = c.seq
-       JOIN ${quote(table.name)} t ON ${match}` + orderBy('t.', table.primaryKey, 'c.seq')
+       JOIN ${quoteIdentifier(table.name)} t ON ${match}` + orderBy('t.', table.primaryKey, 'c.seq')
   return sqlite
     .prepare(sql)
     .raw(true)
@@ -155,9 +155,9 @@ export function rowsWithKeys(sqlite: Sqlite, table: TableSpec, keys: readonly (r
     const chunk = keys.slice(i, i + CHUNK)
     const where =
       pk.length === 1
-        ? `${quote(pk[0]!)} IN (${chunk.map(() => '?').join(', ')})`
-        : `(${pk.map(quote).join(', ')}) IN (VALUES ${chunk.map(() => `(${pk.map(() => '?').join(', ')})`).join(', ')})`
-    const sql = `SELECT ${columnList(table.columns)} FROM ${quote(table.name)} WHERE ${where}`
+        ? `${quoteIdentifier(pk[0]!)} IN (${chunk.map(() => '?').join(', ')})`
+        : `(${pk.map(quoteIdentifier).join(', ')}) IN (VALUES ${chunk.map(() => `(${pk.map(() => '?').join(', ')})`).join(', ')})`
+    const sql = `SELECT ${columnList(table.columns)} FROM ${quoteIdentifier(table.name)} WHERE ${where}`
     out.push(...(sqlite.prepare(sql).raw(true).all(chunk.flat()) as MirrorCell[][]))
   }
   return out
@@ -169,7 +169,7 @@ export function childRowsOf(sqlite: Sqlite, child: TableSpec, parentIds: readonl
   const out: MirrorCell[][] = []
   for (let i = 0; i < parentIds.length; i += CHUNK) {
     const chunk = parentIds.slice(i, i + CHUNK)
-    const sql = `SELECT ${columnList(child.columns)} FROM ${quote(child.name)} WHERE ${quote(child.parent.column)} IN (${chunk.map(() => '?').join(', ')})`
+    const sql = `SELECT ${columnList(child.columns)} FROM ${quoteIdentifier(child.name)} WHERE ${quoteIdentifier(child.parent.column)} IN (${chunk.map(() => '?').join(', ')})`
     out.push(...(sqlite.prepare(sql).raw(true).all(chunk) as MirrorCell[][]))
   }
   return out
@@ -184,13 +184,13 @@ export function childRowsOf(sqlite: Sqlite, child: TableSpec, parentIds: readonl
 export function tableFingerprint(sqlite: Sqlite, table: TableSpec): string {
   const terms = ['count(*)']
   for (const c of table.columns) {
-    const col = quote(c.name)
+    const col = quoteIdentifier(c.name)
     terms.push(`total(length(${col}))`)
     if (c.kind === 'time') terms.push(`max(${col})`)
     else if (c.kind === 'integer' || c.kind === 'real' || c.kind === 'flag') terms.push(`total(${col})`)
   }
   const row = sqlite
-    .prepare(`SELECT ${terms.join(', ')} FROM ${quote(table.name)}`)
+    .prepare(`SELECT ${terms.join(', ')} FROM ${quoteIdentifier(table.name)}`)
     .raw(true)
     .get() as unknown[]
   return JSON.stringify(row)
@@ -199,7 +199,7 @@ export function tableFingerprint(sqlite: Sqlite, table: TableSpec): string {
 /** The rows of a table whose `column` is at or after `from` (a table's appendedBy column), in declaration order. */
 export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from: string): MirrorCell[][] {
   return sqlite
-    .prepare(`SELECT ${columnList(table.columns)} FROM ${quote(table.name)} WHERE ${quote(column)} >= ?`)
+    .prepare(`SELECT ${columnList(table.columns)} FROM ${quoteIdentifier(table.name)} WHERE ${quoteIdentifier(column)} >= ?`)
     .raw(true)
     .all(from) as MirrorCell[][]
 }
@@ -207,7 +207,9 @@ export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from:
 /** The oldest and newest value of a column, and the row count: where an appended table starts and ends. */
 export function columnRange(sqlite: Sqlite, table: TableSpec, column: string): { min: string | null; max: string | null; count: number } {
   return sqlite
-    .prepare(`SELECT min(${quote(column)}) AS min, max(${quote(column)}) AS max, count(*) AS count FROM ${quote(table.name)}`)
+    .prepare(
+      `SELECT min(${quoteIdentifier(column)}) AS min, max(${quoteIdentifier(column)}) AS max, count(*) AS count FROM ${quoteIdentifier(table.name)}`,
+    )
     .get() as {
     min: string | null
     max: string | null

@@ -3,8 +3,7 @@
 // object a record id belongs to. Tables are named at run time (a stream's table), so these are
 // plain statements with the name quoted, as in record-writer.ts.
 import type { Sqlite } from './mirror-database.js'
-
-const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`
+import { quoteIdentifier } from '../model/sql-names.js'
 
 /** Only the rows where `column` holds `value` (custom_records of one slug), as RecordWriter's scope. */
 export interface TableScope {
@@ -20,7 +19,7 @@ export class RecordTable {
   constructor(sqlite: Sqlite, table: string, options: { scope?: TableScope } = {}) {
     this.#sqlite = sqlite
     const scope = options.scope
-    this.#from = `FROM ${quote(table)} WHERE ${scope === undefined ? '' : `${quote(scope.column)} = ? AND `}deleted_at IS NULL`
+    this.#from = `FROM ${quoteIdentifier(table)} WHERE ${scope === undefined ? '' : `${quoteIdentifier(scope.column)} = ? AND `}deleted_at IS NULL`
     this.#args = scope === undefined ? [] : [scope.value]
   }
 

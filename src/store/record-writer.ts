@@ -8,6 +8,7 @@
 // write takes its own savepoint, as the processor's careful path does.
 import type { RecordRow, SqlValue } from '../model/rows.js'
 import type { Sqlite } from './mirror-database.js'
+import { quoteIdentifier } from '../model/sql-names.js'
 
 export interface UpsertOptions {
   /** Canonical time of the write (synced_at, change_log.changed_at). */
@@ -30,8 +31,6 @@ export interface WriteResult {
   changed: string[]
 }
 
-const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`
-
 /** Rows per multi-row change_log and child-row statement (one per page instead of one per row). */
 const BATCH = 100
 
@@ -53,14 +52,14 @@ export class RecordWriter {
     readonly table: string,
     options: { scope?: { column: string; value: string } } = {},
   ) {
-    this.t = quote(table)
+    this.t = quoteIdentifier(table)
     this.scope = options.scope
     this.upsertTx = sqlite.transaction((rows: readonly RecordRow[], o: UpsertOptions) => this.upsertRows(rows, o))
     this.markDeletedTx = sqlite.transaction((ids: readonly string[], now: string) => this.markRowsDeleted(ids, now))
   }
 
   private get scopeWhere(): string {
-    return this.scope === undefined ? '' : `${quote(this.scope.column)} = ? AND `
+    return this.scope === undefined ? '' : `${quoteIdentifier(this.scope.column)} = ? AND `
   }
 
   private get scopeArgs(): string[] {
@@ -122,8 +121,8 @@ export class RecordWriter {
       'mark',
       () => `UPDATE ${this.t} SET deleted_at = ? WHERE ${this.scopeWhere}id = ? AND deleted_at IS NULL RETURNING updated_at`,
     )
-    const scoped = this.scope === undefined ? '' : `${quote(this.scope.column)}, `
-    const conflict = this.scope === undefined ? 'id' : `${quote(this.scope.column)}, id`
+    const scoped = this.scope === undefined ? '' : `${quoteIdentifier(this.scope.column)}, `
+    const conflict = this.scope === undefined ? 'id' : `${quoteIdentifier(this.scope.column)}, id`
     // A deletion of a record never seen: keep a tombstone so that an older page still in flight
     // cannot bring it back as live (its observedAt precedes the deletion).
     const tombstone = this.prepared(
@@ -152,12 +151,12 @@ export class RecordWriter {
       const t = this.t
       const keys = this.scope === undefined ? ['id'] : [this.scope.column, 'id']
       const all = [...keys, 'updated_at', 'raw', 'synced_at', ...names]
-      const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quote(n)} = excluded.${quote(n)}`)
+      const sets = ['updated_at', 'raw', 'synced_at', ...names].map((n) => `${quoteIdentifier(n)} = excluded.${quoteIdentifier(n)}`)
       // Newer wins; an equal updatedAt with other content wins only from a sweep; a record marked
       // deleted before the list request started and still listed is live again. The trailing
       // parameters are observedAt (twice), replaceTies, observedAt (twice), in order of appearance.
-      return `INSERT INTO ${t} (${all.map(quote).join(', ')}) VALUES (${all.map(() => '?').join(', ')})
-        ON CONFLICT(${keys.map(quote).join(', ')}) DO UPDATE SET ${sets.join(', ')},
+      return `INSERT INTO ${t} (${all.map(quoteIdentifier).join(', ')}) VALUES (${all.map(() => '?').join(', ')})
+        ON CONFLICT(${keys.map(quoteIdentifier).join(', ')}) DO UPDATE SET ${sets.join(', ')},
           deleted_at = CASE WHEN ${t}.deleted_at IS NOT NULL AND ? IS NOT NULL AND ${t}.deleted_at < ?
                             THEN NULL ELSE ${t}.deleted_at END
         WHERE excluded.updated_at > ${t}.updated_at
@@ -195,12 +194,12 @@ export class RecordWriter {
       }
     }
     for (const [table, { parentColumn, ids, rows }] of tables) {
-      const t = quote(table)
+      const t = quoteIdentifier(table)
       for (let i = 0; i < ids.length; i += BATCH) {
         const count = Math.min(BATCH, ids.length - i)
         this.prepared(
           `del:${table}:${count}`,
-          () => `DELETE FROM ${t} WHERE ${quote(parentColumn)} IN (${Array.from({ length: count }, () => '?').join(', ')})`,
+          () => `DELETE FROM ${t} WHERE ${quoteIdentifier(parentColumn)} IN (${Array.from({ length: count }, () => '?').join(', ')})`,
         ).run(ids.slice(i, i + count))
       }
       const cols = rows[0] === undefined ? [] : Object.keys(rows[0])
@@ -214,7 +213,8 @@ export class RecordWriter {
         }
         this.prepared(
           `ins:${table}:${cols.join(',')}:${count}`,
-          () => `INSERT INTO ${t} (${cols.map(quote).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}`,
+          () =>
+            `INSERT INTO ${t} (${cols.map(quoteIdentifier).join(', ')}) VALUES ${Array.from({ length: count }, () => tuple).join(', ')}`,
         ).run(args)
       }
     }

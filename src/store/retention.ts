@@ -22,6 +22,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pruneHorizon } from './change-log-consumers.js'
 import { freeUnusedPages } from './incremental-vacuum.js'
 import type { Sqlite } from './mirror-database.js'
+import { quoteIdentifier } from '../model/sql-names.js'
 
 /** Whole days, or "off": that table keeps everything. */
 export type RetentionDays = number | 'off'
@@ -79,18 +80,17 @@ const BODY_COLUMNS = new Set(['raw', 'raw_bytes', 'body_dropped_at'])
  * written by stream selection, `skipped`) is kept rather than silently lost.
  */
 function compactBodies(sqlite: Sqlite): { run(droppedAt: unknown, cutoff: unknown, limit: unknown): { changes: number } } {
-  const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
   const kept = (sqlite.pragma('table_info(webhook_inbox)') as { name: string }[]).map((c) => c.name).filter((c) => !BODY_COLUMNS.has(c))
   const pick = sqlite
     .prepare(
-      `SELECT rowid, ${kept.map(quote).join(', ')} FROM webhook_inbox
+      `SELECT rowid, ${kept.map(quoteIdentifier).join(', ')} FROM webhook_inbox
        WHERE body_dropped_at IS NULL AND received_at < ? AND processed_at IS NOT NULL
        ORDER BY received_at LIMIT ?`,
     )
     .raw()
   const remove = sqlite.prepare(`DELETE FROM webhook_inbox WHERE rowid = ?`)
   const insert = sqlite.prepare(
-    `INSERT INTO webhook_inbox (${kept.map(quote).join(', ')}, raw, raw_bytes, body_dropped_at)
+    `INSERT INTO webhook_inbox (${kept.map(quoteIdentifier).join(', ')}, raw, raw_bytes, body_dropped_at)
      VALUES (${kept.map(() => '?').join(', ')}, '', NULL, ?)`,
   )
   const batch = sqlite.transaction((droppedAt: string, cutoff: string, limit: number) => {

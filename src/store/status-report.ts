@@ -1,4 +1,5 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
+import { quoteIdentifier } from '../model/sql-names.js'
 import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
 import { streamFreshness } from './stream-freshness.js'
@@ -169,13 +170,11 @@ function tableNames(sqlite: Sqlite): Set<string> {
   return new Set(sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[])
 }
 
-const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`
-
 /** Rows of a table named at run time (a stream's declared table). */
 function countRows(sqlite: Sqlite, table: string): number {
   // count(*) is an integer.
   return sqlite
-    .prepare(`SELECT count(*) FROM ${quote(table)}`)
+    .prepare(`SELECT count(*) FROM ${quoteIdentifier(table)}`)
     .pluck()
     .get() as number
 }
@@ -185,7 +184,7 @@ function liveAndDeleted(sqlite: Sqlite, table: string): Counts {
   // Two integer counts, named as Counts names them.
   return sqlite
     .prepare(
-      `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${quote(table)}`,
+      `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${quoteIdentifier(table)}`,
     )
     .get() as Counts
 }

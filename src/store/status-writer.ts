@@ -4,8 +4,7 @@
 // webhook processor runs them for each such delivery.
 import type { Statement } from 'better-sqlite3'
 import type { Sqlite } from './mirror-database.js'
-
-const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`
+import { quoteIdentifier } from '../model/sql-names.js'
 
 export class StatusWriter {
   readonly #sqlite: Sqlite
@@ -28,7 +27,7 @@ export class StatusWriter {
     this.#statements ??= {
       move: this.#sqlite
         .prepare(
-          `UPDATE ${quote(this.#table)} SET ${quote(this.#column)} = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND ${quote(this.#column)} IS ? RETURNING updated_at`,
+          `UPDATE ${quoteIdentifier(this.#table)} SET ${quoteIdentifier(this.#column)} = ?, synced_at = ? WHERE id = ? AND deleted_at IS NULL AND ${quoteIdentifier(this.#column)} IS ? RETURNING updated_at`,
         )
         .pluck(),
       log: this.#sqlite.prepare(`INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES (?, ?, 'upsert', ?, ?)`),
