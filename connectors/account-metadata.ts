@@ -1,6 +1,6 @@
 // Account metadata (spec: Webhook management; API keys): what the account has registered, never a
 // secret. Any key that could hold a secret or a plaintext key is dropped from the stored payload.
-import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import type { Payload, RecordRow, SqlCell } from '../src/model/rows.js'
 import type { MetadataListing, MetadataStream } from '../src/model/streams.js'
 import { col, compileColumns, recordTable, type MappedColumn } from './columns.js'
 import { lenientRow } from './define-stream.js'
@@ -26,7 +26,7 @@ function defineListing({ description, columns, ...listing }: ListingDefinition):
 }
 
 /** The row of a payload, without its secrets; `extra` sets the columns fsm-sync fills itself. */
-export function metadataRow(stream: MetadataListing, raw: Payload, extra: Record<string, SqlValue> = {}): RecordRow | undefined {
+export function metadataRow(stream: MetadataListing, raw: Payload, extra: Record<string, SqlCell> = {}): RecordRow | undefined {
   const p = withoutSecrets(raw)
   const id = text(p.id) ?? text(p._id)
   if (id === null) return undefined

@@ -3,7 +3,7 @@
 // compiled from that list. A column's converter follows from its kind (mapping.ts); a column whose
 // value needs more than a path says how with `map`, and its kind still converts what `map` returns.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../src/model/table-spec.js'
-import type { ChildRows, Payload, SqlValue } from '../src/model/rows.js'
+import type { ChildRows, Payload, SqlCell } from '../src/model/rows.js'
 import { flag, integer, json, real, text, time } from './mapping.js'
 
 export interface MappedColumn extends ColumnSpec {
@@ -62,10 +62,10 @@ export function recordTable(name: string, description: string, own: readonly Map
   return { name, description, role: 'data', primaryKey: ['id'], columns: [ID, ...own, ...RECORD_TAIL] }
 }
 
-const CONVERT: Readonly<Record<Exclude<ColumnKind, 'bytes'>, (v: unknown) => SqlValue>> = { text, time, real, integer, flag, json }
+const CONVERT: Readonly<Record<Exclude<ColumnKind, 'bytes'>, (v: unknown) => SqlCell>> = { text, time, real, integer, flag, json }
 
 /** A column's converter, from its kind. */
-function converter(table: string, c: MappedColumn): (v: unknown) => SqlValue {
+function converter(table: string, c: MappedColumn): (v: unknown) => SqlCell {
   if (c.kind === 'bytes') throw new TypeError(`column ${table}.${c.name}: a bytes column cannot be read from a JSON payload`)
   return CONVERT[c.kind]
 }
@@ -116,7 +116,7 @@ export function reader(from: string): Reader {
  * literal, where a loop of keyed stores measured about a third slower. Only declared column names
  * and paths reach the generated text, each as a JSON string literal.
  */
-export function compileColumns(table: MappedTable): (p: Payload) => Record<string, SqlValue> {
+export function compileColumns(table: MappedTable): (p: Payload) => Record<string, SqlCell> {
   const fns: ((v: unknown) => unknown)[] = []
   const fields: string[] = []
   const use = (fn: (v: unknown) => unknown): string => `f[${fns.push(fn) - 1}]`
@@ -134,7 +134,7 @@ export function compileColumns(table: MappedTable): (p: Payload) => Record<strin
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- generated from declarations only (see above)
   const build = new Function('f', `'use strict'; return (p) => ({ ${fields.join(', ')} })`) as (
     f: readonly ((v: unknown) => unknown)[],
-  ) => (p: Payload) => Record<string, SqlValue>
+  ) => (p: Payload) => Record<string, SqlCell>
   return build(fns)
 }
 
@@ -204,7 +204,7 @@ export function compileChild(parent: string, d: ChildDeclaration): CompiledChild
   ) as (
     f: readonly ((v: unknown) => unknown)[],
     o: (v: unknown) => Payload,
-  ) => (e: unknown, parentId: string, i: number) => Record<string, SqlValue>
+  ) => (e: unknown, parentId: string, i: number) => Record<string, SqlCell>
   const toRow = element(fns, (v) => asObject(v) ?? {})
   // Repeated elements are dropped by the key after the parent column (unless the position is in it).
   const key = d.position !== undefined && d.key.includes(d.position) ? [] : d.key
@@ -214,14 +214,14 @@ export function compileChild(parent: string, d: ChildDeclaration): CompiledChild
     key.length === 0
       ? undefined
       : key.length === 1
-        ? (row: Record<string, SqlValue>) => row[key[0]!]
-        : (row: Record<string, SqlValue>) => JSON.stringify(key.map((k) => row[k]))
+        ? (row: Record<string, SqlCell>) => row[key[0]!]
+        : (row: Record<string, SqlCell>) => JSON.stringify(key.map((k) => row[k]))
   const list = reader(d.each)
   return {
     spec,
     rows: (p, parentId) => {
       const elements = list(p)
-      const rows: Record<string, SqlValue>[] = []
+      const rows: Record<string, SqlCell>[] = []
       if (Array.isArray(elements)) {
         const seen = keyOf === undefined ? undefined : new Set<unknown>()
         for (let i = 0; i < elements.length; i++) {

@@ -1,7 +1,7 @@
 // Custom objects (spec: Custom object definition and record; Endpoints, Custom objects). Their
 // fields differ per account and change at run time, so records are kept whole as JSON and each
 // object gets a view generated from its schema; this file maps payloads to rows, nothing more.
-import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import type { Payload, RecordRow, SqlCell } from '../src/model/rows.js'
 import type { DiscoveryItem, ObjectSchema } from '../src/model/custom-objects.js'
 import { OBJECTS_STREAM, type CustomObjectsStream } from '../src/model/streams.js'
 import type { TableSpec } from '../src/model/table-spec.js'
@@ -112,7 +112,7 @@ export const clientPropertiesView: TableSpec = {
 const clientFieldColumns = compileColumns(clientFieldsTable)
 
 /** A client_fields row (but synced_at) from a field descriptor of the client schema; undefined without an id. */
-export function clientFieldRow(f: Payload): Record<string, SqlValue> | undefined {
+export function clientFieldRow(f: Payload): Record<string, SqlCell> | undefined {
   if (typeof f.id !== 'string' || f.id === '') return undefined
   return { id: f.id, ...clientFieldColumns(f), raw: JSON.stringify(f) }
 }

@@ -1,7 +1,7 @@
 // A stream is data: what to read, how to page, which table with which columns, and how deletions
 // show; the row mapping is compiled from the declared columns (columns.ts). Connectors are
 // declarations and do no I/O (docs/architecture.md, Layers).
-import type { Payload, RecordRow, SqlValue } from '../src/model/rows.js'
+import type { Payload, RecordRow, SqlCell } from '../src/model/rows.js'
 import type { RecordStream } from '../src/model/streams.js'
 import { canonicalTime, canonicalTimeOrText } from '../src/model/timestamps.js'
 import { compileChild, compileColumns, recordTable, type ChildDeclaration, type MappedColumn } from './columns.js'
@@ -59,7 +59,7 @@ export function recordBase(payload: Payload): Pick<RecordRow, 'id' | 'updated_at
  * it, the timestamps as they come (an updatedAt that is not an instant is kept as text, a missing one
  * as ''), `columns` after created_at.
  */
-export function lenientRow(id: string, payload: Payload, columns: Record<string, SqlValue>): RecordRow {
+export function lenientRow(id: string, payload: Payload, columns: Record<string, SqlCell>): RecordRow {
   return {
     id,
     updated_at: canonicalTimeOrText(payload.updatedAt) ?? '',

@@ -1,6 +1,6 @@
 // Pure helpers that turn loosely-typed upstream values into values a STRICT SQLite column accepts.
 // A value of the wrong type becomes NULL in its column; `raw` still holds it as received.
-import type { Payload, SqlValue } from '../src/model/rows.js'
+import type { Payload, SqlCell } from '../src/model/rows.js'
 import { canonicalTimeOrText } from '../src/model/timestamps.js'
 
 export const text = (v: unknown): string | null =>
@@ -29,7 +29,7 @@ export const obj = (v: unknown): Payload => (typeof v === 'object' && v !== null
 export const ids = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
 
 /** A PhoneNumber flattened into `<prefix>country_code`, `<prefix>number`, `<prefix>country_identifier`. */
-export function phone(prefix: string, v: unknown): Record<string, SqlValue> {
+export function phone(prefix: string, v: unknown): Record<string, SqlCell> {
   const p = obj(v)
   return {
     [`${prefix}country_code`]: text(p.countryCode),

@@ -5,7 +5,8 @@
 // true/false), and a value that does not fit its kind, or of an expression, is shown as SQLite gives it.
 import { catalogTables } from '../catalog/catalog.js'
 import { csvField, csvRecord, csvValue, jsonValue, plainText, untyped } from '../export/encoding.js'
-import { typed, type Coercions, type SqliteCell, type Typed } from '../export/values.js'
+import { typed, type Coercions, type Typed } from '../export/values.js'
+import type { SqlCell } from '../model/rows.js'
 import type { ColumnKind } from '../model/table-spec.js'
 import type { ColumnOrigin, QueryResult, QueryRows } from '../store/read-only-query.js'
 
@@ -27,7 +28,7 @@ const ignored: Coercions = { count: 0 }
 /** A cell typed by its column's kind when it fits it, else as SQLite gave it. */
 function cellValue(kind: ColumnKind | undefined, cell: unknown): Typed {
   if (kind === undefined || cell === null || cell === undefined) return untyped(cell)
-  return typed(kind, cell as SqliteCell, ignored) ?? untyped(cell)
+  return typed(kind, cell as SqlCell, ignored) ?? untyped(cell)
 }
 
 function typedRows(result: QueryRows): Iterable<Typed[]> {

@@ -2,9 +2,9 @@
 // cursor name, and from the rows the mirror holds for them, per table the keys to delete, the rows
 // to upsert and the child rows to replace; which tables compared by content to read again; and
 // whether the changes after the cursor are gone (the replica must be loaded again).
+import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import type { LoggedChange } from '../store/mirror-snapshot.js'
-import type { MirrorValue } from './postgres-types.js'
 import type { WrittenState } from './replica-state.js'
 
 /** `changes` is change_log itself; `snapshot` a table without change_log entries, compared by content. */
@@ -18,7 +18,7 @@ export interface Table {
   hasUpdatedAt: boolean
 }
 
-export type Row = MirrorValue[]
+export type Row = (SqlCell | undefined)[]
 
 /** What one batch writes to a logged table and to its children. */
 export interface TablePlan {

@@ -5,9 +5,10 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Batch } from './batch-reader.js'
 import type { Row, Table } from './batch-plan.js'
+import type { SqlCell } from '../model/rows.js'
 import { quoteIdentifier } from '../model/sql-names.js'
 import { qualified, type ObjectType } from './postgres-ddl.js'
-import { jsonValue, pgType, type MirrorValue, type OnNotInstant } from './postgres-types.js'
+import { jsonValue, pgType, type OnNotInstant } from './postgres-types.js'
 import type { WrittenState } from './replica-state.js'
 
 const CHUNK = 500
@@ -145,7 +146,9 @@ export async function writeBatch(
   }
   const changeLog = o.changeLog
   if (changeLog !== undefined) {
-    const values = batch.changes.map((c) => changeLog.columns.map((col) => (c as unknown as Record<string, MirrorValue>)[col.name] ?? null))
+    const values = batch.changes.map((c) =>
+      changeLog.columns.map((col) => (c as unknown as Record<string, SqlCell | undefined>)[col.name] ?? null),
+    )
     rows += await w.upsert(changeLog, values)
     if (o.pruneThrough !== undefined) {
       await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [o.pruneThrough])

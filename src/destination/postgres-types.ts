@@ -2,12 +2,10 @@
 // the type each column kind is declared with, and a mirror value in the two forms the replicator
 // sends: a JSON value for jsonb_populate_recordset (changes) and a field of COPY's text format
 // (initial loads). Pure.
+import type { SqlCell } from '../model/rows.js'
 import { quoteIdentifier } from '../model/sql-names.js'
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
 import { isInstant } from '../model/timestamps.js'
-
-/** A value as better-sqlite3 reads it from the mirror. */
-export type MirrorValue = string | number | bigint | Buffer | null | undefined
 
 export type PgType = 'text' | 'timestamptz' | 'double precision' | 'bigint' | 'boolean' | 'jsonb' | 'bytea'
 
@@ -53,14 +51,14 @@ export function instantOrNull(value: unknown): string | null {
 /** Called for each time value written as NULL because it is not an instant ('' is no value: not counted). */
 export type OnNotInstant = () => void
 
-function timeOrNull(value: MirrorValue, onNotInstant: OnNotInstant | undefined): string | null {
+function timeOrNull(value: SqlCell | undefined, onNotInstant: OnNotInstant | undefined): string | null {
   const instant = instantOrNull(value)
   if (instant === null && value !== '' && value !== null && value !== undefined) onNotInstant?.()
   return instant
 }
 
 /** A mirror value as a JSON value for jsonb_populate_recordset: Postgres casts it to the column's type. */
-export function jsonValue(kind: ColumnKind, value: MirrorValue, onNotInstant?: OnNotInstant): unknown {
+export function jsonValue(kind: ColumnKind, value: SqlCell | undefined, onNotInstant?: OnNotInstant): unknown {
   if (value === null || value === undefined) return null
   switch (kind) {
     case 'text':
@@ -83,7 +81,7 @@ export function jsonValue(kind: ColumnKind, value: MirrorValue, onNotInstant?: O
  * JSON text as a value. Text that is not JSON (the mirror writes only JSON to these columns, so
  * this is a safeguard) is kept as a JSON string rather than failing the batch.
  */
-function parseJson(value: MirrorValue): unknown {
+function parseJson(value: SqlCell | undefined): unknown {
   if (typeof value !== 'string') return typeof value === 'bigint' ? value.toString() : value
   try {
     return JSON.parse(jsonForJsonb(value)) as unknown
@@ -129,7 +127,7 @@ function copyText(text: string): string {
 }
 
 /** A mirror value as one field of COPY's text format (`\N` for NULL). */
-export function copyField(kind: ColumnKind, value: MirrorValue, onNotInstant?: OnNotInstant): string {
+export function copyField(kind: ColumnKind, value: SqlCell | undefined, onNotInstant?: OnNotInstant): string {
   if (value === null || value === undefined) return '\\N'
   switch (kind) {
     case 'text':
@@ -150,7 +148,10 @@ export function copyField(kind: ColumnKind, value: MirrorValue, onNotInstant?: O
 }
 
 /** A function turning one mirror row (its values in column order) into one line of COPY text. */
-export function copyLineEncoder(columns: readonly ColumnSpec[], onNotInstant?: OnNotInstant): (values: readonly MirrorValue[]) => string {
+export function copyLineEncoder(
+  columns: readonly ColumnSpec[],
+  onNotInstant?: OnNotInstant,
+): (values: readonly (SqlCell | undefined)[]) => string {
   const kinds = columns.map((c) => c.kind)
   return (values) => {
     let line = ''

@@ -8,6 +8,7 @@
 // parent id in the parent's file with them.
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { firstKeptSeq } from '../store/change-log-consumers.js'
 import type { Sqlite } from '../store/mirror-database.js'
@@ -23,7 +24,7 @@ import {
 import { ExportBusyError, fileError, isSystemError, onFile, OutDirLock, removeLeftovers, WORK_PREFIX } from './out-dir.js'
 import { duckdbType, ParquetWriters } from './parquet-writer.js'
 import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
-import { CHANGE_COLUMNS, nullableWhenExported, typed, type Coercions, type SqliteCell, type Typed } from './values.js'
+import { CHANGE_COLUMNS, nullableWhenExported, typed, type Coercions, type Typed } from './values.js'
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'jsonl'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
@@ -82,7 +83,7 @@ interface Plan {
   table: TableSpec
   columns: readonly ColumnSpec[]
   /** The file's rows, read from the snapshot (the columns' values in order). */
-  rows: () => Iterable<SqliteCell[]>
+  rows: () => Iterable<SqlCell[]>
 }
 
 /**

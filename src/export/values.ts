@@ -5,6 +5,7 @@
 // reject the whole file. The row's `raw` keeps such a value as upstream sent it. An empty `time`
 // value is the mirror's own "no time" (updated_at is NOT NULL, and '' where upstream gives none: an
 // API key, a legacy record, a tombstone): NULL too, but no misfit.
+import type { SqlCell } from '../model/rows.js'
 import type { ColumnKind, ColumnSpec } from '../model/table-spec.js'
 import { canonicalTime, parseInstant } from '../model/timestamps.js'
 
@@ -26,9 +27,6 @@ export const CHANGE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'change_op', kind: 'text', nullable: false, description: 'The latest change: upsert or delete.' },
 ]
 
-/** What better-sqlite3 hands back with safe integers on. */
-export type SqliteCell = string | number | bigint | Buffer | null
-
 /** A value typed by its kind; `json` keeps the text it was read from beside the parsed value. */
 export type Typed =
   | { kind: 'text'; value: string }
@@ -47,13 +45,13 @@ export interface Coercions {
 }
 
 /** A misfit as a short, printable example (a long text is cut). */
-function exampleOf(cell: SqliteCell): string {
+function exampleOf(cell: SqlCell): string {
   if (typeof cell === 'string') return JSON.stringify(cell.length > 40 ? `${cell.slice(0, 39)}…` : cell)
   if (Buffer.isBuffer(cell)) return `<${cell.length} bytes>`
   return String(cell)
 }
 
-export function typed(kind: ColumnKind, cell: SqliteCell, coerced: Coercions): Typed {
+export function typed(kind: ColumnKind, cell: SqlCell, coerced: Coercions): Typed {
   if (cell === null) return null
   const miss = (): null => {
     coerced.count++

@@ -5,13 +5,14 @@
 /** An upstream JSON object as received. */
 export type Payload = Readonly<Record<string, unknown>>
 
-export type SqlValue = string | number | bigint | null
+/** One value of a SQL column, as better-sqlite3 reads and writes it (safe integers on) and as the Postgres replica takes it. */
+export type SqlCell = string | number | bigint | Buffer | null
 
 export interface ChildRows {
   table: string
   /** The child table's column holding the parent id. */
   parentColumn: string
-  rows: Record<string, SqlValue>[]
+  rows: Record<string, SqlCell>[]
 }
 
 export interface RecordRow {
@@ -21,7 +22,7 @@ export interface RecordRow {
   /** The latest full payload as received (JSON text). */
   raw: string
   /** Every other column of the table (snake_case), created_at included. */
-  columns: Record<string, SqlValue>
+  columns: Record<string, SqlCell>
   /** Child rows, replaced whenever the parent changes. Every table is listed even when empty. */
   children?: ChildRows[]
 }

@@ -3,7 +3,7 @@
 // know the streams (the selection of the config's `streams`, the sweep order, reconciliation, the
 // webhook routes, `status`) reads the registry instead of naming streams itself.
 import type { DiscoveryItem, ObjectSchema } from './custom-objects.js'
-import type { Payload, RecordRow, SqlValue } from './rows.js'
+import type { Payload, RecordRow, SqlCell } from './rows.js'
 import type { TableSpec } from './table-spec.js'
 
 export type Paging = 'updated-keyset'
@@ -55,7 +55,7 @@ export interface ReferenceStream {
   readonly single?: { readonly fallbackId: string }
   readonly tables: readonly [TableSpec]
   /** The table's own columns of a payload (compiled from the declaration). */
-  readonly mapColumns: (p: Payload) => Record<string, SqlValue>
+  readonly mapColumns: (p: Payload) => Record<string, SqlCell>
 }
 
 /** One listing of account metadata and the table it lands in. */
@@ -64,7 +64,7 @@ export interface MetadataListing {
   readonly table: string
   readonly tables: readonly [TableSpec]
   /** The table's own columns of a payload (compiled from the declaration). */
-  readonly mapColumns: (p: Payload) => Record<string, SqlValue>
+  readonly mapColumns: (p: Payload) => Record<string, SqlCell>
 }
 
 /** Account metadata: a complete listing (paged or one request), and per listed record a history. */

@@ -1,6 +1,6 @@
 // client_fields (migration 0007): the client schema's custom fields, behind the client_properties
 // view. Replaced whole on every discovery (a few dozen rows): typed queries.
-import type { SqlValue } from '../model/rows.js'
+import type { SqlCell } from '../model/rows.js'
 import type { Sqlite } from './mirror-database.js'
 import type { ClientFieldsTable } from './mirror-schema.js'
 import { mirrorQuery, run } from './typed-query.js'
@@ -12,7 +12,7 @@ export type ClientField = Omit<ClientFieldsTable, 'synced_at'>
  * Replaces every stored field with `fields`, in one transaction. A row is what the connector's
  * declaration of client_fields maps (connectors/custom-objects.ts, `clientFieldRow`).
  */
-export function replaceClientFields(sqlite: Sqlite, fields: readonly Readonly<Record<string, SqlValue>>[], syncedAt: string): void {
+export function replaceClientFields(sqlite: Sqlite, fields: readonly Readonly<Record<string, SqlCell>>[], syncedAt: string): void {
   sqlite.transaction(() => {
     run(sqlite, mirrorQuery.deleteFrom('client_fields'))
     // The declared columns of client_fields, which test/integration/store/declared-tables.test.ts

@@ -3,14 +3,12 @@
 // declared table (TableSpec) in key order, the rows of the records changed after a seq. The tables
 // are the declared ones (docs/tables.md), named at run time, so these are raw prepared statements:
 // each reads a whole table or a batch of changes, the hot path of both readers.
+import type { SqlCell } from '../model/rows.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import { quoteIdentifier } from '../model/sql-names.js'
 import { lastChangeSeq } from './change-log-consumers.js'
 import type { Sqlite } from './mirror-database.js'
 import { mirrorQuery, rows } from './typed-query.js'
-
-/** One value as SQLite returns it. */
-export type MirrorCell = string | number | bigint | Buffer | null
 
 const columnList = (columns: readonly ColumnSpec[], prefix = '') => columns.map((c) => `${prefix}${quoteIdentifier(c.name)}`).join(', ')
 
@@ -93,12 +91,12 @@ function wholeTable(table: TableSpec, select: string, options: ReadOptions): str
 }
 
 /** Every row of a declared table, its columns in declaration order (by key unless told otherwise). */
-export function tableRows(sqlite: Sqlite, table: TableSpec, options: ReadOptions = {}): IterableIterator<MirrorCell[]> {
+export function tableRows(sqlite: Sqlite, table: TableSpec, options: ReadOptions = {}): IterableIterator<SqlCell[]> {
   return sqlite
     .prepare(wholeTable(table, columnList(table.columns), options))
     .raw(true)
     .safeIntegers(options.safeIntegers ?? false)
-    .iterate() as IterableIterator<MirrorCell[]>
+    .iterate() as IterableIterator<SqlCell[]>
 }
 
 /**
@@ -124,7 +122,7 @@ export function changedRows(
   afterSeq: number,
   seq: number,
   options: ReadOptions = {},
-): IterableIterator<MirrorCell[]> {
+): IterableIterator<SqlCell[]> {
   const ownerKey = owner.primaryKey.length > 0 ? owner.primaryKey : table.primaryKey
   const match =
     table.parent !== undefined
@@ -141,16 +139,16 @@ export function changedRows(
     .prepare(sql)
     .raw(true)
     .safeIntegers(options.safeIntegers ?? false)
-    .iterate(owner.name, afterSeq, seq) as IterableIterator<MirrorCell[]>
+    .iterate(owner.name, afterSeq, seq) as IterableIterator<SqlCell[]>
 }
 
 /** Up to this many keys per statement (SQLite's host parameter limit is 32766). */
 const CHUNK = 500
 
 /** The rows of a table whose key is one of `keys` (each the key's values in primaryKey order). */
-export function rowsWithKeys(sqlite: Sqlite, table: TableSpec, keys: readonly (readonly string[])[]): MirrorCell[][] {
+export function rowsWithKeys(sqlite: Sqlite, table: TableSpec, keys: readonly (readonly string[])[]): SqlCell[][] {
   const pk = table.primaryKey
-  const out: MirrorCell[][] = []
+  const out: SqlCell[][] = []
   for (let i = 0; i < keys.length; i += CHUNK) {
     const chunk = keys.slice(i, i + CHUNK)
     const where =
@@ -158,19 +156,19 @@ export function rowsWithKeys(sqlite: Sqlite, table: TableSpec, keys: readonly (r
         ? `${quoteIdentifier(pk[0]!)} IN (${chunk.map(() => '?').join(', ')})`
         : `(${pk.map(quoteIdentifier).join(', ')}) IN (VALUES ${chunk.map(() => `(${pk.map(() => '?').join(', ')})`).join(', ')})`
     const sql = `SELECT ${columnList(table.columns)} FROM ${quoteIdentifier(table.name)} WHERE ${where}`
-    out.push(...(sqlite.prepare(sql).raw(true).all(chunk.flat()) as MirrorCell[][]))
+    out.push(...(sqlite.prepare(sql).raw(true).all(chunk.flat()) as SqlCell[][]))
   }
   return out
 }
 
 /** The rows of a child table whose parent is one of `parentIds`. */
-export function childRowsOf(sqlite: Sqlite, child: TableSpec, parentIds: readonly string[]): MirrorCell[][] {
+export function childRowsOf(sqlite: Sqlite, child: TableSpec, parentIds: readonly string[]): SqlCell[][] {
   if (child.parent === undefined) throw new Error(`${child.name} is not a child table`)
-  const out: MirrorCell[][] = []
+  const out: SqlCell[][] = []
   for (let i = 0; i < parentIds.length; i += CHUNK) {
     const chunk = parentIds.slice(i, i + CHUNK)
     const sql = `SELECT ${columnList(child.columns)} FROM ${quoteIdentifier(child.name)} WHERE ${quoteIdentifier(child.parent.column)} IN (${chunk.map(() => '?').join(', ')})`
-    out.push(...(sqlite.prepare(sql).raw(true).all(chunk) as MirrorCell[][]))
+    out.push(...(sqlite.prepare(sql).raw(true).all(chunk) as SqlCell[][]))
   }
   return out
 }
@@ -197,11 +195,11 @@ export function tableFingerprint(sqlite: Sqlite, table: TableSpec): string {
 }
 
 /** The rows of a table whose `column` is at or after `from` (a table's appendedBy column), in declaration order. */
-export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from: string): MirrorCell[][] {
+export function rowsFrom(sqlite: Sqlite, table: TableSpec, column: string, from: string): SqlCell[][] {
   return sqlite
     .prepare(`SELECT ${columnList(table.columns)} FROM ${quoteIdentifier(table.name)} WHERE ${quoteIdentifier(column)} >= ?`)
     .raw(true)
-    .all(from) as MirrorCell[][]
+    .all(from) as SqlCell[][]
 }
 
 /** The oldest and newest value of a column, and the row count: where an appended table starts and ends. */

@@ -6,7 +6,7 @@
 // together or not at all. Inside the caller's transaction it adds no savepoint, which the sweeps
 // and the webhook processor's fast path avoid on purpose; a caller that goes on after a failed
 // write takes its own savepoint, as the processor's careful path does.
-import type { RecordRow, SqlValue } from '../model/rows.js'
+import type { RecordRow, SqlCell } from '../model/rows.js'
 import type { Sqlite } from './mirror-database.js'
 import { quoteIdentifier } from '../model/sql-names.js'
 
@@ -100,7 +100,7 @@ export class RecordWriter {
       // One row per statement: its change count says whether the newer-wins WHERE let it through.
       // Measured on the ingest bench's job pages, this costs about a fifth less CPU per row than
       // one multi-row VALUES upsert per page with RETURNING, and needs no statement per size.
-      const args: SqlValue[] =
+      const args: SqlCell[] =
         scope === undefined ? [r.id, r.updated_at, r.raw, options.now] : [scope.value, r.id, r.updated_at, r.raw, options.now]
       for (let k = 0; k < names.length; k++) args.push(columns[names[k]!] ?? null)
       args.push(observed, observed, ties, observed, observed)
@@ -173,7 +173,7 @@ export class RecordWriter {
         () =>
           `INSERT INTO change_log (table_name, record_id, op, updated_at, changed_at) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?)').join(', ')}`,
       )
-      const args: SqlValue[] = []
+      const args: SqlCell[] = []
       for (let k = i; k < i + count; k++) {
         const [id, op, updatedAt] = entries[k]!
         args.push(this.table, this.logId(id), op, updatedAt, now)
@@ -184,7 +184,7 @@ export class RecordWriter {
 
   /** Child rows are replaced with their parent: delete every changed parent's rows, insert anew. */
   private replaceChildren(parents: readonly RecordRow[]): void {
-    const tables = new Map<string, { parentColumn: string; ids: string[]; rows: Record<string, SqlValue>[] }>()
+    const tables = new Map<string, { parentColumn: string; ids: string[]; rows: Record<string, SqlCell>[] }>()
     for (const p of parents) {
       for (const child of p.children ?? []) {
         let entry = tables.get(child.table)
@@ -206,7 +206,7 @@ export class RecordWriter {
       const tuple = `(${cols.map(() => '?').join(', ')})`
       for (let i = 0; i < rows.length; i += BATCH) {
         const count = Math.min(BATCH, rows.length - i)
-        const args: SqlValue[] = []
+        const args: SqlCell[] = []
         for (let k = i; k < i + count; k++) {
           const row = rows[k]!
           for (const c of cols) args.push(row[c] ?? null)

@@ -2,14 +2,9 @@
 // type mapping is written in), value by value, on values that need care.
 import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
+import type { SqlCell } from '../../../src/model/rows.js'
 import type { ColumnSpec } from '../../../src/model/table-spec.js'
-import {
-  copyLineEncoder,
-  copyLineSql,
-  jsonValue,
-  registerCopyFunctions,
-  type MirrorValue,
-} from '../../../src/destination/postgres-types.js'
+import { copyLineEncoder, copyLineSql, jsonValue, registerCopyFunctions } from '../../../src/destination/postgres-types.js'
 
 const columns: ColumnSpec[] = [
   { name: 't', kind: 'text', nullable: true, description: '' },
@@ -21,7 +16,7 @@ const columns: ColumnSpec[] = [
   { name: 'b', kind: 'bytes', nullable: true, description: '' },
 ]
 
-const rows: MirrorValue[][] = [
+const rows: (SqlCell | undefined)[][] = [
   ['plain', '2026-01-02T03:04:05.678Z', 0.1, 1, 1, '{"a":1}', Buffer.from([0, 255])],
   ['tab\there\nnew\\line\rcr "q" \'s\'', '2026-02-30T00:00:00.000Z', 0.30000000000000004, -9007199254740991, 0, '["\\t"]', null],
   [null, 'next tuesday', 1e21, null, null, null, Buffer.alloc(0)],
