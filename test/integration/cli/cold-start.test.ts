@@ -79,7 +79,13 @@ const PACKAGES = {
   sqlite: /^better-sqlite3\//,
   yargs: /^yargs\//,
 }
-const AREAS = { daemon: /^src\/daemon\//, store: /^src\/store\//, destination: /^src\/destination\//, config: /^src\/config\/schema\.ts$/ }
+const AREAS = {
+  daemon: /^src\/daemon\//,
+  store: /^src\/store\//,
+  migrations: /^src\/store\/migrations\//,
+  destination: /^src\/destination\//,
+  config: /^src\/config\/schema\.ts$/,
+}
 type Name = keyof typeof PACKAGES | keyof typeof AREAS
 
 function loaded(modules: readonly string[]): Set<Name> {
@@ -104,20 +110,20 @@ describe('what a command loads', () => {
     )
   })
 
-  test('query: the mirror and the configuration, no query builder, logger, DuckDB, Postgres or daemon', async () => {
+  test('query: the mirror and the configuration, no migrations, query builder, logger, DuckDB, Postgres or daemon', async () => {
     const r = await modulesLoaded(['query', 'select 1'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
     for (const n of ['sqlite', 'zod', 'store', 'config'] as const) expect(names).toContain(n)
-    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
+    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
   })
 
-  test('status: plain statements on the mirror, no query builder, logger, Postgres driver, DuckDB or daemon', async () => {
+  test('status: plain statements on the mirror, no migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
     const r = await modulesLoaded(['status'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
     for (const n of ['sqlite', 'store'] as const) expect(names).toContain(n)
-    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'daemon'] as const) expect(names).not.toContain(n)
+    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon'] as const) expect(names).not.toContain(n)
     // The destination's consumer name only, not the modules that replicate.
     expect(r.modules.filter((m) => m.startsWith('src/destination/')).sort()).toEqual([
       'src/destination/consumer-name.ts',
