@@ -10,6 +10,7 @@ import { writeChunks } from './write-chunks.js'
 import { CommandError, jsonOption, PartialResultError, wantsJson } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import { existsSync } from 'node:fs'
+import { count } from '../model/backfill-estimate.js'
 
 const NAMED = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s
 
@@ -62,7 +63,7 @@ export const queryCommand: Command = {
         })
         .option('format', {
           choices: ['table', 'json', 'csv'] as const,
-          describe: `default table; json is one array, an object per line; table sets its column widths from the header and the first ${TABLE_WIDTH_SAMPLE.toLocaleString('en-US')} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
+          describe: `default table; json is one array, an object per line; table sets its column widths from the header and the first ${count(TABLE_WIDTH_SAMPLE)} rows (a later, wider value runs over its column) and cuts values past ${TABLE_MAX_WIDTH} characters`,
         }),
     ).check((argv) => {
       if (argv.json && argv.format !== undefined && argv.format !== 'json')

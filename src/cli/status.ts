@@ -14,7 +14,7 @@ import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import type { ConsumerLag } from '../store/change-log-consumers.js'
-import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/index.js'
+import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/consumer-name.js'
 import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 
 export const statusCommand: Command = {

@@ -1,27 +1,10 @@
 // What a Postgres destination is given (its options) and what it reports (its status, a catch-up's
-// summary), and the name it registers under in change_log_consumers.
-import { createHash } from 'node:crypto'
+// summary); the name it registers under in change_log_consumers is in consumer-name.ts.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { TableSpec } from '../model/table-spec.js'
 import type { Sqlite } from '../store/mirror-database.js'
-import { describeTarget } from './postgres-errors.js'
 import type { SessionLimits } from './postgres-session.js'
-
-/**
- * The name a destination registers under in change_log_consumers: one per target (host, port,
- * database, schema), so two destinations each hold retention back for themselves. It never holds
- * the URL's user or password. A target with characters a consumer name cannot hold, or too long,
- * gets them replaced and a short hash of the exact target.
- */
-export function destinationConsumerName(url: string, schema: string): string {
-  const target = `${describeTarget(url)}/${schema}`
-  const plain = `postgres:${target.replace(/\//g, ':')}`
-  const safe = plain.replace(/[^A-Za-z0-9_.:-]/g, '_')
-  if (safe === plain && safe.length <= 64) return safe
-  const suffix = `-${createHash('sha256').update(target).digest('hex').slice(0, 8)}`
-  return safe.slice(0, 64 - suffix.length) + suffix
-}
 
 export interface PostgresDestinationOptions {
   url: string

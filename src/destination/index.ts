@@ -6,13 +6,8 @@ import type { Mirror } from '../store/mirror-database.js'
 import { destinationTables } from './destination-tables.js'
 import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'
 
-export {
-  PostgresDestination,
-  POSTGRES_CONSUMER,
-  destinationConsumerName,
-  type CatchUpSummary,
-  type DestinationStatus,
-} from './postgres-destination.js'
+export { PostgresDestination, type CatchUpSummary, type DestinationStatus } from './postgres-destination.js'
+export { POSTGRES_CONSUMER, destinationConsumerName } from './consumer-name.js'
 export { DestinationError } from './postgres-errors.js'
 export { destinationTables } from './destination-tables.js'
 

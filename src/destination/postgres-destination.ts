@@ -21,24 +21,15 @@ import { readBatch, type Batch } from './batch-reader.js'
 import { writeBatch } from './postgres-batch-writer.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
-import { claimStateRow, lockStateRow, moveStateRow, POSTGRES_CONSUMER, readStateRow } from './postgres-state-row.js'
-import {
-  destinationConsumerName,
-  type CatchUpSummary,
-  type DestinationStatus,
-  type PostgresDestinationOptions,
-} from './destination-options.js'
+import { claimStateRow, lockStateRow, moveStateRow, readStateRow } from './postgres-state-row.js'
+import { destinationConsumerName, POSTGRES_CONSUMER } from './consumer-name.js'
+import type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
 import { ReplicaConnections } from './replica-connections.js'
 import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
 
-export { POSTGRES_CONSUMER }
-export {
-  destinationConsumerName,
-  type CatchUpSummary,
-  type DestinationStatus,
-  type PostgresDestinationOptions,
-} from './destination-options.js'
+export { destinationConsumerName, POSTGRES_CONSUMER }
+export type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } from './destination-options.js'
 
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */

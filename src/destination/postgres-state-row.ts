@@ -3,9 +3,7 @@
 import type pg from 'pg'
 import { qualified, STATE_TABLE } from './postgres-ddl.js'
 import { fingerprintsJson, parseWritten, type WrittenState } from './replica-state.js'
-
-/** The destination's row in its own _fsm_sync_state, and the consumer name of releases before destinationConsumerName. */
-export const POSTGRES_CONSUMER = 'postgres'
+import { POSTGRES_CONSUMER } from './consumer-name.js'
 
 export interface StateRow {
   cursor: number

@@ -3,7 +3,9 @@
 // stderr: stdout belongs to a command's result (a table, or one JSON document with --json), and
 // stderr is where container runtimes and service managers collect a daemon's logs. An error's
 // message (which names the fix) is always logged; its stack trace only at debug level or below.
-import { pino, type Logger, type DestinationStream } from 'pino'
+import { createRequire } from 'node:module'
+import type { Logger, DestinationStream } from 'pino'
+import type * as PinoModule from 'pino'
 
 export type { Logger }
 
@@ -58,8 +60,11 @@ export interface LoggerOptions {
   destination?: DestinationStream
 }
 
+/** pino, loaded when the first logger is made: a command that never logs (`status`, `query`) does not load it. */
+const loadPino = (): typeof PinoModule.pino => (createRequire(import.meta.url)('pino') as typeof PinoModule).pino
+
 /** The `err` serializer: pino's, without stack traces unless `withStack()` says so. */
-function errSerializer(withStack: () => boolean): (err: Error) => Record<string, unknown> {
+function errSerializer(pino: typeof PinoModule.pino, withStack: () => boolean): (err: Error) => Record<string, unknown> {
   return (err) => {
     const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>
     return withStack() ? out : dropStacks(out, 0)
@@ -81,12 +86,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     for (const s of secrets) out = out.split(s).join('[Redacted]')
     return out
   }
+  const pino = loadPino()
   let logger: Logger | undefined = undefined
   const debugging = () => logger?.isLevelEnabled('debug') === true
   logger = pino(
     {
       level: options.level ?? 'info',
-      serializers: { err: errSerializer(debugging) },
+      serializers: { err: errSerializer(pino, debugging) },
       base: { service: 'fsm-sync' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[Redacted]' },

@@ -10,8 +10,6 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import type { Logger } from '../log/logger.js'
 import { runMigrations, type Migrations } from './migration-runner.js'
-import { MIGRATION_HOOKS, MIGRATIONS } from './migrations/index.js'
-import { secretsLeftInMirror } from './migrations/0011-secrets-file.js'
 import type { MigrationHooks } from './migrations/types.js'
 import { MirrorError } from './mirror-error.js'
 import { explainMirrorError } from './mirror-fault.js'
@@ -51,16 +49,24 @@ export const DEFAULT_DB_MODE = 0o640
 export const WRITER_CACHE_KIB = 4 * 1024
 export const READER_CACHE_KIB = 2 * 1024
 
-export function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
-  try {
-    return Promise.resolve(open(file, options))
-  } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)))
-  }
+export async function openMirror(file: string, options: OpenMirrorOptions = {}): Promise<Mirror> {
+  // Only a writer migrates: a reader (`status`, `query`) loads none of the migrations.
+  const migrating = options.readonly === true ? undefined : await loadMigrating()
+  return open(file, options, migrating)
+}
+
+type Migrating = Awaited<ReturnType<typeof loadMigrating>>
+
+async function loadMigrating() {
+  const [{ MIGRATION_HOOKS, MIGRATIONS }, { secretsLeftInMirror }] = await Promise.all([
+    import('./migrations/index.js'),
+    import('./migrations/0011-secrets-file.js'),
+  ])
+  return { MIGRATION_HOOKS, MIGRATIONS, secretsLeftInMirror }
 }
 
 /** Everything here is synchronous (better-sqlite3); openMirror keeps the promise its callers await. */
-function open(file: string, options: OpenMirrorOptions): Mirror {
+function open(file: string, options: OpenMirrorOptions, migrating: Migrating | undefined): Mirror {
   const readonly = options.readonly ?? false
   let sqlite: Sqlite
   try {
@@ -85,7 +91,8 @@ function open(file: string, options: OpenMirrorOptions): Mirror {
     return Promise.resolve()
   }
   const mirror: Mirror = { path: file, sqlite, close }
-  if (!readonly) {
+  if (migrating !== undefined) {
+    const { MIGRATION_HOOKS, MIGRATIONS, secretsLeftInMirror } = migrating
     try {
       // Before anything writes: an older mirror may have been widened by an earlier open.
       if (secretsLeftInMirror(sqlite) !== undefined) setMode(file, SECRETS_FILE_MODE)

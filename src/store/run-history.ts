@@ -58,12 +58,12 @@ export class RunHistory {
 
   /** Runs with an id above `afterId` that have ended, in id order. */
   finishedAfter(afterId: number): FinishedRun[] {
-    return rows(this.#sqlite, finished.where('id', '>', afterId)).map(toFinished)
+    return rows(this.#sqlite, finished().where('id', '>', afterId)).map(toFinished)
   }
 
   /** Runs started at or after `startedAt` (an ISO instant) that have ended, in id order. */
   finishedSince(startedAt: string): FinishedRun[] {
-    return rows(this.#sqlite, finished.where('started_at', '>=', startedAt)).map(toFinished)
+    return rows(this.#sqlite, finished().where('started_at', '>=', startedAt)).map(toFinished)
   }
 
   /** The lowest id above `afterId` of a run not ended yet, or undefined when none is running. */
@@ -84,11 +84,13 @@ export class RunHistory {
    * `owners: false` for a mirror older than run owners (read-only, not migrated): no owner column.
    */
   running(options: { owners: boolean } = { owners: true }): RunningRun[] {
-    const base = mirrorQuery.selectFrom('sync_runs').where('ended_at', 'is', null).orderBy('id')
-    const query = options.owners
-      ? base.select(['id', 'stream', 'kind', 'started_at', 'details', 'owner_id'])
-      : base.select((eb) => ['id', 'stream', 'kind', 'started_at', 'details', eb.lit(null).$castTo<number | null>().as('owner_id')])
-    return rows(this.#sqlite, query).map((r) => ({
+    // Plain statements, as the status report's other reads: `status` loads no query builder.
+    const owner = options.owners ? 'owner_id' : 'NULL AS owner_id'
+    // The columns RunningRow names, as sync_runs declares them.
+    const found = this.#sqlite
+      .prepare(`SELECT id, stream, kind, started_at, details, ${owner} FROM sync_runs WHERE ended_at IS NULL ORDER BY id`)
+      .all() as RunningRow[]
+    return found.map((r) => ({
       id: r.id,
       stream: r.stream,
       kind: r.kind,
@@ -100,24 +102,30 @@ export class RunHistory {
 
   /** Requests recorded by runs that ended (or, still going, started) at or after `since`. */
   requestsSince(since: string): number {
-    const row = firstRow(
-      this.#sqlite,
-      mirrorQuery
-        .selectFrom('sync_runs')
-        .select((eb) => eb.fn.sum<number | null>('requests').as('requests'))
-        .where((eb) => eb(eb.fn.coalesce('ended_at', 'started_at'), '>=', since)),
-    )
-    return row?.requests ?? 0
+    // sum() of an integer column: an integer, or NULL over no rows.
+    const sum = this.#sqlite.prepare(`SELECT sum(requests) FROM sync_runs WHERE coalesce(ended_at, started_at) >= ?`).pluck().get(since) as
+      number | null
+    return sum ?? 0
   }
 }
 
-const finished = mirrorQuery
-  .selectFrom('sync_runs')
-  .select(['id', 'stream', 'kind', 'outcome', 'rows', 'requests', 'error', 'started_at', 'ended_at'])
-  .where('ended_at', 'is not', null)
-  .orderBy('id')
+interface RunningRow {
+  id: number
+  stream: string
+  kind: RunKind
+  started_at: string
+  details: string | null
+  owner_id: number | null
+}
 
-function toFinished(r: RowOf<typeof finished>): FinishedRun {
+const finished = () =>
+  mirrorQuery
+    .selectFrom('sync_runs')
+    .select(['id', 'stream', 'kind', 'outcome', 'rows', 'requests', 'error', 'started_at', 'ended_at'])
+    .where('ended_at', 'is not', null)
+    .orderBy('id')
+
+function toFinished(r: RowOf<ReturnType<typeof finished>>): FinishedRun {
   return {
     id: r.id,
     stream: r.stream,

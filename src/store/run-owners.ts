@@ -2,7 +2,9 @@
 // heartbeat, never one per run or per row. A few statements a minute: typed queries.
 import type { Sqlite } from './mirror-database.js'
 import type { ProcessIdentity, RunOwner } from './owner-liveness.js'
-import { firstRow, mirrorQuery, rows, run } from './typed-query.js'
+import type { Selectable } from 'kysely'
+import type { RunOwnersTable } from './mirror-schema.js'
+import { firstRow, mirrorQuery, run } from './typed-query.js'
 
 export class RunOwnerStore {
   readonly #sqlite: Sqlite
@@ -66,7 +68,9 @@ export class RunOwnerStore {
   }
 
   all(): RunOwner[] {
-    return rows(this.#sqlite, mirrorQuery.selectFrom('run_owners').selectAll().orderBy('id')).map((r) => ({
+    // A plain statement, as the status report's other reads (`status` loads no query builder); the row is run_owners'.
+    const found = this.#sqlite.prepare(`SELECT * FROM run_owners ORDER BY id`).all() as Selectable<RunOwnersTable>[]
+    return found.map((r) => ({
       id: r.id,
       pid: r.pid,
       host: r.host,

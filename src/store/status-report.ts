@@ -2,6 +2,7 @@
 import { quoteIdentifier } from '../model/sql-names.js'
 import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
+import type { SyncStateTable } from './mirror-schema.js'
 import { streamFreshness } from './stream-freshness.js'
 import { estimateBackfill, type BackfillEstimate } from '../model/backfill-estimate.js'
 import { STALE_AFTER_MS } from './owner-liveness.js'
@@ -9,7 +10,6 @@ import { RunHistory } from './run-history.js'
 import { RunOwnerStore } from './run-owners.js'
 import { readRunProgress, type RunProgress } from './sync-state.js'
 import { parseInstant } from '../model/timestamps.js'
-import { mirrorQuery, rows } from './typed-query.js'
 import { inboxCounts } from './webhook-inbox-store.js'
 import { destinationLags, type ConsumerLag } from './change-log-consumers.js'
 
@@ -66,29 +66,29 @@ export interface StatusReport {
   destinations: ConsumerLag[]
 }
 
+type StateRow = Pick<SyncStateTable, 'stream' | 'cursor' | 'last_success_at' | 'last_error' | 'last_error_at'>
+
 interface Counts {
   live: number
   deleted: number
 }
 
 export function statusReport(sqlite: Sqlite, now: number, known: StatusStreams): StatusReport {
-  const states = rows(
-    sqlite,
-    mirrorQuery.selectFrom('sync_state').select(['stream', 'cursor', 'last_success_at', 'last_error', 'last_error_at']).orderBy('stream'),
-  )
+  // Plain statements throughout: a handful of reads does not need the query builder loaded (typed-query.ts).
+  const states = sqlite
+    .prepare(`SELECT stream, cursor, last_success_at, last_error, last_error_at FROM sync_state ORDER BY stream`)
+    .all() as StateRow[]
   const tables = tableNames(sqlite)
   // Custom-object records per slug in one pass, rather than a count per object.
   const objectCounts = new Map<string, Counts>()
   if (tables.has(known.perObject.table)) {
-    const perSlug = mirrorQuery
-      .selectFrom('custom_records')
-      .select((eb) => [
-        'slug',
-        eb.fn.countAll<number>().filterWhere('deleted_at', 'is', null).as('live'),
-        eb.fn.countAll<number>().filterWhere('deleted_at', 'is not', null).as('deleted'),
-      ])
-      .groupBy('slug')
-    for (const r of rows(sqlite, perSlug)) objectCounts.set(r.slug, r)
+    // The slug (TEXT) and two integer counts, named as Counts names them.
+    const perSlug = sqlite
+      .prepare(
+        `SELECT slug, count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM custom_records GROUP BY slug`,
+      )
+      .all() as (Counts & { slug: string })[]
+    for (const r of perSlug) objectCounts.set(r.slug, r)
   }
   const countsOf = (stream: string): { table: string; counts: Counts } | undefined => {
     const { perObject } = known

@@ -3,18 +3,36 @@
 // a better-sqlite3 statement on the caller's connection, so a query can sit inside a synchronous
 // transaction with the record writer's statements (kysely's own execution is async and would leave
 // the transaction between two awaits). The builder has no connection: it only compiles (kysely's
-// DummyDriver), so one serves every mirror.
-import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, type Compilable, type CompiledQuery } from 'kysely'
+// DummyDriver), so one serves every mirror. kysely loads when the first query is built, not when a
+// module imports this one: a command whose reads are plain statements (`status`) never loads it.
+import { createRequire } from 'node:module'
+import type { Compilable, CompiledQuery, Kysely } from 'kysely'
+import type * as KyselyModule from 'kysely'
 import type { Sqlite } from './mirror-database.js'
 import type { MirrorSchema } from './mirror-schema.js'
 
+let builder: Kysely<MirrorSchema> | undefined
+
+function load(): Kysely<MirrorSchema> {
+  // Synchronous on purpose (queries run inside synchronous transactions): kysely's CommonJS build.
+  const k = createRequire(import.meta.url)('kysely') as typeof KyselyModule
+  return new k.Kysely<MirrorSchema>({
+    dialect: {
+      createAdapter: () => new k.SqliteAdapter(),
+      createDriver: () => new k.DummyDriver(),
+      createIntrospector: (db) => new k.SqliteIntrospector(db),
+      createQueryCompiler: () => new k.SqliteQueryCompiler(),
+    },
+  })
+}
+
 /** Builds queries on the mirror's tables; compile-only, so never `.execute()` one (use `rows`/`run` below). */
-export const mirrorQuery = new Kysely<MirrorSchema>({
-  dialect: {
-    createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (db) => new SqliteIntrospector(db),
-    createQueryCompiler: () => new SqliteQueryCompiler(),
+export const mirrorQuery: Kysely<MirrorSchema> = new Proxy(Object.create(null) as Kysely<MirrorSchema>, {
+  // Built on the first use, then every property is the builder's own (methods bound to it).
+  get: (_, key): unknown => {
+    builder ??= load()
+    const value: unknown = Reflect.get(builder, key, builder)
+    return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(builder) : value
   },
 })
 

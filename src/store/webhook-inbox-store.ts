@@ -168,17 +168,13 @@ export class WebhookInboxStore {
 export function inboxCounts(sqlite: Sqlite): InboxCounts {
   // A mirror the daemon has not migrated yet (read-only in status) has no skipped column: none skipped.
   const hasSkipped = sqlite.prepare(`SELECT 1 FROM pragma_table_info('webhook_inbox') WHERE name = 'skipped'`).get() !== undefined
-  const row = firstRow(
-    sqlite,
-    mirrorQuery.selectFrom('webhook_inbox').select((eb) => [
-      eb.fn
-        .countAll<number>()
-        .filterWhere((w) => w.and([w('processed_at', 'is', null), w('error', 'is', null)]))
-        .as('backlog'),
-      eb.fn.countAll<number>().filterWhere('error', 'is not', null).as('failed'),
-      hasSkipped ? eb.fn.countAll<number>().filterWhere('skipped', 'is not', null).as('skipped') : eb.lit(0).as('skipped'),
-    ]),
-  )
+  // A plain statement (`status` loads no query builder): three integer counts, named as InboxCounts names them.
+  const skipped = hasSkipped ? 'count(*) FILTER (WHERE skipped IS NOT NULL)' : '0'
+  const row = sqlite
+    .prepare(
+      `SELECT count(*) FILTER (WHERE processed_at IS NULL AND error IS NULL) AS backlog, count(*) FILTER (WHERE error IS NOT NULL) AS failed, ${skipped} AS skipped FROM webhook_inbox`,
+    )
+    .get() as InboxCounts | undefined
   return { backlog: row?.backlog ?? 0, failed: row?.failed ?? 0, skipped: row?.skipped ?? 0 }
 }
 

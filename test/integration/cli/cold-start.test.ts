@@ -1,5 +1,6 @@
 // A command loads the modules it runs and no others (commands.ts): `--version` and `--help` none of
-// the configuration, the mirror or a destination, `query` and `status` no DuckDB and no daemon, the
+// the configuration, the mirror or a destination, `query` and `status` no DuckDB, no daemon, no query
+// builder and no Postgres driver, the
 // image's `healthcheck` no database driver. Pinned by the modules a child actually loads (a loader
 // hook lists them), not by its time; `npm run bench` measures the time (bench/cold-start.bench.ts).
 import { spawn } from 'node:child_process'
@@ -25,9 +26,18 @@ export async function load(url, context, next) {
   return next(url, context)
 }\n`,
   )
+  // CommonJS loads (a package required through createRequire) pass no hook: the child lists the
+  // require cache as it exits.
   writeFileSync(
     path.join(trace, 'register.mjs'),
-    `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(path.join(trace, 'hooks.mjs')).href)})\n`,
+    `import { appendFileSync } from 'node:fs'
+import Module, { register } from 'node:module'
+import { pathToFileURL } from 'node:url'
+register(${JSON.stringify(pathToFileURL(path.join(trace, 'hooks.mjs')).href)})
+process.on('exit', () => {
+  const urls = Object.keys(Module._cache).map((f) => pathToFileURL(f).href)
+  appendFileSync(process.env.MODULE_TRACE, urls.join('\\n') + '\\n')
+})\n`,
   )
   mirror = await tempMirror()
   const state = new SyncStateStore(mirror.sqlite)
@@ -69,7 +79,13 @@ const PACKAGES = {
   sqlite: /^better-sqlite3\//,
   yargs: /^yargs\//,
 }
-const AREAS = { daemon: /^src\/daemon\//, store: /^src\/store\//, destination: /^src\/destination\//, config: /^src\/config\/schema\.ts$/ }
+const AREAS = {
+  daemon: /^src\/daemon\//,
+  store: /^src\/store\//,
+  migrations: /^src\/store\/migrations\//,
+  destination: /^src\/destination\//,
+  config: /^src\/config\/schema\.ts$/,
+}
 type Name = keyof typeof PACKAGES | keyof typeof AREAS
 
 function loaded(modules: readonly string[]): Set<Name> {
@@ -94,19 +110,25 @@ describe('what a command loads', () => {
     )
   })
 
-  test('query: the mirror and the configuration, no query builder, DuckDB, Postgres or daemon', async () => {
+  test('query: the mirror and the configuration, no migrations, query builder, logger, DuckDB, Postgres or daemon', async () => {
     const r = await modulesLoaded(['query', 'select 1'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
     for (const n of ['sqlite', 'zod', 'store', 'config'] as const) expect(names).toContain(n)
-    for (const n of ['duckdb', 'pg', 'kysely', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
+    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
   })
 
-  test('status: no DuckDB and no daemon', async () => {
+  test('status: plain statements on the mirror, no migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
     const r = await modulesLoaded(['status'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
-    for (const n of ['duckdb', 'daemon'] as const) expect(names).not.toContain(n)
+    for (const n of ['sqlite', 'store'] as const) expect(names).toContain(n)
+    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon'] as const) expect(names).not.toContain(n)
+    // The destination's consumer name only, not the modules that replicate.
+    expect(r.modules.filter((m) => m.startsWith('src/destination/')).sort()).toEqual([
+      'src/destination/consumer-name.ts',
+      'src/destination/postgres-errors.ts',
+    ])
   })
 
   test('healthcheck (every 30 s in the image): the configuration, no database driver', async () => {

@@ -2,10 +2,15 @@
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { estimateBackfill, formatDuration, formatEstimate, requestsFor, secondsAt } from '../../../src/model/backfill-estimate.js'
+import { count, estimateBackfill, formatDuration, formatEstimate, requestsFor, secondsAt } from '../../../src/model/backfill-estimate.js'
 import { createProgress } from '../../../src/sync/progress.js'
 
 describe('backfill estimate', () => {
+  test('counts are grouped as en-US groups them, without the locale machinery for whole numbers', () => {
+    for (const n of [0, 7, 999, 1000, 1234, 99_999, 100_000, 1_234_567, -1234, -999, Number.MAX_SAFE_INTEGER, 12.5, 1234.5678])
+      expect(count(n)).toBe(n.toLocaleString('en-US'))
+  })
+
   test.each([
     [0, 100, 0],
     [1, 100, 1],
