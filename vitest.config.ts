@@ -12,6 +12,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Most files wait on child processes, real timers and the rate-limited emulator rather than on the
+    // CPU, and vitest's default on 2 cores is one file at a time (cores - 1): three at once took the
+    // suite from 573 s to 246 s on 2 cores with every test passing.
+    maxWorkers: 3,
     // One Postgres server for the destination's tests (about half a second to start).
     globalSetup: ['test/support/postgres-global-setup.ts'],
   },
