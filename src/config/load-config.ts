@@ -215,7 +215,8 @@ export function loadAccounts(sources: ConfigSources = {}): LoadedConfig {
   if (listed) {
     const dataDir = config?.dataDir ?? (typeof merged.dataDir === 'string' && merged.dataDir !== '' ? merged.dataDir : './data')
     accounts = resolveAccounts(list, {
-      base,
+      // Not the top-level key, mirror or secrets: an account has its own.
+      base: Object.fromEntries(Object.entries(base).filter(([k]) => !(k in PER_ACCOUNT_ONLY))),
       outer: (raw) => outer(raw),
       env,
       dataDir,

@@ -63,6 +63,15 @@ describe('accounts list', () => {
     expect(warnings.join('\n')).not.toMatch(/svc_live_topkey|shh/)
   })
 
+  test("the file's top-level key, mirror and secrets reach no account", () => {
+    const warnings: string[] = []
+    const file = configFile({ apiKey: NORTH_KEY, db: '/top.db', webhookSecrets: ['top-secret'], accounts: [south()] })
+    const [s] = loadAccounts({ file, env: ENV, warn: (m) => warnings.push(m) }).accounts
+    expect(s!.config).toMatchObject({ apiKey: SOUTH_KEY, webhookSecrets: [], db: path.join('data', 'south', 'mirror.db') })
+    expect(warnings).toHaveLength(3)
+    expect(warnings.join('\n')).not.toMatch(/top-secret|svc_live_/)
+  })
+
   test('a variable named by apiKeyEnv is read on purpose, never refused as an unknown FSM_* variable', () => {
     const file = configFile({ accounts: [{ id: 'a', apiKeyEnv: 'FSM_API_KEYS' }] })
     expect(loadAccounts({ file, env: { FSM_API_KEYS: NORTH_KEY } }).accounts[0]!.config.apiKey).toBe(NORTH_KEY)
