@@ -1,9 +1,10 @@
 // Reloads the configuration when its file (or a file it names, such as an account's apiKeyFile)
 // changes, and at once on SIGHUP. Polling is the truth: one stat per watched file every `pollMs`
 // (one background timer), followed through symlinks, so a rename over the file and a Kubernetes
-// swap of the `..data` symlink (a new inode) are seen like a write in place. fs.watch on the
-// file's folder is only a hint that checks sooner: it misses renames and swaps once its inode is
-// gone, and fails on some filesystems. The decisions are in config-watch-core.ts.
+// swap of the `..data` symlink (a new inode) are seen like a write in place; after a change the
+// content is hashed too until it settles. fs.watch on the file's folder is only a hint that checks
+// sooner: a watch on the file loses it at a rename, and some filesystems (NFS, some bind mounts)
+// send nothing. The pure decisions are in config-watch-core.ts.
 import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
@@ -68,7 +69,10 @@ export class ConfigWatch<T> {
     return this.#current
   }
 
-  /** Watches from now on; `current` is the value the caller loaded and runs. */
+  /**
+   * Watches from now on; `current` is the value the caller loaded and runs. A change between that
+   * load and this call is seen at the next change; `reload()` once after start closes the gap.
+   */
   async start(current: T): Promise<void> {
     this.#current = current
     this.#paths = this.#pathsOf(current)
@@ -176,7 +180,7 @@ export class ConfigWatch<T> {
     let want: Want | undefined = first
     let served: (() => void)[] = []
     while (want !== undefined) {
-      const outcome = this.#stopped ? ({ kind: 'unchanged' } as const) : await this.#check(gate)
+      const outcome = this.#stopped ? ({ kind: 'unchanged' } as const) : await this.#check(gate).catch(unexpected)
       const { log, next } = gate.end(outcome)
       if (outcome.kind === 'failed') {
         const fields = { path: this.#o.path }
@@ -216,6 +220,11 @@ export class ConfigWatch<T> {
     this.#o.logger.info({ path: this.#o.path }, 'configuration reloaded')
     return { kind: 'loaded' }
   }
+}
+
+/** A throw outside the loader and apply (the `files` option) must not leave the gate busy for good. */
+function unexpected(err: unknown): Outcome {
+  return { kind: 'failed', message: `configuration not reloaded: ${oneLine(err)}; keeping the running accounts` }
 }
 
 function errorCode(err: unknown): string {

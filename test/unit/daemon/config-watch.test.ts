@@ -59,6 +59,8 @@ interface Setup {
   hint?: boolean
   /** The loader waits for this after reading, so a test can hold a load in flight. */
   gate?: Promise<void>
+  /** Applies that throw before one succeeds. */
+  applyFailures?: number
 }
 
 async function watching(s: Partial<Setup> = {}) {
@@ -84,6 +86,7 @@ async function watching(s: Partial<Setup> = {}) {
   const applied: Cfg[] = []
   const stats = { loads: 0, reads: 0, active: 0, maxActive: 0 }
   let started = false
+  let failures = s.applyFailures ?? 0
   const load = async (): Promise<Cfg> => {
     stats.loads++
     stats.active++
@@ -102,7 +105,10 @@ async function watching(s: Partial<Setup> = {}) {
   const watch = new ConfigWatch<Cfg>({
     path: file,
     load,
-    apply: (next) => void applied.push(next),
+    apply: (next) => {
+      if (failures-- > 0) throw new Error('account b: the mirror folder is not writable')
+      applied.push(next)
+    },
     files: (v) => (v.keyFile === undefined ? [] : [path.join(dir, v.keyFile)]),
     clock,
     logger,
@@ -211,6 +217,19 @@ test('an invalid file is refused with one error line and the running value is ke
   writeFileSync(w.file, A2)
   await w.clock.advance(POLL_MS)
   await until('applied', () => w.applied.length === 1)
+})
+
+test('an apply that throws is logged, the running value is kept, and SIGHUP tries again', async () => {
+  const w = await watching({ applyFailures: 1 })
+  writeFileSync(w.file, A2)
+  await w.watch.reload()
+  expect(w.lines.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([
+    'configuration loaded but not applied: account b: the mirror folder is not writable; the next change or SIGHUP tries again',
+  ])
+  expect(w.watch.current).toEqual({ accounts: ['a'] })
+  await w.watch.reload()
+  expect(w.applied).toEqual([{ accounts: ['b'] }])
+  expect(w.watch.current).toEqual({ accounts: ['b'] })
 })
 
 describe('loads never overlap', () => {
