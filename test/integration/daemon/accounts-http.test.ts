@@ -1,8 +1,10 @@
 // Two accounts behind the daemon's one listener: each takes its deliveries at
 // `<webhooks.path>/<id>`, verified with its own secrets, into its own mirror (`webhooks.path` stays
 // the default account's); an unknown id is a counted 404; /metrics is one valid exposition with
-// each account's series labelled, and a removed account's series and path are gone.
+// each account's series labelled, and a removed account's series and path are gone. The intake's
+// budget of body bytes is the process's, and one account's flood takes at most its share of it.
 import { readFileSync } from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { request } from 'undici'
@@ -21,8 +23,8 @@ const DEFAULT_SECRET = 'whsec_default_0123456789abcdef0123'
 const NORTH_SECRET = 'whsec_north_0123456789abcdef012345'
 const silent = () => createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 
-async function post(url: string, delivery: string, job: string, secret: string): Promise<{ status: number; body: string }> {
-  const body = Buffer.from(JSON.stringify(jobPayload(job, T(1))))
+async function post(url: string, delivery: string, job: string, secret: string, padding = 0): Promise<{ status: number; body: string }> {
+  const body = Buffer.from(JSON.stringify(jobPayload(job, T(1), padding > 0 ? { padding: 'x'.repeat(padding) } : {})))
   const res = await request(url, {
     method: 'POST',
     headers: {
@@ -125,4 +127,46 @@ test('each account takes its own deliveries at its own path, /metrics labels eac
     await daemon.stop()
   }
   expect(daemon.stuck()).toBe(false)
+}, 60_000)
+
+test("one account's flood of slow bodies takes at most its half of the process's body budget: another account's delivery still fits", async () => {
+  const emu = await emulatorEnv({ accounts: 2, counts })
+  const KiB = 1024
+  // 2 MiB of bodies for the process: while two accounts run, each may hold 1 MiB, of which
+  // incomplete and large bodies 768 KiB (three quarters).
+  const webhooks = { maxBufferedBytes: 2048 * KiB }
+  const config = { ...inProcessDaemonConfig(emu.accounts[0]!, { webhooks }), webhookSecrets: [DEFAULT_SECRET] }
+  const daemon = await startDaemon(config, { logger: silent() })
+  const sockets: net.Socket[] = []
+  try {
+    await daemon.addAccount({ ...inProcessDaemonConfig(emu.accounts[1]!, { webhooks }), webhookSecrets: [NORTH_SECRET] }, 'north')
+    const port = Number(new URL(daemon.url).port)
+    // Three bodies of 500 KiB on north's path, each stopping at 300 KiB: together they pass north's
+    // 768 KiB and one is refused, though the process has room for them (1.5 MiB of incomplete bodies).
+    const answers = await new Promise<string[]>((resolve) => {
+      const seen: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const socket = net.connect(port, '127.0.0.1')
+        sockets.push(socket)
+        socket.on('error', () => undefined)
+        socket.setEncoding('latin1').on('data', (d: string) => {
+          seen.push(d.split('\r\n')[0]!)
+          resolve(seen)
+        })
+        socket.write(
+          `POST /webhooks/north HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${500 * KiB}\r\n` +
+            `X-Service-Event: job.updated\r\nX-Service-Delivery: flood-${i}\r\nX-Service-Signature: ${'0'.repeat(64)}\r\n\r\n`,
+        )
+        socket.write(Buffer.alloc(300 * KiB, 0x20))
+      }
+    })
+    expect(answers).toEqual(['HTTP/1.1 503 Service Unavailable'])
+    // The default account's large delivery (700 KiB) fits in its own half, whatever north holds.
+    expect(await post(`${daemon.url}/webhooks`, 'd-big', hex(9), DEFAULT_SECRET, 700 * KiB)).toMatchObject({ status: 200 })
+    expect(daemon.accounts.get('north')!.webhooks.metrics.intake.bufferFull).toBeGreaterThan(0)
+    expect(daemon.accounts.get('default')!.webhooks.metrics.intake.bufferFull).toBe(0)
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    await daemon.stop()
+  }
 }, 60_000)
