@@ -39,8 +39,6 @@ export interface Daemon {
   sweeps: SweepLoop | undefined
   /** Every account of the process, by id. */
   accounts: ReadonlyMap<string, AccountRuntime>
-  /** The series of no account on /metrics (the release, the listener's refusals). */
-  processMetrics: ProcessMetrics
   /**
    * Opens and starts one more account while the daemon runs: its own mirror, secrets, metrics
    * (`account="<id>"`) and webhook path `<webhooks.path>/<id>`, sharing the process's listener,
@@ -192,7 +190,6 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     referenceAtStart: main.referenceAtStart,
     sweeps: main.sweeps,
     accounts,
-    processMetrics,
     addAccount,
     removeAccount,
     status: () => ({ accounts: Object.fromEntries(runtimes().map((r) => [r.id, r.status()])) }),
