@@ -101,7 +101,8 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       if (stopping) return { ready: false, reason: 'stopping' }
       // Today's fields stay at the top level (the default account's); `accounts` has each one's.
       const byId = Object.fromEntries(answers) as Record<string, ReadyAnswer>
-      const top = byId[DEFAULT_ACCOUNT]!
+      // With no default account (removed), the top level says only whether every account is ready.
+      const top = byId[DEFAULT_ACCOUNT] ?? { ready: true }
       const notReady = answers.find(([, a]) => !a.ready)
       if (top.ready && notReady !== undefined)
         return { ...top, ready: false, reason: `account ${notReady[0]}: ${notReady[1].reason ?? 'not ready'}`, accounts: byId }

@@ -165,6 +165,12 @@ test("one account's flood of slow bodies takes at most its half of the process's
     expect(await post(`${daemon.url}/webhooks`, 'd-big', hex(9), DEFAULT_SECRET, 700 * KiB)).toMatchObject({ status: 200 })
     expect(daemon.accounts.get('north')!.webhooks.metrics.intake.bufferFull).toBeGreaterThan(0)
     expect(daemon.accounts.get('default')!.webhooks.metrics.intake.bufferFull).toBe(0)
+    // Without its default account the daemon still answers: webhooks.path is a 404, readiness is north's.
+    expect(await daemon.removeAccount('default')).toBe(true)
+    expect((await post(`${daemon.url}/webhooks`, 'd-2', hex(10), DEFAULT_SECRET)).status).toBe(404)
+    const ready = await request(`${daemon.url}/readyz`)
+    expect(ready.statusCode).toBe(200)
+    expect(Object.keys(((await ready.body.json()) as { accounts: object }).accounts)).toEqual(['north'])
   } finally {
     for (const socket of sockets) socket.destroy()
     await daemon.stop()
