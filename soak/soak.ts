@@ -1,6 +1,6 @@
 // The soak (docs/development.md, Soak): the daemon under churn, faults, a 429 storm and random SIGKILLs, with
 // an external reader on its mirror; then one sweep and one reconcile and an exact comparison with
-// the emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/soak.test.ts.
+// the emulator. Used by `npm run soak` (soak/run.ts) and, shorter, by test/soak/exact-under-churn-and-kills.test.ts.
 // runSoak reads as the plan; each phase is a function below it, sharing a World (world.ts).
 import { setTimeout as delay } from 'node:timers/promises'
 import { maxInWindow } from '../bench/lib.js'

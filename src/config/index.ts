@@ -11,5 +11,15 @@ export {
   type ConfigInput,
   type ScheduleName,
 } from './schema.js'
-export { loadConfig, ENV_KEYS, ENV_VARIABLES, FLAG_KEYS, type ConfigSources, type StreamChoice } from './load-config.js'
+export {
+  loadConfig,
+  loadAccounts,
+  ENV_KEYS,
+  ENV_VARIABLES,
+  FLAG_KEYS,
+  type ConfigSources,
+  type StreamChoice,
+  type LoadedConfig,
+} from './load-config.js'
+export { diffAccounts, ACCOUNT_ID_PATTERN, DEFAULT_ACCOUNT_ID, type AccountConfig, type AccountsDiff } from './accounts.js'
 export { ConfigError, type ConfigIssue } from './config-error.js'

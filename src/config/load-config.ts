@@ -5,6 +5,7 @@ import type { z } from 'zod'
 import { ConfigSchema, withPostgresPassword, type Config } from './schema.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { schemaKeys } from './schema-keys.js'
+import { DEFAULT_ACCOUNT_ID, apiKeyVariables, isPlainObject, resolveAccounts, type AccountConfig } from './accounts.js'
 
 /**
  * Environment variable → the key it sets, as a path (`['schedules', 'sweep']`): each key's `env` in
@@ -91,67 +92,139 @@ export interface StreamChoice {
 
 type Origin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string } | { kind: 'override' }
 
+/** The settings of the process and the values every account inherits (loadAccounts(sources).config). */
 export function loadConfig(sources: ConfigSources = {}): Config {
+  return loadAccounts(sources).config
+}
+
+export interface LoadedConfig {
+  /**
+   * The top-level settings: the process's (listener, log level, intake limits, destination) and what
+   * every account inherits. With an `accounts` list it holds no API key and no mirror of its own.
+   */
+  config: Config
+  /** Each account with its whole Config; without a list, the one account `default` (`config` itself). */
+  accounts: AccountConfig[]
+  /** Whether the config file holds an `accounts` list. */
+  listed: boolean
+}
+
+/** Keys a top-level value of which no account inherits when the file lists accounts (each has its own). */
+const PER_ACCOUNT_ONLY: Record<string, string> = {
+  apiKey: "each account's key comes from its apiKeyFile or apiKeyEnv",
+  db: "each account's mirror is <dataDir>/<id>/mirror.db, or its own db",
+  webhookSecrets: 'each account verifies deliveries with the secrets in its own secrets file, beside its mirror',
+}
+
+/** The configuration with its accounts, every problem of the file, the environment and the flags reported at once. */
+export function loadAccounts(sources: ConfigSources = {}): LoadedConfig {
   const env = sources.env ?? {}
   const issues: ConfigIssue[] = []
-  const merged: Record<string, unknown> = {}
+  const base: Record<string, unknown> = {}
   const origins = new Map<string, Origin>()
+  let list: unknown
 
-  for (const name of Object.keys(env).sort()) {
-    const verdict = unknownVariable(name)
-    if (verdict === undefined || verdict === 'ignore') continue
-    if ('refuse' in verdict) issues.push({ key: name, message: verdict.refuse })
-    else sources.warn?.(`${name} ${verdict.warn}`)
-  }
   const filePath = sources.file ?? env.FSM_CONFIG
   if (filePath !== undefined && filePath !== '') {
     const fromFile = readConfigFile(filePath, issues)
     for (const [k, v] of Object.entries(fromFile)) {
-      merged[k] = v
+      if (k === 'accounts') list = v
+      else base[k] = v
       origins.set(k, { kind: 'file', path: filePath })
     }
   }
+  const keyVariables = apiKeyVariables(list)
+  for (const name of Object.keys(env).sort()) {
+    const verdict = keyVariables.has(name) ? undefined : unknownVariable(name)
+    if (verdict === undefined || verdict === 'ignore') continue
+    if ('refuse' in verdict) issues.push({ key: name, message: verdict.refuse })
+    else sources.warn?.(`${name} ${verdict.warn}`)
+  }
   for (const [k, v] of Object.entries(sources.overrides ?? {})) {
-    merged[k] = isPlainObject(v) && isPlainObject(merged[k]) ? { ...merged[k], ...v } : v
+    base[k] = isPlainObject(v) && isPlainObject(base[k]) ? { ...base[k], ...v } : v
     origins.set(k, { kind: 'override' })
   }
-  for (const [name, path] of ENV_KEYS) {
-    const v = env[name]
-    if (v !== undefined && v !== '') {
+  const listed = list !== undefined
+  const skip = listed ? new Set(Object.keys(PER_ACCOUNT_ONLY)) : new Set<string>()
+  const outer = (raw: Record<string, unknown>, track?: Map<string, Origin>): Record<string, unknown> => {
+    const target = { ...raw }
+    for (const [name, path] of ENV_KEYS) {
+      const v = env[name]
+      if (v === undefined || v === '' || skip.has(path[0]!)) continue
       // Only this one key comes from the environment; its siblings keep the file's values.
-      setAt(merged, path, v)
-      origins.set(path.join('.'), { kind: 'env', name })
+      setAt(target, path, v)
+      track?.set(path.join('.'), { kind: 'env', name })
     }
+    for (const [name, key] of Object.entries(FLAG_KEYS)) {
+      const v = sources.flags?.[name]
+      if (v === undefined || skip.has(key)) continue
+      target[key] = v
+      track?.set(key, { kind: 'flag', name })
+    }
+    return target
   }
-  for (const [name, key] of Object.entries(FLAG_KEYS)) {
-    const v = sources.flags?.[name]
-    if (v !== undefined) {
-      merged[key] = v
-      origins.set(key, { kind: 'flag', name })
+
+  const outermost = outer(base, origins)
+  const merged = listed ? Object.fromEntries(Object.entries(outermost).filter(([k]) => !(k in PER_ACCOUNT_ONLY))) : outermost
+  if (listed) {
+    for (const [key, why] of Object.entries(PER_ACCOUNT_ONLY)) {
+      const given = [...ENV_KEYS].find(([name, path]) => path[0] === key && env[name] !== undefined && env[name] !== '')?.[0]
+      const flag = Object.entries(FLAG_KEYS).find(([name, k]) => k === key && sources.flags?.[name] !== undefined)?.[0]
+      const named = flag !== undefined ? `--${flag}` : (given ?? (key in base ? nameOf([key], origins) : undefined))
+      // Named, never quoted: the value may be a secret.
+      if (named !== undefined) sources.warn?.(`${named} is ignored: the config file lists accounts, and ${why}`)
     }
   }
 
-  const parsed = ConfigSchema.safeParse(merged)
-  const choice = sources.streams
-  if (parsed.success && choice !== undefined) {
-    for (const [i, name] of (parsed.data.streams ?? []).entries()) {
-      const problem = choice.problem(name)
-      if (problem !== undefined) issues.push({ key: nameOf(['streams', String(i)], origins), message: problem })
+  const topProblems = new Set<string>()
+  const settle = (raw: Record<string, unknown>, name: (path: readonly string[]) => string, top: boolean): Config | undefined => {
+    const parsed = ConfigSchema.safeParse(raw)
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues.flatMap((i) => describeIssue(i, name))) {
+        const id = `${issue.path.join('.')}\0${issue.message}`
+        if (top) topProblems.add(id)
+        else if (topProblems.has(id)) continue
+        issues.push({ key: issue.key, message: issue.message })
+      }
+      return undefined
     }
-    parsed.data.streams ??= [...choice.all]
-  }
-  if (parsed.success) {
+    const choice = sources.streams
+    if (choice !== undefined) {
+      for (const [i, stream] of (parsed.data.streams ?? []).entries()) {
+        const problem = choice.problem(stream)
+        if (problem !== undefined && (top || !topProblems.has(`streams.${i}\0${problem}`))) {
+          if (top) topProblems.add(`streams.${i}\0${problem}`)
+          issues.push({ key: name(['streams', String(i)]), message: problem })
+        }
+      }
+      parsed.data.streams ??= [...choice.all]
+    }
     // The password kept apart from the URL (no encoding for the user to get right) goes into it here.
     const pg = parsed.data.destination.postgres
-    if (pg.password !== undefined && pg.url === undefined)
+    if (pg.password !== undefined && pg.url === undefined && top)
       issues.push({
-        key: nameOf(['destination', 'postgres', 'password'], origins),
+        key: name(['destination', 'postgres', 'password']),
         message: 'is set but destination.postgres.url (FSM_POSTGRES_URL) is not: set the URL too, e.g. postgres://user@host:5432/database',
       })
     else if (pg.password !== undefined && pg.url !== undefined) pg.url = withPostgresPassword(pg.url, pg.password)
+    return parsed.data
   }
-  if (parsed.success && issues.length === 0) return parsed.data
-  if (!parsed.success) issues.push(...parsed.error.issues.flatMap((i) => describeIssue(i, origins)))
+
+  const config = settle(merged, (path) => nameOf(path, origins), true)
+  let accounts: AccountConfig[] = []
+  if (listed) {
+    const dataDir = config?.dataDir ?? (typeof merged.dataDir === 'string' && merged.dataDir !== '' ? merged.dataDir : './data')
+    accounts = resolveAccounts(list, {
+      // Not the top-level key, mirror or secrets: an account has its own.
+      base: Object.fromEntries(Object.entries(base).filter(([k]) => !(k in PER_ACCOUNT_ONLY))),
+      outer: (raw) => outer(raw),
+      env,
+      dataDir,
+      issues,
+      settle: (raw, label, keyName) => settle(raw, (path) => `${label}: ${[keyName(path[0] ?? ''), ...path.slice(1)].join('.')}`, false),
+    })
+  } else if (config !== undefined) accounts = [{ id: DEFAULT_ACCOUNT_ID, config }]
+  if (config !== undefined && issues.length === 0) return { config, accounts, listed }
   throw new ConfigError(issues)
 }
 
@@ -191,19 +264,16 @@ function setAt(target: Record<string, unknown>, path: readonly string[], value: 
   target[head] = child
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
-function describeIssue(issue: z.core.$ZodIssue, origins: ReadonlyMap<string, Origin>): ConfigIssue[] {
+function describeIssue(issue: z.core.$ZodIssue, name: (path: readonly string[]) => string): (ConfigIssue & { path: string[] })[] {
   const path = issue.path.map(String)
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => ({
-      key: nameOf([...path, k], origins),
+      path: [...path, k],
+      key: name([...path, k]),
       message: 'is not a known setting (see config/example.json)',
     }))
   }
-  return [{ key: nameOf(path, origins), message: issue.message }]
+  return [{ path, key: name(path), message: issue.message }]
 }
 
 /** The name the user wrote: `--rate-limit`, `FSM_RATE_LIMIT`, or `sync.lookbackSeconds (in FILE)`. */

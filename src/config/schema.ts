@@ -120,6 +120,16 @@ export const ConfigSchema = z.strictObject({
         { env: 'FSM_DB' },
       ),
     ),
+  dataDir: z
+    .string()
+    .min(1)
+    .default('./data')
+    .meta(
+      doc(
+        "The folder of the mirrors of the `accounts` list: an account's mirror is `<dataDir>/<id>/mirror.db` unless it sets `db` (docs/configuration.md, Many accounts). Without `accounts`, `db` alone names the mirror.",
+        { env: 'FSM_DATA_DIR' },
+      ),
+    ),
   dbMode: z
     .string()
     .regex(/^0?[0-7]{3}$/, { message: 'must be an octal file mode such as 0640 (owner read/write, group read) or 0600 (owner only)' })

@@ -1,5 +1,6 @@
-// Conformance cases found by walking the spec section by section against the suite: rules the
-// emulator implemented without a case, and the processor payment rule of "Invoice status".
+// Conformance: the smaller rules of several spec sections that the per-section files leave out (Errors,
+// Invoice, the processor payment rule of "Invoice status", Client job aggregation, Custom objects, API
+// keys, Versioning, Webhook management and delivery, Job status).
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'

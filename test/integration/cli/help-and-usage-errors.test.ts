@@ -5,7 +5,7 @@ import { cleanEnv, runCli } from '../../support/run-cli.js'
 
 const COMMANDS = ['run', 'sync', 'reconcile', 'status', 'query', 'schema', 'export', 'trigger', 'webhooks', 'doctor', 'emulator', 'demo']
 
-describe('the command line', () => {
+describe('the command line: help, version and usage errors', () => {
   test('--help lists every command of docs/commands.md', async () => {
     const r = await runCli(['--help'])
     expect(r.code).toBe(0)

@@ -53,7 +53,7 @@ const settle = async () => {
   await service.processor.drained()
 }
 
-describe('against the emulator', () => {
+describe('webhooks end to end against the emulator', () => {
   test('register creates the endpoint for all seventeen events and stores its secret', async () => {
     const r = await registerEndpoint(env.app.client, service.secrets, first.url, Date.now)
     expect(r).toMatchObject({ action: 'created', url: first.url, rotated: false })

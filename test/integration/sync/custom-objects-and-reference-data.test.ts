@@ -1,4 +1,4 @@
-// Custom objects, reference data and account metadata against the emulator.
+// Custom objects, reference data, account metadata and client custom fields synced from the emulator.
 import { describe, expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { REFERENCE_STREAMS } from '../../../connectors/reference.js'

@@ -19,7 +19,7 @@ afterEach(() => env.close())
 let n = 0
 const send = (secret: string) => env.deliver(`rot-${n++}`, 'job.updated', jobPayload(hex(1), T(n)), secret).then((r) => r.status)
 
-describe('rotation', () => {
+describe('secret rotation', () => {
   test('no secret at all: every delivery refused with a log line naming the fix', async () => {
     expect(await send(OLD)).toBe(401)
     expect(env.logs()).toContain('fsm-sync webhooks register --url URL')
