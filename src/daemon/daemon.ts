@@ -5,7 +5,7 @@
 // signal between pages, so the page being written commits and the run ends; the next start resumes
 // from that checkpoint.
 import type { Server } from 'node:http'
-import type { Config } from '../config/index.js'
+import { ACCOUNT_ID_PATTERN, type Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
@@ -135,6 +135,8 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const leftStuck: AccountRuntime[] = []
   const addAccount = (accountConfig: Config, id: string): Promise<AccountRuntime> => {
     if (stopping) return Promise.reject(new Error(`account ${id} not added: the daemon is stopping`))
+    if (!ACCOUNT_ID_PATTERN.test(id))
+      return Promise.reject(new Error(`account id ${JSON.stringify(id)} does not match ${ACCOUNT_ID_PATTERN}`))
     if (accounts.has(id) || opening.has(id)) return Promise.reject(new Error(`account ${id} is already running`))
     opening.add(id)
     return track(

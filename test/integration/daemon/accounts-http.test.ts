@@ -58,6 +58,7 @@ test('each account takes its own deliveries at its own path, /metrics labels eac
   try {
     const north = await daemon.addAccount({ ...inProcessDaemonConfig(emu.accounts[1]!), webhookSecrets: [NORTH_SECRET] }, 'north')
     await expect(daemon.addAccount(config, 'north')).rejects.toThrow('account north is already running')
+    await expect(daemon.addAccount(config, 'a/b')).rejects.toThrow('account id "a/b" does not match')
     const main = daemon.accounts.get('default')!
     expect([...daemon.accounts.keys()]).toEqual(['default', 'north'])
 
