@@ -46,19 +46,29 @@ export class ProcessMetrics {
 
 /**
  * One Prometheus text exposition of several registries: a family (a metric name) present in more
- * than one gets its HELP and TYPE once, then every registry's samples, in the order given.
+ * than one gets its HELP and TYPE once, then every registry's samples, in the order given. The
+ * event loop turns after each registry: a thousand accounts of 90 series took 0.4 to 0.7 s to
+ * render here, and webhook acks must not wait behind all of it (the loop was held 7 to 38 ms at most).
  */
 export async function exposition(registries: readonly Registry[]): Promise<string> {
-  const texts = await Promise.all(registries.map((r) => Promise.all(r.getMetricsAsArray().map((m) => r.getSingleMetricAsString(m.name)))))
   // prom-client writes a family as its HELP line, its TYPE line, then one line per sample (label
   // values and help texts have their newlines escaped).
-  const families = new Map<string, string[]>()
-  for (const text of texts.flat()) {
-    const lines = text.split('\n')
-    const name = lines[0]!.split(' ')[2]!
-    const family = families.get(name)
-    if (family === undefined) families.set(name, lines)
-    else family.push(...lines.slice(2))
+  const families = new Map<string, { head: string; samples: string[] }>()
+  for (const registry of registries) {
+    const texts = await Promise.all(registry.getMetricsAsArray().map((m) => registry.getSingleMetricAsString(m.name)))
+    for (const text of texts) {
+      const name = text.slice(HELP.length, text.indexOf(' ', HELP.length))
+      const afterType = text.indexOf('\n', text.indexOf('\n') + 1)
+      const head = afterType < 0 ? text : text.slice(0, afterType)
+      const family = families.get(name) ?? { head, samples: [] }
+      families.set(name, family)
+      if (afterType >= 0) family.samples.push(text.slice(afterType + 1))
+    }
+    await new Promise<void>((resolve) => setImmediate(resolve))
   }
-  return `${[...families.values()].map((lines) => lines.join('\n')).join('\n\n')}\n`
+  const out: string[] = []
+  for (const { head, samples } of families.values()) out.push(samples.length === 0 ? head : `${head}\n${samples.join('\n')}`)
+  return `${out.join('\n\n')}\n`
 }
+
+const HELP = '# HELP '

@@ -107,6 +107,14 @@ test("one exposition of the process and its accounts: each family's HELP and TYP
   expect(alone.filter((s) => s.labels.account === 'south-2').length).toBe(samples.filter((s) => s.labels.account === 'south-2').length)
 })
 
+test('the exposition lets the event loop turn between two accounts, so acks do not wait behind a whole scrape', async () => {
+  const accounts = ['a', 'b'].map((id) => new DaemonMetrics({ account: id, governor }))
+  let turned = false
+  const done = exposition(accounts.map((m) => m.registry)).then(() => turned)
+  setImmediate(() => (turned = true))
+  expect(await done).toBe(true)
+})
+
 test.each([
   [
     { created: 1, updated: 2, deleted: 0, errors: 0, extra: 'x' },
