@@ -5,15 +5,18 @@
 // signal between pages, so the page being written commits and the run ends; the next start resumes
 // from that checkpoint.
 import type { Server } from 'node:http'
-import type { Config } from '../config/index.js'
+import { ACCOUNT_ID_PATTERN, type Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
+import { accountWebhookPath } from '../webhooks/account-paths.js'
+import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import type { PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, openAccountRuntime, type AccountRuntime, type AccountStatus } from './account-runtime.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import { closeServer, createDaemonServer, listen, type ReadyAnswer } from './http-server.js'
+import { exposition, ProcessMetrics } from './process-metrics.js'
 import type { App } from './create-app.js'
 import type { Scheduler } from './scheduler.js'
 import type { SweepLoop } from './sweep-loop.js'
@@ -36,6 +39,17 @@ export interface Daemon {
   sweeps: SweepLoop | undefined
   /** Every account of the process, by id. */
   accounts: ReadonlyMap<string, AccountRuntime>
+  /**
+   * Opens and starts one more account while the daemon runs: its own mirror, secrets, metrics
+   * (`account="<id>"`) and webhook path `<webhooks.path>/<id>`, sharing the process's listener,
+   * clock, checkpoint thread and webhook body budget. Refused for an id already running.
+   */
+  addAccount(config: Config, id: string): Promise<AccountRuntime>
+  /**
+   * Stops an account and takes it out: from the call on, its webhook path answers 404 and its series
+   * leave /metrics; its mirror stays on disk. False when no account has that id.
+   */
+  removeAccount(id: string): Promise<boolean>
   status(): { accounts: Record<string, AccountStatus> }
   stop(): Promise<void>
   /**
@@ -57,25 +71,38 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // webhook acks); the thread starts with the first mirror an account registers.
   const checkpoints = startCheckpointService({ logger })
   const accounts = new Map<string, AccountRuntime>()
+  const processMetrics = new ProcessMetrics()
+  // The intake's bounds are the process's: one listener, one budget of body bytes that each account
+  // draws on through its share (half of it while others run), so one account's flood leaves room.
+  const { maxConnections, bodyTimeoutMs, maxBufferedBytes } = config.webhooks
+  const bodyBudget = new BodyBudget(maxBufferedBytes)
   const deps = { logger, checkpoints, ...(options.clock === undefined ? {} : { clock: options.clock }) }
-  accounts.set(DEFAULT_ACCOUNT, await openAccountRuntime(config, { ...deps, id: DEFAULT_ACCOUNT }))
+  const open = (accountConfig: Config, id: string) =>
+    openAccountRuntime(accountConfig, { ...deps, id, bodyBudget: accountBodyBudget(bodyBudget, () => accounts.size) })
+  accounts.set(DEFAULT_ACCOUNT, await open(config, DEFAULT_ACCOUNT))
   const main = accounts.get(DEFAULT_ACCOUNT)!
   const runtimes = () => [...accounts.values()]
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
-    webhookHandler: main.webhookHandler,
-    webhookLimits: main.webhooks.limits,
-    onDrop: () => main.webhooks.metrics.intake.connectionsDropped++,
+    defaultAccount: DEFAULT_ACCOUNT,
+    webhookHandler: (id) => accounts.get(id)?.webhookHandler,
+    webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
+    onDrop: () => processMetrics.listener.connectionsDropped++,
+    onUnknownAccount: () => processMetrics.listener.unknownAccount++,
     logger,
-    metrics: async () => ({ contentType: main.metrics.contentType, body: await main.metrics.text() }),
+    metrics: async () => ({
+      contentType: processMetrics.registry.contentType,
+      body: await exposition([processMetrics.registry, ...runtimes().map((r) => r.metrics.registry)]),
+    }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
       const answers = await Promise.all(runtimes().map(async (r) => [r.id, await r.ready()] as const))
       if (stopping) return { ready: false, reason: 'stopping' }
       // Today's fields stay at the top level (the default account's); `accounts` has each one's.
       const byId = Object.fromEntries(answers) as Record<string, ReadyAnswer>
-      const top = byId[DEFAULT_ACCOUNT]!
+      // With no default account (removed), the top level says only whether every account is ready.
+      const top = byId[DEFAULT_ACCOUNT] ?? { ready: true }
       const notReady = answers.find(([, a]) => !a.ready)
       if (top.ready && notReady !== undefined)
         return { ...top, ready: false, reason: `account ${notReady[0]}: ${notReady[1].reason ?? 'not ready'}`, accounts: byId }
@@ -96,11 +123,56 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   for (const r of runtimes()) r.start()
   logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
 
-  const stuck = () => checkpoints.abandoned || runtimes().some((r) => r.stuck())
+  // Accounts being opened or stopped by addAccount and removeAccount: stop() waits for them.
+  const opening = new Set<string>()
+  const changes = new Set<Promise<unknown>>()
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    changes.add(p)
+    void p.finally(() => changes.delete(p)).catch(() => undefined)
+    return p
+  }
+  // A removed account whose disk stopped answering keeps its mirror open: stuck() tells the exit.
+  const leftStuck: AccountRuntime[] = []
+  const addAccount = (accountConfig: Config, id: string): Promise<AccountRuntime> => {
+    if (stopping) return Promise.reject(new Error(`account ${id} not added: the daemon is stopping`))
+    if (!ACCOUNT_ID_PATTERN.test(id))
+      return Promise.reject(new Error(`account id ${JSON.stringify(id)} does not match ${ACCOUNT_ID_PATTERN}`))
+    if (accounts.has(id) || opening.has(id)) return Promise.reject(new Error(`account ${id} is already running`))
+    opening.add(id)
+    return track(
+      (async () => {
+        try {
+          const runtime = await open(accountConfig, id)
+          if (stopping) {
+            await runtime.stop()
+            throw new Error(`account ${id} not added: the daemon is stopping`)
+          }
+          accounts.set(id, runtime)
+          runtime.start()
+          logger.info({ account: id, webhooks: accountWebhookPath(config.webhooks.path, id) }, 'account added')
+          return runtime
+        } finally {
+          opening.delete(id)
+        }
+      })(),
+    )
+  }
+  const removeAccount = async (id: string): Promise<boolean> => {
+    const runtime = accounts.get(id)
+    if (runtime === undefined) return false
+    accounts.delete(id)
+    await track(runtime.stop())
+    if (runtime.stuck()) leftStuck.push(runtime)
+    logger.info({ account: id }, 'account removed: its mirror stays on disk')
+    return true
+  }
+
+  const stuck = () => checkpoints.abandoned || [...runtimes(), ...leftStuck].some((r) => r.stuck())
   let stopped: Promise<void> | undefined
   const stop = () =>
     (stopped ??= (async () => {
       stopping = true
+      await Promise.allSettled([...changes])
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
       // The checkpoint thread stops beside the accounts: their writers checkpoint on their own meanwhile.
       await Promise.all([...runtimes().map((r) => r.drain()), checkpoints.stop()])
@@ -121,6 +193,8 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     referenceAtStart: main.referenceAtStart,
     sweeps: main.sweeps,
     accounts,
+    addAccount,
+    removeAccount,
     status: () => ({ accounts: Object.fromEntries(runtimes().map((r) => [r.id, r.status()])) }),
     stop,
     stuck,
