@@ -12,6 +12,7 @@ import { count, formatDuration, formatEstimate, plural } from '../model/backfill
 import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
 import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
+import { coversEvery } from './account-choice.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import type { ConsumerLag } from '../store/change-log-consumers.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/consumer-name.js'
@@ -20,6 +21,8 @@ import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 export const statusCommand: Command = {
   builder: (y) => jsonOption(y),
   run: async (args, ctx) => {
+    // Several accounts and none named: one line each (accounts.ts).
+    if (coversEvery(ctx.accounts(), args.account)) return (await import('./accounts.js')).statusOfEvery(args, ctx)
     const config = ctx.config()
     if (!existsSync(config.db)) throw noMirrorError(config.db)
     const mirror = await openMirror(config.db, { readonly: true })
