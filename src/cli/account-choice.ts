@@ -17,7 +17,7 @@ export function chooseAccount(loaded: LoadedConfig, named: unknown): AccountConf
   if (named !== undefined) throw new CommandError(`--account needs an account id; ${validIds(loaded)}`, USAGE)
   const only = loaded.accounts[0]
   if (loaded.accounts.length === 1 && only !== undefined) return only
-  if (ids.length === 0) throw new CommandError(`the config file's accounts list is empty: ${validIds(loaded)}`, USAGE)
+  if (ids.length === 0) throw new CommandError(`the config file's accounts list is empty: add an account to it`, USAGE)
   throw new CommandError(
     `--account is required: the config file lists ${ids.length} accounts (${ids.join(', ')}); name one, e.g. --account ${ids[0]}`,
     USAGE,
@@ -30,7 +30,7 @@ export function coversEvery(loaded: LoadedConfig, named: unknown): boolean {
 }
 
 function validIds(loaded: LoadedConfig): string {
-  if (loaded.accounts.length === 0) return 'it lists no account (add one to the accounts list of the config file)'
+  if (loaded.accounts.length === 0) return "the config file's accounts list is empty"
   const ids = loaded.accounts.map((a) => a.id).join(', ')
   return loaded.listed
     ? `the accounts of the config file are: ${ids}`

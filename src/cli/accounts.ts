@@ -4,6 +4,7 @@
 // ever synced (docs/commands.md).
 import type { Args, Command, CommandContext } from './command.js'
 import { packageInfo } from '../config/package-info.js'
+import type { AccountConfig } from '../config/index.js'
 import { systemClock } from '../model/clock.js'
 import { jsonOption, printResult } from './output.js'
 import { accountSummary, anyFailing, renderSummaries, type AccountSummary } from './account-summary.js'
@@ -13,9 +14,7 @@ export const accountsCommand: Command = {
   run: async (args, ctx) => {
     const { accounts, listed } = ctx.accounts()
     const now = systemClock.now()
-    const summaries: AccountSummary[] = []
-    // One mirror open at a time: a thousand accounts never hold a thousand files.
-    for (const account of accounts) summaries.push(await accountSummary(account, now))
+    const summaries = await summariesOf(accounts, now)
     printResult(args, ctx.io, { listed, accounts: summaries }, () =>
       summaries.length === 0
         ? 'the config file lists no accounts\n'
@@ -32,8 +31,7 @@ export const accountsCommand: Command = {
 /** `fsm-sync status` over several accounts: one line each; the full report is `status --account ID`'s. */
 export async function statusOfEvery(args: Args, ctx: CommandContext): Promise<number> {
   const now = systemClock.now()
-  const summaries: AccountSummary[] = []
-  for (const account of ctx.accounts().accounts) summaries.push(await accountSummary(account, now))
+  const summaries = await summariesOf(ctx.accounts().accounts, now)
   printResult(
     args,
     ctx.io,
@@ -43,4 +41,11 @@ export async function statusOfEvery(args: Args, ctx: CommandContext): Promise<nu
       '\n`fsm-sync status --account ID` shows the full report of one account; `fsm-sync accounts` adds errors, budget and webhooks.\n',
   )
   return anyFailing(summaries) ? 1 : 0
+}
+
+async function summariesOf(accounts: readonly AccountConfig[], now: number): Promise<AccountSummary[]> {
+  const summaries: AccountSummary[] = []
+  // One mirror open at a time: a thousand accounts never hold a thousand files.
+  for (const account of accounts) summaries.push(await accountSummary(account, now))
+  return summaries
 }

@@ -1,7 +1,8 @@
 // `fsm-sync doctor [--json]`: one line per check, ✓ or ✗ with the fix, or – for an optional feature
 // that is not set up (a note, not a failure); exit 0 only when nothing failed. An
 // invalid configuration is reported here line by line (not exit 2): finding it is the point. With
-// --json the checks are printed as one document at the end instead of line by line.
+// --json the checks are printed as one document at the end instead of line by line. With several
+// accounts and no --account, every account's checks under its id, and the failing accounts named.
 import { ConfigError, type Config, type LoadedConfig } from '../config/index.js'
 import { apiChecks, mirrorChecks, type Check } from '../daemon/doctor-checks.js'
 import type { Command, CommandContext } from './command.js'

@@ -2,6 +2,7 @@
 // runs in progress and the backfill estimate they stored (docs/sweeping.md, Progress); the budget.
 // On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
 // and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
+// With several accounts and no --account: one line per account (accounts.ts).
 import { existsSync } from 'node:fs'
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'

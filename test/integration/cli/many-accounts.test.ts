@@ -18,7 +18,7 @@ let config: string
 let env: Record<string, string>
 
 /** A config file listing `ids` (keys from files, south's from a variable); `keys` overrides an account's key. */
-function writeConfig(ids: readonly string[], keys: Record<string, string> = {}): string {
+function writeConfig(ids: readonly string[], keys: Record<string, string> = {}, data = dataDir): string {
   const dir = tempDir()
   const accounts = ids.map((id, i) => {
     const key = keys[id] ?? emu.accounts[i]!.apiKey
@@ -28,7 +28,7 @@ function writeConfig(ids: readonly string[], keys: Record<string, string> = {}):
     return { id, apiKeyFile: file }
   })
   const file = path.join(dir, 'config.json')
-  writeFileSync(file, JSON.stringify({ baseUrl: emu.url, dataDir, rateLimit: 100000, accounts }))
+  writeFileSync(file, JSON.stringify({ baseUrl: emu.url, dataDir: data, rateLimit: 100000, accounts }))
   return file
 }
 
@@ -89,7 +89,7 @@ describe('--account', () => {
     expect(query(mirrorOf('east'), 'SELECT 1')).toEqual([])
   })
 
-  test('a single-account config needs no --account; --account default names its one account', async () => {
+  test('a single-account config needs no --account; --account default names its one account, whose webhook path is /webhooks', async () => {
     const db = path.join(tempDir(), 'mirror.db')
     const single = { ...env, FSM_BASE_URL: emu.url, FSM_API_KEY: emu.accounts[2]!.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000' }
     const sync = await runCli(['sync', '--stream', 'clients'], single)
@@ -99,6 +99,10 @@ describe('--account', () => {
     const other = await runCli(['status', '--account', 'north'], single)
     expect(other.code).toBe(2)
     expect(other.stderr).toContain('without an accounts list in the config file the one account is default')
+    // Its webhook path is the configured one, today's `/webhooks`, added to a --url without a path.
+    const hook = await runCli(['webhooks', 'register', '--url', 'http://127.0.0.1:11', '--json'], single)
+    expect(hook.code, hook.stderr).toBe(0)
+    expect((JSON.parse(hook.stdout) as { url: string }).url).toBe('http://127.0.0.1:11/webhooks')
   })
 })
 
@@ -160,6 +164,17 @@ describe('every account', () => {
       ['junk', 'unreadable'],
     ])
     expect(doc.accounts[1]!.detail).toContain(junk)
+  })
+
+  test('accounts: an account whose sync fails (a rejected key) is failing, with its last error; exit 1', async () => {
+    const rejected = writeConfig(['east'], { east: 'svc_live_0000000000000000000000000000dead' }, tempDir())
+    const sync = await cli(['sync', '--stream', 'clients'], rejected)
+    expect(sync.code).toBe(1)
+    const r = await cli(['accounts', '--json'], rejected)
+    expect(r.code).toBe(1)
+    const [east] = (JSON.parse(r.stdout) as { accounts: { id: string; state: string; lastError: { stream: string; message: string } }[] })
+      .accounts
+    expect(east).toMatchObject({ id: 'east', state: 'failing', lastError: { stream: 'clients', message: expect.stringContaining('401') } })
   })
 
   test('status without --account: one line per account; with --account the full report', async () => {
