@@ -23,8 +23,11 @@ export interface CommandContext {
    * when the file lists several and none is named, or when the id is not one of them.
    */
   account: () => AccountConfig
-  /** The whole configuration: the top level, every account (`default` alone without a list), `listed`. */
-  accounts: () => LoadedConfig
+  /**
+   * The configuration with its accounts (the same load as config(); `default` alone without a list);
+   * `fresh` reads file and environment again.
+   */
+  accounts: (options?: { fresh?: boolean }) => LoadedConfig
   logger: () => Logger
 }
 

@@ -62,7 +62,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
         return perAccount ? built.option('account', { type: 'string', describe: ACCOUNT_OPTION }) : built
       },
       handler: async (args) => {
-        exitCode = await runCommand((await load()).run, args, io, perAccount)
+        exitCode = await runCommand((await load()).run, args, io)
       },
     })
   }
@@ -82,25 +82,27 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
 
 const ACCOUNT_OPTION = 'the id of the account to work on (required when the config file lists several)'
 
-async function runCommand(run: Command['run'], args: Args, io: Io, perAccount: boolean): Promise<number> {
+async function runCommand(run: Command['run'], args: Args, io: Io): Promise<number> {
   const [{ loadAccounts, postgresSecrets }, { createLogger }, { STREAM_CHOICE }, { chooseAccount }] = await Promise.all([
     import('../config/index.js'),
     import('../log/logger.js'),
     import('../../connectors/selection.js'),
     import('./account-choice.js'),
   ])
+  const perAccount = ACCOUNT_COMMANDS.has(String(args._[0]))
   let loaded: LoadedConfig | undefined
   let logger: Logger | undefined
+  const load = () =>
+    loadAccounts({
+      flags: args,
+      env: io.env,
+      file: args.config as string | undefined,
+      streams: STREAM_CHOICE,
+      warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
+    })
   const ctx: CommandContext = {
     io,
-    accounts: () =>
-      (loaded ??= loadAccounts({
-        flags: args,
-        env: io.env,
-        file: args.config as string | undefined,
-        streams: STREAM_CHOICE,
-        warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
-      })),
+    accounts: (options) => (options?.fresh === true ? load() : (loaded ??= load())),
     account: () => chooseAccount(ctx.accounts(), args.account),
     config: () => (perAccount ? ctx.account().config : ctx.accounts().config),
     logger: () => {
@@ -111,7 +113,7 @@ async function runCommand(run: Command['run'], args: Args, io: Io, perAccount: b
       const base = createLogger({
         level: top.logLevel,
         secrets: [
-          ...all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets]),
+          ...new Set(all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets])),
           ...postgresSecrets(top.destination.postgres.url),
         ],
       })
