@@ -4,6 +4,7 @@
 import type pg from 'pg'
 import { quoteIdentifier } from '../model/sql-names.js'
 import type { TableSpec } from '../model/table-spec.js'
+import { DestinationError } from './postgres-errors.js'
 import { ACCOUNT_COLUMN, childIndexName, qualified, replicaKey, STATE_TABLE } from './postgres-ddl.js'
 
 /** The account a replica from before accounts belongs to: the one account of a configuration without `accounts`. */
@@ -61,6 +62,12 @@ export async function upgradeToAccounts(
     return { tables: names, rows }
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)
-    throw err
+    // A user's object on a replica table's key (a foreign key) stops it: said with the fix, nothing changed.
+    if ((err as { code?: string }).code !== '2BP01') throw err
+    throw new DestinationError(
+      'shape',
+      `cannot upgrade the replica in schema ${schema} to accounts (nothing was changed): ${(err as Error).message}; drop what depends on the replica's primary keys and start again`,
+      { cause: err },
+    )
   }
 }

@@ -1,6 +1,7 @@
 // A replica the previous release built (no account_id: its tables keyed by id alone, one state row
 // keyed by id) is upgraded in place at the next start: its rows become account default's, the keys
-// start with account_id, the cursor is kept (no load), and changes go on from it. The old shape is
+// start with account_id, the cursor is kept (no load), and changes go on from it; an upgrade that
+// fails midway leaves nothing of itself. The old shape is
 // written here with the previous release's DDL (oldDdl), and filled from a replica of the same mirror.
 import { afterAll, beforeAll, expect, inject, test } from 'vitest'
 import pino from 'pino'
@@ -91,6 +92,15 @@ test("a previous release's replica is upgraded in place: rows and cursor kept, a
   const jobs = `SELECT id, job_number, updated_at FROM old.jobs ORDER BY id`
   const before = await pgQuery(url, jobs)
   const [{ seq }] = (await pgQuery<{ seq: string }>(url, `SELECT seq FROM old._fsm_sync_state`)) as [{ seq: string }]
+
+  // A table of the user's referencing change_log's key stops the upgrade midway: nothing of it stays.
+  const hasAccount = `SELECT table_name FROM information_schema.columns WHERE table_schema = 'old' AND column_name = 'account_id'`
+  await pgQuery(url, `CREATE TABLE old.mine (seq bigint REFERENCES old.change_log (seq))`)
+  await expect(destination('old').catchUp()).rejects.toThrow(
+    /cannot upgrade the replica in schema old to accounts \(nothing was changed\): .*change_log.*drop what depends/,
+  )
+  expect(await pgQuery(url, hasAccount)).toEqual([])
+  await pgQuery(url, `DROP TABLE old.mine`)
 
   const d = destination('old')
   const first = await d.catchUp()
