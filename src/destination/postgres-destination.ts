@@ -3,7 +3,7 @@
 // pool lends (destination-pool.ts), sequencing the units: schema setup (postgres-schema.ts), the load
 // decision (replica-state.ts) and the initial load (postgres-initial-load.ts), then batch after batch
 // the reader (batch-reader.ts, planned in batch-plan.ts) and the writer (postgres-batch-writer.ts),
-// committed with the cursor (postgres-state-row.ts). Killed at any moment, the next start goes on
+// committed with the cursor (postgres-batch-commit.ts). Killed at any moment, the next start goes on
 // from the cursor; a failing server is retried with back-off while sweeps and webhooks go on.
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
