@@ -60,7 +60,7 @@ export const DestinationSchema = z
           .meta(
             doc(
               "The most connections the process opens to Postgres, for every account's replica together: each account's destination borrows one for a batch or a load and gives it back, so many accounts share a few (docs/postgres.md).",
-              { env: 'FSM_POSTGRES_MAX_CONNECTIONS' },
+              { unit: 'connections', env: 'FSM_POSTGRES_MAX_CONNECTIONS' },
             ),
           ),
       })
