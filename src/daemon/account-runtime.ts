@@ -171,7 +171,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
-  const destination = createPostgresDestination(config, app.mirror, logger, app.clock)
+  const destination = createPostgresDestination(config, app.mirror, logger, app.clock, { accountId: id })
   if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,
