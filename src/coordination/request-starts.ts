@@ -52,21 +52,28 @@ export async function recordStarts(
   return r.rows.map((x) => x.account_id).sort()
 }
 
-/** What the previous owners of `accountId` recorded, with ages by the server's clock now; undefined when nothing was. */
+/**
+ * What the previous owners of `accountIds` recorded, with ages by the server's clock (one instant
+ * for the whole answer), in one statement; accounts never recorded are absent. Run it on its own,
+ * not inside a long transaction (its `now()` is the transaction's).
+ */
 export async function readPriorStarts(
   db: Queryable,
   t: CoordinationTables,
-  accountId: string,
+  accountIds: readonly string[],
   windowMs: number,
-): Promise<PriorStarts | undefined> {
-  const r = await db.query<{ epoch: string; since_ms: string; final: boolean; ages: string[] }>(
-    `SELECT epoch, final, ceil(extract(epoch FROM clock_timestamp() - recorded_at) * 1000)::bigint AS since_ms,
-       ARRAY(SELECT floor(extract(epoch FROM clock_timestamp() - s) * 1000)::bigint FROM unnest(starts) AS s
-             WHERE s > clock_timestamp() - $2 * interval '1 millisecond' ORDER BY s) AS ages
-     FROM ${t.starts} WHERE account_id = $1`,
-    [accountId, windowMs],
+): Promise<Map<string, PriorStarts>> {
+  const r = await db.query<{ account_id: string; epoch: string; since_ms: string; final: boolean; ages: string[] }>(
+    `SELECT account_id, epoch, final, ceil(extract(epoch FROM now() - recorded_at) * 1000)::bigint AS since_ms,
+       ARRAY(SELECT floor(extract(epoch FROM now() - s) * 1000)::bigint FROM unnest(starts) AS s
+             WHERE s > now() - $2 * interval '1 millisecond' ORDER BY s) AS ages
+     FROM ${t.starts} WHERE account_id = ANY($1::text[])`,
+    [accountIds, windowMs],
   )
-  const row = r.rows[0]
-  if (row === undefined) return undefined
-  return { epoch: Number(row.epoch), agesMs: row.ages.map(Number), sinceRecordMs: Math.max(0, Number(row.since_ms)), final: row.final }
+  return new Map(
+    r.rows.map((row) => [
+      row.account_id,
+      { epoch: Number(row.epoch), agesMs: row.ages.map(Number), sinceRecordMs: Math.max(0, Number(row.since_ms)), final: row.final },
+    ]),
+  )
 }

@@ -169,7 +169,7 @@ describe('leases', () => {
         await untilExpired(db, t, accounts)
       }
       const won = await Promise.all(
-        rs.map((r, i) => acquireLeases(dbs[i], t, r, round % 4 < 2 ? accounts : [...accounts].reverse(), 10_000)),
+        rs.map((r, i) => acquireLeases(dbs[i]!, t, r, round % 4 < 2 ? accounts : [...accounts].reverse(), 10_000)),
       )
       for (const a of accounts) expect(won.filter((w) => w.some((l) => l.accountId === a))).toHaveLength(1)
       const rows = (await listLeases(db, t)).filter((l) => accounts.includes(l.accountId))
