@@ -126,8 +126,8 @@ describe('leases', () => {
   test('a lease not renewed expires by the server clock; then another replica takes it at the next epoch', async () => {
     const { db, t } = await fresh()
     const [a, b] = [replica('a'), replica('b')]
-    await acquireLeases(db, t, a, ['x', 'y'], 1_000)
-    expect(await acquireLeases(db, t, b, ['x'], 1_000)).toEqual([])
+    await acquireLeases(db, t, a, ['x', 'y'], 2_000)
+    expect(await acquireLeases(db, t, b, ['x'], 2_000)).toEqual([])
     // Neither is renewed, so both lapse by the server's clock: a renewal no longer extends them, but
     // the owner may take one back at the same epoch while nobody else has.
     await untilExpired(db, t, ['x', 'y'])
@@ -184,7 +184,8 @@ describe('fencing', () => {
     const oldOwner = await client()
     const newOwner = await client()
     const [a, b] = [replica('a'), replica('b')]
-    const [lease] = await acquireLeases(db, t, a, ['x'], 1_000)
+    // Long enough for the steps below on a loaded machine; the renewal then shortens it to 1 s.
+    const [lease] = await acquireLeases(db, t, a, ['x'], 5_000)
     await db.query(`CREATE TABLE ${t.schema}.writes (account_id text, epoch bigint)`)
 
     await oldOwner.query('BEGIN')
@@ -199,7 +200,9 @@ describe('fencing', () => {
     })
     // Give the acquire time to reach the row lock; it must still be waiting.
     for (let i = 0; ; i++) {
-      const waiting = await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%account_leases%'`)
+      const waiting = await db.query(
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%account_leases%'`,
+      )
       if (waiting.rowCount === 1 || events.length > 0 || i === 100) break
       await new Promise((r) => setTimeout(r, 20))
     }
@@ -221,7 +224,7 @@ describe('fencing', () => {
   test('the check refuses an expired lease, a missing one and a stale epoch', async () => {
     const { db, t } = await fresh()
     const a = replica('a')
-    await acquireLeases(db, t, a, ['x'], 1_000)
+    await acquireLeases(db, t, a, ['x'], 2_000)
     await expect(assertLease(db, t, 'x', 'a', 7)).rejects.toMatchObject({ found: { owner: 'a', epoch: 1 } })
     await expect(assertLease(db, t, 'nope', 'a', 1)).rejects.toMatchObject({ code: 'LEASE_LOST', found: undefined })
     await assertLease(db, t, 'x', 'a', 1)
