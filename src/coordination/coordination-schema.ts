@@ -33,6 +33,7 @@ export function coordinationDdl(t: CoordinationTables): string[] {
       stopping boolean NOT NULL DEFAULT false
     )`,
     // owner and incarnation are NULL once released; the epoch stays, so the next owner's is higher.
+    // Every heartbeat rewrites each row: room on the page keeps those updates HOT (no index entry).
     `CREATE TABLE IF NOT EXISTS ${t.leases} (
       account_id text PRIMARY KEY,
       owner text,
@@ -40,7 +41,7 @@ export function coordinationDdl(t: CoordinationTables): string[] {
       epoch bigint NOT NULL,
       acquired_at timestamptz NOT NULL DEFAULT now(),
       expires_at timestamptz NOT NULL
-    )`,
+    ) WITH (fillfactor = 50)`,
     `CREATE INDEX IF NOT EXISTS account_leases_owner ON ${t.leases} (owner, incarnation)`,
     // The owner's request starts in the last window, by the server's clock, replaced each heartbeat.
     `CREATE TABLE IF NOT EXISTS ${t.starts} (

@@ -27,6 +27,7 @@ export interface CoordinatorOptions {
   /**
    * Each held account's request starts in the last window, as ages: recorded with each heartbeat,
    * and once more after a runtime stopped for a handover (so its governor must still answer then).
+   * An account may be left out while it made no start since its last record (that record stays).
    */
   starts?: (held: readonly Lease[]) => StartsRecord[]
   ttlMs?: number
@@ -90,7 +91,7 @@ export class Coordinator {
       // Another process runs under this name: it owns what the name owned.
       await stop(this.#local.accounts(), 'displaced')
       throw new Error(
-        `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own FSM_REPLICA_NAME)`,
+        `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
       )
     }
     await stop(this.#local.renewed(sent, await renewLeases(db, t, me, this.#ttlMs)), 'lost')

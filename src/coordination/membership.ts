@@ -4,7 +4,7 @@
 import type { CoordinationTables, Queryable } from './coordination-schema.js'
 
 export interface ReplicaIdentity {
-  /** Stable across restarts (FSM_REPLICA_NAME, default the host name). */
+  /** Stable across restarts (the host name by default: a StatefulSet pod keeps its name). */
   name: string
   /** This process's own id (a UUID): a restart under the same name is a new incarnation. */
   incarnation: string
