@@ -49,7 +49,9 @@ export class Coordinator {
   readonly #ttlMs: number
   readonly #local: LocalLeases
   readonly #now: Monotonic
-  #cancel: (() => void) | undefined
+  #closing = false
+  #cancelBeat: () => void = () => undefined
+  #cancelExpiry: () => void = () => undefined
   #running: Promise<unknown> = Promise.resolve()
 
   constructor(options: CoordinatorOptions) {
@@ -116,35 +118,53 @@ export class Coordinator {
     return ids
   }
 
-  /** Heartbeats every heartbeatMs on `clock`, and stops accounts at their local expiry in between. */
+  /**
+   * Heartbeats every heartbeatMs on `clock`. A separate timer stops each account at its local
+   * expiry, so a heartbeat that hangs (a server that stopped answering) cannot keep one running.
+   */
   start(clock: Clock, onError: (err: unknown) => void): void {
-    const loop = () => {
+    const beat = () => {
       this.#running = this.tick()
         .catch(onError)
-        .then(() => this.expire())
-        .catch(onError)
         .finally(() => {
-          if (this.#cancel === undefined) return
-          const next = this.#local.nextExpiry()
-          const untilExpiry = next === undefined ? Infinity : next - this.#now()
-          this.#cancel = clock.setTimer(Math.max(0, Math.min(this.heartbeatMs, untilExpiry)), loop, { background: true })
+          if (this.#closing) return
+          armExpiry()
+          this.#cancelBeat = clock.setTimer(this.heartbeatMs, beat, { background: true })
         })
     }
-    this.#cancel = () => undefined
-    loop()
+    const armExpiry = () => {
+      this.#cancelExpiry()
+      const next = this.#local.nextExpiry()
+      if (next === undefined || this.#closing) return
+      const fire = () => void this.expire().catch(onError).finally(armExpiry)
+      this.#cancelExpiry = clock.setTimer(Math.max(0, next - this.#now()), fire, { background: true })
+    }
+    armExpiry()
+    beat()
   }
 
-  /** A graceful stop: leaves the assignment at once, stops every runtime, hands every lease over. */
+  /**
+   * A graceful stop: stops every runtime first (also when Postgres does not answer), then leaves the
+   * assignment and hands every lease over at once. Throws the first Postgres error after that.
+   */
   async stop(): Promise<void> {
-    const cancel = this.#cancel
-    this.#cancel = undefined
-    cancel?.()
+    this.#closing = true
+    this.#cancelBeat()
+    this.#cancelExpiry()
+    const held = this.#held()
+    await this.#stopAll(this.#local.accounts(), 'shutdown')
+    // A heartbeat in flight starts nothing more (#closing); what it acquired is released below.
     await this.#running
     const { db, tables: t, me } = this.#o
-    await markStopping(db, t, me)
-    await this.#handOver(this.#local.accounts(), (ids, reason) => this.#stopAll(ids, reason), 'shutdown')
-    await releaseLeases(db, t, me)
-    await deregister(db, t, me)
+    let failure: Error | undefined
+    const keep = (err: unknown) => {
+      failure ??= err instanceof Error ? err : new Error(String(err))
+    }
+    await markStopping(db, t, me).catch(keep)
+    if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held), true).catch(keep)
+    await releaseLeases(db, t, me).catch(keep)
+    await deregister(db, t, me).catch(keep)
+    if (failure !== undefined) throw failure
   }
 
   /** Forgets the leases first: from here on, validEpoch refuses them while their runtimes wind down. */
@@ -179,10 +199,11 @@ export class Coordinator {
   }
 
   async #acquire(wanted: string[]): Promise<Lease[]> {
-    if (wanted.length === 0) return []
+    if (wanted.length === 0 || this.#closing) return []
     const { db, tables: t, me } = this.#o
     const sent = this.#now()
     const got = await acquireLeases(db, t, me, wanted, this.#ttlMs)
+    if (this.#closing) return []
     const fresh = this.#local.acquired(sent, got)
     if (fresh.length === 0) return []
     const prior = await readPriorStarts(
