@@ -8,6 +8,7 @@ import { ensureCoordinationSchema, type CoordinationTables } from '../../../src/
 import { Coordinator, type CoordinatorOptions } from '../../../src/coordination/coordinator.js'
 import { listLeases } from '../../../src/coordination/leases.js'
 import { assign } from '../../../src/coordination/rendezvous.js'
+import type { PriorStarts } from '../../../src/coordination/request-starts.js'
 import { systemClock } from '../../../src/model/clock.js'
 import { createDatabase } from '../../support/postgres-server.js'
 
@@ -34,6 +35,8 @@ afterAll(async () => {
 
 /** Everything the replicas' runtimes did, in order: `start acct-1 by b@2`, `stop acct-1 by a (expired)`. */
 let events: string[] = []
+/** What each new owner was handed of the old owner's request starts, by `account by replica`. */
+const priors = new Map<string, PriorStarts>()
 
 async function replica(
   name: string,
@@ -61,7 +64,12 @@ async function replica(
     tables: t,
     me: { name, incarnation: randomUUID() },
     accounts: () => ACCOUNTS,
-    onAcquired: (l) => void events.push(`start ${l.accountId} by ${name}@${l.epoch}`),
+    onAcquired: (l, prior) => {
+      events.push(`start ${l.accountId} by ${name}@${l.epoch}`)
+      if (prior !== undefined) priors.set(`${l.accountId} by ${name}`, prior)
+    },
+    // Each replica reports two starts per account it holds: 5 s and 1 s ago.
+    starts: (held) => held.map((l) => ({ ...l, agesMs: [5_000, 1_000] })),
     onStop: (a, reason) => void events.push(`stop ${a} by ${name} (${reason})`),
     ttlMs: 3_000,
     marginMs: 1_000,
@@ -77,6 +85,7 @@ async function fresh(): Promise<CoordinationTables> {
   await admin.connect()
   clients.push(admin)
   events = []
+  priors.clear()
   return ensureCoordinationSchema(admin, `run_${schemas++}`)
 }
 
@@ -113,10 +122,41 @@ describe('the coordinator', () => {
       expect(stop).toBeGreaterThanOrEqual(0)
       expect(events.findIndex((e) => e.startsWith(`start ${a} by `) && !e.includes(' by c@'))).toBeGreaterThan(stop)
     }
+    // The new owners were handed c's last record: complete (written after c's runtimes stopped).
+    for (const a of mine) {
+      const prior = priors.get(`${a} by ${after.get(a)!}`)
+      expect(prior, a).toMatchObject({ epoch: 1, final: true })
+      expect(prior!.agesMs).toHaveLength(2)
+      expect(prior!.agesMs[0]! - prior!.agesMs[1]!).toBe(4_000)
+    }
     // Nothing moved between a and b.
     expect(events.filter((e) => e.startsWith('stop') && !e.includes(' by c '))).toEqual([])
     const leases = await listLeases(clients[0]!, t)
     expect(leases.filter((l) => mine.includes(l.accountId)).every((l) => l.epoch === 2)).toBe(true)
+  })
+
+  test('a replica joining takes about a third, each account handed over before it starts again', async () => {
+    const t = await fresh()
+    const cs: Record<string, Coordinator> = { a: (await replica('a', t)).c, b: (await replica('b', t)).c }
+    for (let round = 0; round < 2; round++) for (const c of Object.values(cs)) await c.tick()
+    const before = owners(cs)
+    cs.c = (await replica('c', t)).c
+    // Each heartbeat in turn; at no point does one account have two owners.
+    for (let round = 0; round < 2; round++)
+      for (const c of Object.values(cs)) {
+        await c.tick()
+        owners(cs)
+      }
+    const after = owners(cs)
+    expect(after).toEqual(assign(ACCOUNTS, ['a', 'b', 'c']))
+    const moved = ACCOUNTS.filter((x) => before.get(x) !== after.get(x))
+    expect(moved.every((x) => after.get(x) === 'c')).toBe(true)
+    expect(Math.abs(moved.length - 20)).toBeLessThanOrEqual(4)
+    for (const x of moved) {
+      const stop = events.indexOf(`stop ${x} by ${before.get(x)!} (handover)`)
+      expect(stop, x).toBeGreaterThanOrEqual(0)
+      expect(events.indexOf(`start ${x} by c@2`), x).toBeGreaterThan(stop)
+    }
   })
 
   test('a replica whose heartbeat hangs stops each account on its own timer before another replica can start it', async () => {
