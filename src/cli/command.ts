@@ -45,4 +45,18 @@ export interface CommandEntry {
   command: string
   describe: string
   load: () => Promise<Command>
+  /** The options a plain invocation may use, read without yargs (plain-args.ts); its builder's, or fewer. */
+  plain?: PlainOptions
+}
+
+/** Besides the global options (strings, main.ts): what plain-args.ts reads for a command. */
+export interface PlainOptions {
+  /** The command's positionals, in order, each a string. */
+  positionals: readonly string[]
+  /** `--json` (jsonOption in output.ts: false unless given). */
+  json?: boolean
+  /** String options that take every value given (`--param a --param b`). */
+  arrays?: readonly string[]
+  /** Options with a fixed set of values and no default. */
+  choices?: Readonly<Record<string, readonly string[]>>
 }

@@ -1,6 +1,7 @@
 // Every command of the Commands table (docs/commands.md), one file each. Here only what `fsm-sync --help`
 // shows of them: a command's file, with its options and the code it runs (DuckDB, pg, the daemon),
-// is imported when that command is chosen, so no command pays for another's modules.
+// is imported when that command is chosen, so no command pays for another's modules. `plain`: the
+// options a plain invocation is read with without loading yargs (plain-args.ts).
 import type { CommandEntry } from './command.js'
 
 /**
@@ -52,11 +53,13 @@ export const commands: readonly CommandEntry[] = [
     describe:
       'Per stream: table, rows, last success, last sweep, staleness, cursor, last error; inbox backlog; request budget; schedules off',
     load: async () => (await import('./status.js')).statusCommand,
+    plain: { positionals: [], json: true },
   },
   {
     command: 'query <sql>',
     describe: 'Run one read-only SQL statement against the mirror; rows stream out as they are read',
     load: async () => (await import('./query.js')).queryCommand,
+    plain: { positionals: ['sql'], json: true, arrays: ['param'], choices: { format: ['table', 'json', 'csv'] } },
   },
   {
     command: 'schema',

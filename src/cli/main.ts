@@ -9,10 +9,20 @@ import { ConfigError } from '../config/config-error.js'
 import type { Logger } from '../log/logger.js'
 import type { Args, Command, CommandContext, Io } from './command.js'
 import { ACCOUNT_COMMANDS, commands } from './commands.js'
+import { plainArgs } from './plain-args.js'
 import { packageInfo } from '../config/package-info.js'
 import { CommandError, errorDocument, PartialResultError } from './output.js'
 
 export const EXIT_USAGE = 2
+
+/** The options every command takes, all strings: name and what `--help` says of it. */
+export const GLOBAL_OPTIONS = {
+  config: 'JSON config file (or FSM_CONFIG)',
+  'base-url': 'API base address (or FSM_BASE_URL)',
+  db: 'SQLite mirror file (or FSM_DB)',
+  'rate-limit': 'requests per minute (or FSM_RATE_LIMIT)',
+  'log-level': 'pino level (or FSM_LOG_LEVEL)',
+} as const
 
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   // `--version` alone needs no parser: the version is all it prints.
@@ -20,18 +30,37 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     io.stdout.write(`${packageInfo().version}\n`)
     return 0
   }
-  let exitCode = 0
-  let usageError: string | undefined
+  // A plain `status` or `query` is read without yargs (plain-args.ts).
+  const plain = plainArgs(argv, commands, Object.keys(GLOBAL_OPTIONS), ACCOUNT_COMMANDS)
+  if (plain !== undefined) return runCommand((await plain.entry.load()).run, plain.args, io)
 
+  let exitCode = 0
+  const usageError = await parseArgs(argv, async (load, args) => {
+    exitCode = await runCommand((await load()).run, args, io)
+  })
+  if (usageError !== undefined) {
+    io.stderr.write(`fsm-sync: ${usageError}\nRun \`fsm-sync --help\` for usage.\n`)
+    if (argv.includes('--json')) io.stdout.write(errorDocument(usageError, EXIT_USAGE))
+    return EXIT_USAGE
+  }
+  return exitCode
+}
+
+/**
+ * Reads `argv` with yargs and hands the chosen command (its file, loaded once) and its arguments to
+ * `run`, inside yargs's handler. Returns the usage error, if any: then no command ran.
+ */
+export async function parseArgs(
+  argv: readonly string[],
+  run: (load: () => Promise<Command>, args: Args) => Promise<void>,
+): Promise<string | undefined> {
+  let usageError: string | undefined
   const { default: yargs } = await import('yargs')
   const parser = yargs([...argv])
     .scriptName('fsm-sync')
     .usage('$0 <command> [options]\n\nKeeps a local SQLite mirror of a field-service account.')
-    .option('config', { type: 'string', describe: 'JSON config file (or FSM_CONFIG)', global: true })
-    .option('base-url', { type: 'string', describe: 'API base address (or FSM_BASE_URL)', global: true })
-    .option('db', { type: 'string', describe: 'SQLite mirror file (or FSM_DB)', global: true })
-    .option('rate-limit', { type: 'string', describe: 'requests per minute (or FSM_RATE_LIMIT)', global: true })
-    .option('log-level', { type: 'string', describe: 'pino level (or FSM_LOG_LEVEL)', global: true })
+  for (const [name, describe] of Object.entries(GLOBAL_OPTIONS)) parser.option(name, { type: 'string', describe, global: true })
+  parser
     .strict()
     .demandCommand(1, 'Name a command; `fsm-sync --help` lists them.')
     .recommendCommands()
@@ -43,7 +72,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     .wrap(argv.some((a) => a === '--help' || a === '-h' || a === 'help') ? Math.min(110, process.stdout.columns || 100) : null)
     .exitProcess(false)
     .fail((msg, err) => {
-      // Throwing stops yargs before any handler runs; the message is reported below (exit 2).
+      // Throwing stops yargs before any handler runs; the message is reported by main (exit 2).
       usageError = msg || err?.message || 'invalid usage'
       throw new Error(usageError)
     })
@@ -61,9 +90,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
         const built = cmd.builder ? cmd.builder(y) : y
         return perAccount ? built.option('account', { type: 'string', describe: ACCOUNT_OPTION }) : built
       },
-      handler: async (args) => {
-        exitCode = await runCommand((await load()).run, args, io)
-      },
+      handler: (args) => run(load, args),
     })
   }
 
@@ -72,12 +99,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   } catch (err) {
     usageError ??= (err as Error).message
   }
-  if (usageError !== undefined) {
-    io.stderr.write(`fsm-sync: ${usageError}\nRun \`fsm-sync --help\` for usage.\n`)
-    if (argv.includes('--json')) io.stdout.write(errorDocument(usageError, EXIT_USAGE))
-    return EXIT_USAGE
-  }
-  return exitCode
+  return usageError
 }
 
 const ACCOUNT_OPTION = 'the id of the account to work on (required when the config file lists several)'

@@ -1,7 +1,6 @@
 // A command loads the modules it runs and no others (commands.ts): `--version` and `--help` none of
-// the configuration, the mirror or a destination, `query` and `status` no DuckDB, no daemon, no query
-// builder and no Postgres driver, the
-// image's `healthcheck` no database driver. Pinned by the modules a child actually loads (a loader
+// the configuration, the mirror or a destination, `query` and `status` no parser (plain-args.ts), no
+// DuckDB, no daemon, no query builder and no Postgres driver, the image's `healthcheck` no database driver. Pinned by the modules a child actually loads (a loader
 // hook lists them), not by its time; `npm run bench` measures the time (bench/cold-start.bench.ts).
 import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -106,24 +105,31 @@ describe('what a command loads', () => {
     expect([...loaded(r.modules)]).toEqual(['yargs'])
     // No command's own file: each is imported when it is chosen.
     expect(r.modules.filter((m) => m.startsWith('src/cli/')).sort()).toEqual(
-      ['src/cli/commands.ts', 'src/cli/entry.ts', 'src/cli/main.ts', 'src/cli/output.ts'].sort(),
+      ['src/cli/commands.ts', 'src/cli/entry.ts', 'src/cli/main.ts', 'src/cli/output.ts', 'src/cli/plain-args.ts'].sort(),
     )
   })
 
-  test('query: the mirror and the configuration, no migrations, query builder, logger, DuckDB, Postgres or daemon', async () => {
+  test('query: the mirror and the configuration, no parser, migrations, query builder, logger, DuckDB, Postgres or daemon', async () => {
     const r = await modulesLoaded(['query', 'select 1'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
     for (const n of ['sqlite', 'zod', 'store', 'config'] as const) expect(names).toContain(n)
-    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
+    for (const n of ['yargs', 'duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon', 'destination'] as const)
+      expect(names).not.toContain(n)
   })
 
-  test('status: plain statements on the mirror, no migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
-    const r = await modulesLoaded(['status'])
+  test('query with options yargs is needed for (--help): the parser too', async () => {
+    const r = await modulesLoaded(['query', '--help'])
+    expect(r.code).toBe(0)
+    expect(loaded(r.modules)).toContain('yargs')
+  })
+
+  test('status: plain statements on the mirror, no parser, migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
+    const r = await modulesLoaded(['status', '--json'])
     expect(r.code).toBe(0)
     const names = loaded(r.modules)
     for (const n of ['sqlite', 'store'] as const) expect(names).toContain(n)
-    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon'] as const) expect(names).not.toContain(n)
+    for (const n of ['yargs', 'duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon'] as const) expect(names).not.toContain(n)
     // The destination's consumer name only, not the modules that replicate.
     expect(r.modules.filter((m) => m.startsWith('src/destination/')).sort()).toEqual([
       'src/destination/consumer-name.ts',

@@ -8,6 +8,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { describe, expect, test } from 'vitest'
 import { DATA_TABLES, DATA_VIEWS } from '../../../connectors/index.js'
 import { commands } from '../../../src/cli/commands.js'
+import { GLOBAL_OPTIONS } from '../../../src/cli/main.js'
 import { MAX_VIEW_FIELDS } from '../../../src/store/custom-object-views.js'
 import { RECONCILABLE, streamOptionProblem } from '../../../src/cli/stream-option.js'
 import { configKeys, envVariables } from '../../../src/config/config-doc.js'
@@ -20,7 +21,6 @@ const README = read('README.md')
 const COMMANDS = read('docs/commands.md')
 const CONFIGURATION = read('docs/configuration.md')
 const QUERYING = read('docs/querying.md')
-const MAIN = read('src/cli/main.ts')
 /** The pages the README sends a reader to (docs/tables.md is generated and checked where it is written). */
 const PAGES = readdirSync(path.join(ROOT, 'docs'))
   .filter((f) => f.endsWith('.md') && f !== 'tables.md')
@@ -98,7 +98,8 @@ describe('README.md and docs/', () => {
         .replace(/^\[\]$/, 'none')
     const flagOf = new Map(Object.entries(FLAG_KEYS).map(([flag, key]) => [key as string, `--${flag}`]))
     // Every flag loadConfig reads is one the CLI defines.
-    for (const flag of Object.keys(FLAG_KEYS)) expect(MAIN, `--${flag} is a global option of the CLI`).toContain(`.option('${flag}', {`)
+    for (const flag of Object.keys(FLAG_KEYS))
+      expect(Object.keys(GLOBAL_OPTIONS), `--${flag} is a global option of the CLI`).toContain(flag)
     for (const [variables, flag, defaults] of table(CONFIGURATION, 'variable')) {
       const names = ticked(variables!)
       const values = defaults === 'none' ? names.map(() => 'none') : ticked(defaults!)
@@ -110,7 +111,7 @@ describe('README.md and docs/', () => {
         const flags = ticked(flag!).filter((f) => f.startsWith('--'))
         if (flags.length > 0) expect(flags, `docs/configuration.md's flag of ${name}`).toEqual([flagOf.get(key)])
         // A flag the page gives is one every command takes.
-        for (const f of flags) expect(MAIN, `${f} is a global option of the CLI`).toContain(`.option('${f.slice(2)}', {`)
+        for (const f of flags) expect(Object.keys(GLOBAL_OPTIONS), `${f} is a global option of the CLI`).toContain(f.slice(2))
       })
     }
     for (const [schedule, variable, value] of table(CONFIGURATION, 'schedule \\(`schedules\\.\\*`\\)')) {
