@@ -1,7 +1,7 @@
 // The shape every command file exports, and the context a command runs with. Commands parse and
 // print; the work itself lives in daemon/, sync/, store/ and webhooks/.
 import type { Argv } from 'yargs'
-import type { Config } from '../config/index.js'
+import type { Config, LoadedConfig } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 
 export interface Io {
@@ -14,6 +14,8 @@ export interface CommandContext {
   io: Io
   /** Validated configuration; loading it reports bad settings and exits 2 before the command runs. */
   config: () => Config
+  /** The configuration with its accounts (the same load as config()); `fresh` reads file and environment again. */
+  accounts: (options?: { fresh?: boolean }) => LoadedConfig
   logger: () => Logger
 }
 

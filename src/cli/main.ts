@@ -4,7 +4,7 @@
 // Only what every command needs is imported here; a command's own modules, and the configuration
 // and logger modules, are imported once a command is chosen (commands.ts): `--version` and `--help`
 // load none of them (test/integration/cli/cold-start.test.ts).
-import type { Config } from '../config/index.js'
+import type { LoadedConfig } from '../config/index.js'
 import { ConfigError } from '../config/config-error.js'
 import type { Logger } from '../log/logger.js'
 import type { Args, Command, CommandContext, Io } from './command.js'
@@ -79,28 +79,31 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
 }
 
 async function runCommand(run: Command['run'], args: Args, io: Io): Promise<number> {
-  const [{ loadConfig, postgresSecrets }, { createLogger }, { STREAM_CHOICE }] = await Promise.all([
+  const [{ loadAccounts, postgresSecrets }, { createLogger }, { STREAM_CHOICE }] = await Promise.all([
     import('../config/index.js'),
     import('../log/logger.js'),
     import('../../connectors/selection.js'),
   ])
-  let config: Config | undefined
+  let loaded: LoadedConfig | undefined
   let logger: Logger | undefined
+  const load = () =>
+    loadAccounts({
+      flags: args,
+      env: io.env,
+      file: args.config as string | undefined,
+      streams: STREAM_CHOICE,
+      warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
+    })
   const ctx: CommandContext = {
     io,
-    config: () =>
-      (config ??= loadConfig({
-        flags: args,
-        env: io.env,
-        file: args.config as string | undefined,
-        streams: STREAM_CHOICE,
-        warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
-      })),
+    config: () => ctx.accounts().config,
+    accounts: (options) => (options?.fresh === true ? load() : (loaded ??= load())),
     logger: () => {
-      const c = ctx.config()
+      const { config: c, accounts } = ctx.accounts()
+      const keys = [c.apiKey, ...accounts.map((a) => a.config.apiKey)].filter((k): k is string => k !== undefined)
       return (logger ??= createLogger({
         level: c.logLevel,
-        secrets: [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)],
+        secrets: [...new Set(keys), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)],
       }))
     },
   }

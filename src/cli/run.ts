@@ -1,8 +1,13 @@
-// `fsm-sync run`: the daemon. Stops cleanly on SIGTERM/SIGINT/SIGHUP (exit 0); a second signal, or
-// a stop that overruns its budget, ends the process at once with exit 1.
-import { startDaemon } from '../daemon/daemon.js'
+// `fsm-sync run`: the daemon, over every account of the config. Stops cleanly on SIGTERM/SIGINT
+// (exit 0); a second one, or a stop that overruns its budget, ends the process at once with exit 1.
+// SIGHUP reads the config again and applies its accounts list (docs/accounts.md).
+import type { LoadedConfig } from '../config/index.js'
+import { ConfigError } from '../config/config-error.js'
+import { startDaemon, type Daemon } from '../daemon/daemon.js'
+import type { Logger } from '../log/logger.js'
+import { systemClock } from '../model/clock.js'
 import type { Command } from './command.js'
-import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
+import { DAEMON_STOP_SIGNALS, RELOAD_SIGNAL, stopWithin } from './stop-signals.js'
 import { streamOption } from './stream-option.js'
 
 /** The daemon exits within 10 s of SIGTERM (docs/commands.md); leave a margin to end. */
@@ -13,20 +18,35 @@ export const runCommand: Command = {
   run: async (args, ctx) => {
     const logger = ctx.logger()
     const named = (args.stream as string[] | undefined) ?? []
-    // A flag is above the environment and the file (docs/configuration.md); the names were checked while parsing.
-    const config = named.length > 0 ? { ...ctx.config(), streams: named } : ctx.config()
-    const daemon = await startDaemon(config, { logger })
-    // The app's clock (create-app.ts): the stop budget and the exit deadlines are counted on it.
-    const clock = daemon.app.clock
-    ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.app.config.webhooks.path})\n`)
+    // A flag is above the environment and the file (docs/configuration.md), for every account; the names were checked while parsing.
+    const withFlags = (loaded: LoadedConfig): LoadedConfig =>
+      named.length === 0
+        ? loaded
+        : {
+            ...loaded,
+            config: { ...loaded.config, streams: named },
+            accounts: loaded.accounts.map((a) => ({ id: a.id, config: { ...a.config, streams: named } })),
+          }
+    const { config, accounts, listed } = withFlags(ctx.accounts())
+    const daemon = await startDaemon(config, { logger, accounts, listed })
+    // The stop budget and the exit deadlines are counted on the daemon's clock (the system's).
+    const clock = systemClock
+    ctx.io.stderr.write(
+      `fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${config.webhooks.path}); ${accounts.length} account${accounts.length === 1 ? '' : 's'}\n`,
+    )
+    const reload = () => reloadAccounts(daemon, () => withFlags(ctx.accounts({ fresh: true })), logger)
+    process.on(RELOAD_SIGNAL, reload)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       const first = (s: NodeJS.Signals) => {
-        for (const other of STOP_SIGNALS) process.off(other, first)
+        for (const other of DAEMON_STOP_SIGNALS) process.off(other, first)
         resolve(s)
       }
-      for (const s of STOP_SIGNALS) process.on(s, first)
+      for (const s of DAEMON_STOP_SIGNALS) process.on(s, first)
     })
     logger.warn({ signal }, 'stop requested')
+    // A SIGHUP while stopping changes nothing (the stop's own handling below ignores it too).
+    process.off(RELOAD_SIGNAL, reload)
+    process.on(RELOAD_SIGNAL, () => undefined)
     // process.exit waits for worker and thread-pool threads; one held by the kernel in a sync that
     // never returns would keep the process alive past the budget. Then only SIGKILL ends it.
     const exit = (code: number) => {
@@ -40,7 +60,7 @@ export const runCommand: Command = {
       logger.flush()
       exit(1)
     }
-    await stopWithin(() => daemon.stop(), { clock, budgetMs: STOP_BUDGET_MS, overrun: force })
+    await stopWithin(() => daemon.stop(), { clock, budgetMs: STOP_BUDGET_MS, overrun: force, names: DAEMON_STOP_SIGNALS })
     if (daemon.stuck()) {
       exit(1)
       return 1
@@ -49,4 +69,21 @@ export const runCommand: Command = {
     clock.setTimer(1000, () => process.exit(process.exitCode ?? 0), { background: true })
     return 0
   },
+}
+
+/** SIGHUP: the config read again and its accounts applied; an invalid config is refused in one line and the running set kept. */
+function reloadAccounts(daemon: Daemon, load: () => LoadedConfig, logger: Logger): void {
+  let next: LoadedConfig
+  try {
+    next = load()
+  } catch (err) {
+    const issues = err instanceof ConfigError ? err.issues.map((i) => `${i.key}: ${i.message}`) : [(err as Error).message]
+    logger.error({ issues }, `${RELOAD_SIGNAL}: the config is refused, the running accounts are kept: ${issues.join('; ')}`)
+    return
+  }
+  logger.info({ signal: RELOAD_SIGNAL, accounts: next.accounts.length }, 'reloading the accounts list')
+  daemon.applyAccounts(next.accounts).then(
+    (diff) => logger.info(diff, 'the accounts list is applied'),
+    (err: unknown) => logger.error({ err }, 'applying the accounts list failed'),
+  )
 }

@@ -5,20 +5,23 @@
 // signal between pages, so the page being written commits and the run ends; the next start resumes
 // from that checkpoint.
 import type { Server } from 'node:http'
-import type { Config } from '../config/index.js'
+import type { AccountConfig, AccountsDiff, Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import type { PostgresDestination } from '../destination/index.js'
-import { DEFAULT_ACCOUNT, openAccountRuntime, type AccountRuntime, type AccountStatus } from './account-runtime.js'
+import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from '../webhooks/intake-limits.js'
+import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
+import { AccountSet, readyOverAccounts, type AccountSetStatus } from './account-set.js'
+import { checkDescriptors } from './descriptor-budget.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
-import { closeServer, createDaemonServer, listen, type ReadyAnswer } from './http-server.js'
+import { closeServer, createDaemonServer, listen } from './http-server.js'
 import type { App } from './create-app.js'
 import type { Scheduler } from './scheduler.js'
 import type { SweepLoop } from './sweep-loop.js'
 
-/** The daemon; `app` to `sweeps` are the default account's (today's one account). */
+/** The daemon; `app` to `sweeps` are the default account's (today's one account), else the first running one's. */
 export interface Daemon {
   app: App
   url: string
@@ -34,9 +37,16 @@ export interface Daemon {
   referenceAtStart: Promise<boolean>
   /** The continuous sweeps (`schedules.sweep` "continuous"), or undefined. */
   sweeps: SweepLoop | undefined
-  /** Every account of the process, by id. */
+  /** Every running account of the process, by id: a live view, accounts come and go in it. */
   accounts: ReadonlyMap<string, AccountRuntime>
-  status(): { accounts: Record<string, AccountStatus> }
+  /** Each account's state (running, opening, failed with its error, stopping). */
+  status(): { accounts: Record<string, AccountSetStatus> }
+  /**
+   * Applies a new accounts list (`loadAccounts(...).accounts`): removed accounts stop (their mirrors
+   * stay on disk), added ones start, changed ones restart alone; nothing else is interrupted. Calls
+   * run one after the other; resolves with what changed.
+   */
+  applyAccounts(next: readonly AccountConfig[]): Promise<AccountsDiff>
   stop(): Promise<void>
   /**
    * After stop(): a sync of the disk never returned (an inbox's or the checkpoint worker's). Its
@@ -49,6 +59,13 @@ export interface DaemonOptions {
   logger: Logger
   /** The process's one clock, handed to every account; each part takes it from its app. Default: the system clock. */
   clock?: Clock
+  /** The accounts to run (`loadAccounts(...).accounts`). Default: `config` itself as the one account `default`. */
+  accounts?: readonly AccountConfig[]
+  /**
+   * The accounts come from an `accounts` list: one that cannot open or start at start is kept apart
+   * and retried while the others run. Without a list (today's one account) it fails the start, as before.
+   */
+  listed?: boolean
 }
 
 export async function startDaemon(config: Config, options: DaemonOptions): Promise<Daemon> {
@@ -56,73 +73,120 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // Checkpoints on one worker thread for the process (the writer's own, on the event loop, stalled
   // webhook acks); the thread starts with the first mirror an account registers.
   const checkpoints = startCheckpointService({ logger })
-  const accounts = new Map<string, AccountRuntime>()
-  const deps = { logger, checkpoints, ...(options.clock === undefined ? {} : { clock: options.clock }) }
-  accounts.set(DEFAULT_ACCOUNT, await openAccountRuntime(config, { ...deps, id: DEFAULT_ACCOUNT }))
-  const main = accounts.get(DEFAULT_ACCOUNT)!
-  const runtimes = () => [...accounts.values()]
+  const list = options.accounts ?? [{ id: DEFAULT_ACCOUNT, config }]
+  checkDescriptors(list.length, logger)
+  const set = new AccountSet({ logger, checkpoints, ...(options.clock === undefined ? {} : { clock: options.clock }) })
+  try {
+    await set.open(list, options.listed !== true)
+  } catch (err) {
+    await checkpoints.stop()
+    throw err
+  }
+  // Today's fields are the default account's, else the first running one's.
+  const main = (): AccountRuntime => {
+    const found = set.runtimes.get(DEFAULT_ACCOUNT) ?? set.runtimes.values().next().value
+    if (found === undefined) throw new Error('no account is running')
+    return found
+  }
+  const mainOrUndefined = () => (set.runtimes.size === 0 ? undefined : main())
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
-    webhookHandler: main.webhookHandler,
-    webhookLimits: main.webhooks.limits,
-    onDrop: () => main.webhooks.metrics.intake.connectionsDropped++,
+    webhookHandler: (req, res) => {
+      const m = mainOrUndefined()
+      if (m !== undefined) m.webhookHandler(req, res)
+      else res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'no account is running' }))
+    },
+    webhookLimits: webhookLimits(config),
+    onDrop: () => {
+      const m = mainOrUndefined()
+      if (m !== undefined) m.webhooks.metrics.intake.connectionsDropped++
+    },
     logger,
-    metrics: async () => ({ contentType: main.metrics.contentType, body: await main.metrics.text() }),
+    metrics: async () => {
+      const m = main()
+      return { contentType: m.metrics.contentType, body: await m.metrics.text() }
+    },
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
-      const answers = await Promise.all(runtimes().map(async (r) => [r.id, await r.ready()] as const))
+      const byId = await set.readiness()
       if (stopping) return { ready: false, reason: 'stopping' }
-      // Today's fields stay at the top level (the default account's); `accounts` has each one's.
-      const byId = Object.fromEntries(answers) as Record<string, ReadyAnswer>
-      const top = byId[DEFAULT_ACCOUNT]!
-      const notReady = answers.find(([, a]) => !a.ready)
-      if (top.ready && notReady !== undefined)
-        return { ...top, ready: false, reason: `account ${notReady[0]}: ${notReady[1].reason ?? 'not ready'}`, accounts: byId }
-      return { ...top, accounts: byId }
+      return readyOverAccounts(byId, options.listed !== true)
     },
   })
   let address
   try {
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
-    await Promise.all([...runtimes().map((r) => r.stop()), checkpoints.stop()])
+    await Promise.all([set.stop(), checkpoints.stop()])
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, {
       cause: err,
     })
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
-  for (const r of runtimes()) r.start()
-  logger.info({ url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams }, 'daemon started')
+  set.start()
+  logger.info(
+    { url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams, accounts: list.length },
+    'daemon started',
+  )
 
-  const stuck = () => checkpoints.abandoned || runtimes().some((r) => r.stuck())
+  const stuck = () => checkpoints.abandoned || set.stuck()
   let stopped: Promise<void> | undefined
   const stop = () =>
     (stopped ??= (async () => {
       stopping = true
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
       // The checkpoint thread stops beside the accounts: their writers checkpoint on their own meanwhile.
-      await Promise.all([...runtimes().map((r) => r.drain()), checkpoints.stop()])
+      await Promise.all([set.drain(), checkpoints.stop()])
       await closeServer(server)
       // Each account closes its mirror, or leaves it open when the disk does not answer.
-      await Promise.all(runtimes().map((r) => r.stop()))
+      await set.stop()
       logger.info('stopped cleanly')
     })())
   return {
-    app: main.app,
+    get app() {
+      return main().app
+    },
     url,
-    scheduler: main.scheduler,
-    webhooks: main.webhooks,
-    checkpoints: main.checkpoints,
-    metrics: main.metrics,
-    destination: main.destination,
-    firstSweep: main.firstSweep,
-    referenceAtStart: main.referenceAtStart,
-    sweeps: main.sweeps,
-    accounts,
-    status: () => ({ accounts: Object.fromEntries(runtimes().map((r) => [r.id, r.status()])) }),
+    get scheduler() {
+      return main().scheduler
+    },
+    get webhooks() {
+      return main().webhooks
+    },
+    get checkpoints() {
+      return main().checkpoints
+    },
+    get metrics() {
+      return main().metrics
+    },
+    get destination() {
+      return main().destination
+    },
+    get firstSweep() {
+      return main().firstSweep
+    },
+    get referenceAtStart() {
+      return main().referenceAtStart
+    },
+    get sweeps() {
+      return main().sweeps
+    },
+    accounts: set.runtimes,
+    status: () => ({ accounts: set.status() }),
+    applyAccounts: (next) => set.apply(next),
     stop,
     stuck,
   }
+}
+
+/** The intake's limits are the process's (one listener): the config's, else the schema's defaults. */
+function webhookLimits(config: Config): IntakeLimits {
+  const limits: IntakeLimits = { ...INTAKE_LIMIT_DEFAULTS }
+  for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) {
+    const v = config.webhooks[key]
+    if (v !== undefined) limits[key] = v
+  }
+  return limits
 }

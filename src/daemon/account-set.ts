@@ -1,0 +1,329 @@
+// The daemon's accounts as a set (docs/accounts.md): one runtime per account; an account that cannot
+// open or start is kept apart (failed, with its error, retried with back-off) while the others run;
+// a new accounts list is applied while running (added start, removed stop, changed restart alone),
+// one apply at a time. The process half (listener, checkpoint thread) stays in daemon.ts.
+import { existsSync, mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { DEFAULT_ACCOUNT_ID, diffAccounts, type AccountConfig, type AccountsDiff } from '../config/index.js'
+import type { Logger } from '../log/logger.js'
+import { systemClock, type Clock } from '../model/clock.js'
+import type { CheckpointService } from '../store/background-checkpoints.js'
+import { openAccountRuntime, type AccountRuntime, type AccountStatus } from './account-runtime.js'
+import type { ReadyAnswer } from './http-server.js'
+
+/** Where an account is: its mirror opening, running, kept apart after a failure, or stopping. */
+export type AccountState = 'opening' | 'running' | 'failed' | 'stopping'
+
+/** An account's part of /readyz: its state, and its own probe's answer while it runs. */
+export interface AccountReadiness extends ReadyAnswer {
+  state: AccountState
+}
+
+/** An account's part of the daemon's status. */
+export type AccountSetStatus =
+  | (AccountStatus & { state: 'running' })
+  | { id: string; state: Exclude<AccountState, 'running'>; error?: string; since: string; retryAt?: string }
+
+/** A failed account is tried again after 5 s, then twice as long each time, at most 5 min apart. */
+export const RETRY_FIRST_MS = 5_000
+export const RETRY_MAX_MS = 300_000
+
+/** How long to wait before the attempt after `failures` failed ones. */
+export function retryDelayMs(failures: number): number {
+  return Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.max(0, failures - 1))
+}
+
+/** Accounts opened at once (each open reads and migrates a mirror). */
+const OPEN_CONCURRENCY = 4
+
+export interface AccountSetOptions {
+  /** The process's logger: each account logs through a child carrying `account`. */
+  logger: Logger
+  clock?: Clock
+  checkpoints: CheckpointService
+}
+
+interface Entry {
+  id: string
+  config: AccountConfig['config']
+  state: AccountState
+  since: number
+  runtime: AccountRuntime | undefined
+  error: string | undefined
+  failures: number
+  retryAt: number | undefined
+  cancelRetry: (() => void) | undefined
+}
+
+export class AccountSet {
+  /** The running accounts by id: a live view, accounts come and go in it. */
+  readonly runtimes = new Map<string, AccountRuntime>()
+  private readonly entries = new Map<string, Entry>()
+  private readonly clock: Clock
+  private chain: Promise<unknown> = Promise.resolve()
+  private started = false
+  private closed = false
+  private stuckSeen = false
+
+  constructor(private readonly options: AccountSetOptions) {
+    this.clock = options.clock ?? systemClock
+  }
+
+  /**
+   * Opens every account (nothing runs until start()). With `strict`, the first one that cannot open
+   * fails the whole open, the ones opened are stopped (today's single account: the start fails).
+   */
+  async open(accounts: readonly AccountConfig[], strict = false): Promise<void> {
+    for (const a of accounts) this.entries.set(a.id, this.entry(a))
+    const queue = [...accounts]
+    const failures: unknown[] = []
+    const worker = async () => {
+      for (let a = queue.shift(); a !== undefined; a = queue.shift()) {
+        const failed = await this.openOne(this.entries.get(a.id)!, !strict)
+        if (failed !== undefined) failures.push(failed)
+        if (strict && failures.length > 0) return
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, accounts.length) }, worker))
+    if (strict && failures.length > 0) {
+      await this.stop()
+      throw failures[0]
+    }
+  }
+
+  /** Starts every open account; from now on an account that opens starts at once. */
+  start(): void {
+    this.started = true
+    for (const e of this.entries.values()) if (e.state === 'running' && e.runtime !== undefined) this.startOne(e, e.runtime)
+  }
+
+  /** The accounts list as last applied, in its order (failed accounts included). */
+  list(): AccountConfig[] {
+    return [...this.entries.values()].map((e) => ({ id: e.id, config: e.config }))
+  }
+
+  /**
+   * Applies a new accounts list: removed accounts stop (their mirrors stay on disk), added ones
+   * open and start, changed ones restart; the others are not touched. Applies run one at a time.
+   */
+  apply(next: readonly AccountConfig[]): Promise<AccountsDiff> {
+    const run = this.chain.then(() => this.applyNow(next))
+    this.chain = run.catch(() => undefined)
+    return run
+  }
+
+  private async applyNow(next: readonly AccountConfig[]): Promise<AccountsDiff> {
+    if (this.closed) return { added: [], removed: [], changed: [] }
+    const diff = diffAccounts(this.list(), next)
+    if (diff.added.length + diff.removed.length + diff.changed.length === 0) return diff
+    this.options.logger.info(diff, 'applying a new accounts list')
+    await Promise.all([...diff.removed, ...diff.changed].map((id) => this.retire(this.entries.get(id)!)))
+    for (const id of diff.removed) this.entries.delete(id)
+    // The new list's order, so that list() and the next diff follow the file.
+    const kept = new Map(this.entries)
+    this.entries.clear()
+    for (const a of next) {
+      const old = kept.get(a.id)
+      this.entries.set(a.id, old !== undefined && !diff.changed.includes(a.id) ? old : this.entry(a))
+    }
+    await Promise.all([...diff.added, ...diff.changed].map((id) => this.openOne(this.entries.get(id)!, true)))
+    return diff
+  }
+
+  /** Each account's readiness: its own probe while it runs, else its state and why. */
+  async readiness(): Promise<Record<string, AccountReadiness>> {
+    const answers = await Promise.all(
+      [...this.entries.values()].map(async (e): Promise<[string, AccountReadiness]> => {
+        if (e.state === 'running' && e.runtime !== undefined) return [e.id, { state: 'running', ...(await e.runtime.ready()) }]
+        return [e.id, { state: e.state, ready: false, reason: this.why(e) }]
+      }),
+    )
+    return Object.fromEntries(answers)
+  }
+
+  status(): Record<string, AccountSetStatus> {
+    return Object.fromEntries(
+      [...this.entries.values()].map((e): [string, AccountSetStatus] => [
+        e.id,
+        e.state === 'running' && e.runtime !== undefined
+          ? { ...e.runtime.status(), state: 'running' }
+          : {
+              id: e.id,
+              state: e.state as Exclude<AccountState, 'running'>,
+              since: new Date(e.since).toISOString(),
+              ...(e.error === undefined ? {} : { error: e.error }),
+              ...(e.retryAt === undefined ? {} : { retryAt: new Date(e.retryAt).toISOString() }),
+            },
+      ]),
+    )
+  }
+
+  /** No more applies or retries; the running accounts drain (their mirrors stay open). */
+  async drain(): Promise<void> {
+    this.closed = true
+    for (const e of this.entries.values()) this.cancelRetry(e)
+    await this.chain
+    await Promise.all([...this.runtimes.values()].map((r) => r.drain()))
+  }
+
+  async stop(): Promise<void> {
+    await this.drain()
+    await Promise.all([...this.runtimes.values()].map((r) => r.stop()))
+  }
+
+  /** After stop(): a sync of the disk never returned in one of the accounts. */
+  stuck(): boolean {
+    return this.stuckSeen || [...this.runtimes.values()].some((r) => r.stuck())
+  }
+
+  private entry(a: AccountConfig): Entry {
+    return {
+      id: a.id,
+      config: a.config,
+      state: 'opening',
+      since: this.clock.now(),
+      failures: 0,
+      runtime: undefined,
+      error: undefined,
+      retryAt: undefined,
+      cancelRetry: undefined,
+    }
+  }
+
+  /** Opens (and, once the set runs, starts) one account; a failure is kept on the entry (and returned). */
+  private async openOne(e: Entry, isolate: boolean): Promise<unknown> {
+    this.setState(e, 'opening')
+    let runtime: AccountRuntime | undefined
+    try {
+      prepareFolder(e.id, e.config.db)
+      runtime = await openAccountRuntime(e.config, { ...this.deps(), id: e.id })
+    } catch (err) {
+      if (!isolate) {
+        this.setState(e, 'failed')
+        e.error = (err as Error).message
+        return err
+      }
+      this.fail(e, err)
+      return err
+    }
+    if (this.closed || this.entries.get(e.id) !== e) {
+      await runtime.stop()
+      return undefined
+    }
+    e.runtime = runtime
+    this.setState(e, 'running')
+    this.runtimes.set(e.id, runtime)
+    if (e.failures > 0) this.log(e).info({ failures: e.failures }, 'the account opened after its earlier failures: it runs again')
+    e.failures = 0
+    e.error = undefined
+    if (this.started) this.startOne(e, runtime)
+    return undefined
+  }
+
+  private startOne(e: Entry, runtime: AccountRuntime): void {
+    try {
+      runtime.start()
+    } catch (err) {
+      this.runtimes.delete(e.id)
+      e.runtime = undefined
+      void runtime.stop().finally(() => (this.stuckSeen ||= runtime.stuck()))
+      this.fail(e, err)
+    }
+  }
+
+  /** Marks the account failed, logs it once (the same error again is not logged again), retries later. */
+  private fail(e: Entry, err: unknown): void {
+    const message = (err as Error).message
+    e.failures++
+    const delay = retryDelayMs(e.failures)
+    e.retryAt = this.clock.now() + delay
+    if (message !== e.error)
+      this.log(e).error(
+        { err, retryInSeconds: delay / 1000 },
+        'the account cannot open or start: it is kept apart and tried again later; the other accounts run on',
+      )
+    e.error = message
+    this.setState(e, 'failed')
+    if (this.closed) return
+    e.cancelRetry = this.clock.setTimer(
+      delay,
+      () => {
+        e.cancelRetry = undefined
+        e.retryAt = undefined
+        // Through the chain: a retry never runs beside an apply.
+        this.chain = this.chain.then(() => (this.closed || this.entries.get(e.id) !== e ? undefined : this.openOne(e, true)))
+      },
+      { background: true },
+    )
+  }
+
+  /** Stops a running account, or ends a failed one's retries. */
+  private async retire(e: Entry): Promise<void> {
+    this.cancelRetry(e)
+    const runtime = e.runtime
+    if (runtime === undefined) return
+    this.setState(e, 'stopping')
+    this.runtimes.delete(e.id)
+    e.runtime = undefined
+    await runtime.stop()
+    this.stuckSeen ||= runtime.stuck()
+    this.log(e).info('the account stopped: its mirror stays on disk')
+  }
+
+  private cancelRetry(e: Entry): void {
+    e.cancelRetry?.()
+    e.cancelRetry = undefined
+    e.retryAt = undefined
+  }
+
+  private why(e: Entry): string {
+    if (e.state === 'opening') return 'opening its mirror'
+    if (e.state === 'stopping') return 'stopping'
+    const retry = e.retryAt === undefined ? '' : `; next try at ${new Date(e.retryAt).toISOString()}`
+    return `cannot open or start: ${e.error ?? 'unknown error'}${retry}`
+  }
+
+  private setState(e: Entry, state: AccountState): void {
+    if (e.state !== state) e.since = this.clock.now()
+    e.state = state
+  }
+
+  private log(e: Entry): Logger {
+    return this.options.logger.child({ account: e.id })
+  }
+
+  private deps() {
+    const { logger, checkpoints } = this.options
+    return { logger, checkpoints, clock: this.clock }
+  }
+}
+
+/**
+ * An account's folder (`<dataDir>/<id>/`, or its own `db`'s) is made readable by the process's user
+ * alone; the default account's is left to the mirror's opening, as before.
+ */
+function prepareFolder(id: string, db: string): void {
+  if (id === DEFAULT_ACCOUNT_ID) return
+  const dir = path.dirname(path.resolve(db))
+  if (existsSync(dir)) return
+  mkdirSync(path.dirname(dir), { recursive: true })
+  mkdirSync(dir, { mode: 0o700 })
+}
+
+/**
+ * /readyz over the accounts. Today's single account (`single`): its own answer, as before. With a
+ * list: ready while at least one account is (the process takes its webhooks) or the list is empty;
+ * each account's state and reason are under `accounts`.
+ */
+export function readyOverAccounts(byId: Record<string, AccountReadiness>, single: boolean): ReadyAnswer {
+  const ids = Object.keys(byId)
+  if (single && ids.length === 1 && byId[DEFAULT_ACCOUNT_ID] !== undefined) {
+    const { state: _state, ...top } = byId[DEFAULT_ACCOUNT_ID]
+    return { ...top, accounts: byId }
+  }
+  const notReady = ids.filter((id) => !byId[id]!.ready)
+  if (ids.length === 0 || notReady.length < ids.length) return { ready: true, notReady, accounts: byId }
+  const reasons = notReady.slice(0, 3).map((id) => `${id}: ${byId[id]!.reason ?? 'not ready'}`)
+  const more = notReady.length > 3 ? `; and ${notReady.length - 3} more` : ''
+  return { ready: false, reason: `no account is ready (${reasons.join('; ')}${more})`, notReady, accounts: byId }
+}
