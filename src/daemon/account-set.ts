@@ -75,20 +75,28 @@ export class AccountSet {
    */
   async open(accounts: readonly AccountConfig[], strict = false): Promise<void> {
     for (const a of accounts) this.entries.set(a.id, this.entry(a))
-    const queue = [...accounts]
-    const failures: unknown[] = []
-    const worker = async () => {
-      for (let a = queue.shift(); a !== undefined; a = queue.shift()) {
-        const failed = await this.openOne(this.entries.get(a.id)!, !strict)
-        if (failed !== undefined) failures.push(failed)
-        if (strict && failures.length > 0) return
-      }
-    }
-    await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, accounts.length) }, worker))
+    const failures = await this.openAll(
+      accounts.map((a) => this.entries.get(a.id)!),
+      !strict,
+    )
     if (strict && failures.length > 0) {
       await this.stop()
       throw failures[0]
     }
+  }
+
+  /** Opens the entries a few at a time; the errors of those that failed (without `isolate`, it stops at the first). */
+  private async openAll(entries: readonly Entry[], isolate: boolean): Promise<unknown[]> {
+    const queue = [...entries]
+    const failures: unknown[] = []
+    const worker = async () => {
+      for (let e = queue.shift(); e !== undefined && (isolate || failures.length === 0); e = queue.shift()) {
+        const failed = await this.openOne(e, isolate)
+        if (failed !== undefined) failures.push(failed)
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, entries.length) }, worker))
+    return failures
   }
 
   /** Starts every open account; from now on an account that opens starts at once. */
@@ -126,7 +134,10 @@ export class AccountSet {
       const old = kept.get(a.id)
       this.entries.set(a.id, old !== undefined && !diff.changed.includes(a.id) ? old : this.entry(a))
     }
-    await Promise.all([...diff.added, ...diff.changed].map((id) => this.openOne(this.entries.get(id)!, true)))
+    await this.openAll(
+      [...diff.added, ...diff.changed].map((id) => this.entries.get(id)!),
+      true,
+    )
     return diff
   }
 
@@ -251,7 +262,9 @@ export class AccountSet {
         e.cancelRetry = undefined
         e.retryAt = undefined
         // Through the chain: a retry never runs beside an apply.
-        this.chain = this.chain.then(() => (this.closed || this.entries.get(e.id) !== e ? undefined : this.openOne(e, true)))
+        this.chain = this.chain
+          .then(() => (this.closed || this.entries.get(e.id) !== e ? undefined : this.openOne(e, true)))
+          .catch((err: unknown) => this.log(e).error({ err }, 'trying the account again failed'))
       },
       { background: true },
     )

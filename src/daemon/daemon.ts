@@ -175,7 +175,11 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     },
     accounts: set.runtimes,
     status: () => ({ accounts: set.status() }),
-    applyAccounts: (next) => set.apply(next),
+    applyAccounts: (next) => {
+      // A longer list may need more descriptors than at start: said again, once per apply.
+      if (next.length > set.list().length) checkDescriptors(next.length, logger)
+      return set.apply(next)
+    },
     stop,
     stuck,
   }
