@@ -1,7 +1,7 @@
 // The shape every command file exports, and the context a command runs with. Commands parse and
 // print; the work itself lives in daemon/, sync/, store/ and webhooks/.
 import type { Argv } from 'yargs'
-import type { Config, LoadedConfig } from '../config/index.js'
+import type { AccountConfig, Config, LoadedConfig } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 
 export interface Io {
@@ -12,9 +12,21 @@ export interface Io {
 
 export interface CommandContext {
   io: Io
-  /** Validated configuration; loading it reports bad settings and exits 2 before the command runs. */
+  /**
+   * Validated configuration; loading it reports bad settings and exits 2 before the command runs.
+   * For a command of ACCOUNT_COMMANDS, the chosen account's Config (`account()`); for the others,
+   * the top-level one (the process's settings).
+   */
   config: () => Config
-  /** The configuration with its accounts (the same load as config()); `fresh` reads file and environment again. */
+  /**
+   * The account `--account ID` names, or the only one: a usage error (exit 2) naming the valid ids
+   * when the file lists several and none is named, or when the id is not one of them.
+   */
+  account: () => AccountConfig
+  /**
+   * The configuration with its accounts (the same load as config(); `default` alone without a list);
+   * `fresh` reads file and environment again.
+   */
   accounts: (options?: { fresh?: boolean }) => LoadedConfig
   logger: () => Logger
 }

@@ -3,6 +3,24 @@
 // is imported when that command is chosen, so no command pays for another's modules.
 import type { CommandEntry } from './command.js'
 
+/**
+ * The commands that read or write one account, by their first word: each takes `--account ID`
+ * (main.ts adds the option and resolves it; docs/commands.md, Many accounts).
+ */
+export const ACCOUNT_COMMANDS: ReadonlySet<string> = new Set([
+  'sync',
+  'reconcile',
+  'trigger',
+  'status',
+  'query',
+  'schema',
+  'export',
+  'replicate',
+  'consumers',
+  'webhooks',
+  'doctor',
+])
+
 export const commands: readonly CommandEntry[] = [
   {
     command: 'run',
@@ -64,6 +82,12 @@ export const commands: readonly CommandEntry[] = [
     command: 'doctor',
     describe: 'Check configuration, reachability, the key and its scopes, and the mirror',
     load: async () => (await import('./doctor.js')).doctorCommand,
+  },
+  {
+    command: 'accounts',
+    describe:
+      'Every account of the config file with its state: last sweep, staleness, last error, budget use, webhook intake, destination lag',
+    load: async () => (await import('./accounts.js')).accountsCommand,
   },
   {
     command: 'healthcheck',

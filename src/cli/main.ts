@@ -8,7 +8,7 @@ import type { LoadedConfig } from '../config/index.js'
 import { ConfigError } from '../config/config-error.js'
 import type { Logger } from '../log/logger.js'
 import type { Args, Command, CommandContext, Io } from './command.js'
-import { commands } from './commands.js'
+import { ACCOUNT_COMMANDS, commands } from './commands.js'
 import { packageInfo } from '../config/package-info.js'
 import { CommandError, errorDocument, PartialResultError } from './output.js'
 
@@ -51,13 +51,15 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   for (const entry of commands) {
     let loaded: Promise<Command> | undefined
     const load = () => (loaded ??= entry.load())
+    const perAccount = ACCOUNT_COMMANDS.has(entry.command.split(' ')[0] ?? '')
     parser.command({
       command: entry.command,
       describe: entry.describe,
       // Runs only for the command chosen (its options, its --help): the one file imported.
       builder: async (y) => {
         const cmd = await load()
-        return cmd.builder ? cmd.builder(y) : y
+        const built = cmd.builder ? cmd.builder(y) : y
+        return perAccount ? built.option('account', { type: 'string', describe: ACCOUNT_OPTION }) : built
       },
       handler: async (args) => {
         exitCode = await runCommand((await load()).run, args, io)
@@ -78,12 +80,16 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   return exitCode
 }
 
+const ACCOUNT_OPTION = 'the id of the account to work on (required when the config file lists several)'
+
 async function runCommand(run: Command['run'], args: Args, io: Io): Promise<number> {
-  const [{ loadAccounts, postgresSecrets }, { createLogger }, { STREAM_CHOICE }] = await Promise.all([
+  const [{ loadAccounts, postgresSecrets }, { createLogger }, { STREAM_CHOICE }, { chooseAccount }] = await Promise.all([
     import('../config/index.js'),
     import('../log/logger.js'),
     import('../../connectors/selection.js'),
+    import('./account-choice.js'),
   ])
+  const perAccount = ACCOUNT_COMMANDS.has(String(args._[0]))
   let loaded: LoadedConfig | undefined
   let logger: Logger | undefined
   const load = () =>
@@ -96,15 +102,23 @@ async function runCommand(run: Command['run'], args: Args, io: Io): Promise<numb
     })
   const ctx: CommandContext = {
     io,
-    config: () => ctx.accounts().config,
     accounts: (options) => (options?.fresh === true ? load() : (loaded ??= load())),
+    account: () => chooseAccount(ctx.accounts(), args.account),
+    config: () => (perAccount ? ctx.account().config : ctx.accounts().config),
     logger: () => {
-      const { config: c, accounts } = ctx.accounts()
-      const keys = [c.apiKey, ...accounts.map((a) => a.config.apiKey)].filter((k): k is string => k !== undefined)
-      return (logger ??= createLogger({
-        level: c.logLevel,
-        secrets: [...new Set(keys), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)],
-      }))
+      if (logger !== undefined) return logger
+      const { config: top, accounts, listed } = ctx.accounts()
+      // Every account's key and secrets: a line about one must not show another's either.
+      const all = [top, ...accounts.map((a) => a.config)]
+      const base = createLogger({
+        level: top.logLevel,
+        secrets: [
+          ...new Set(all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets])),
+          ...postgresSecrets(top.destination.postgres.url),
+        ],
+      })
+      const named = typeof args.account === 'string' && listed ? args.account : undefined
+      return (logger = named === undefined ? base : base.child({ account: named }))
     },
   }
   try {

@@ -1,10 +1,11 @@
 // `fsm-sync run`: the daemon, over every account of the config. Stops cleanly on SIGTERM/SIGINT
 // (exit 0); a second one, or a stop that overruns its budget, ends the process at once with exit 1.
-// SIGHUP reads the config again and applies its accounts list (docs/accounts.md).
-import type { LoadedConfig } from '../config/index.js'
-import { ConfigError } from '../config/config-error.js'
-import { startDaemon, type Daemon } from '../daemon/daemon.js'
-import type { Logger } from '../log/logger.js'
+// A change of the config file (or an account's key file) is applied within seconds, and at once on
+// SIGHUP (config-watch.ts; docs/accounts.md).
+import { readFileSync } from 'node:fs'
+import type { AccountConfig, LoadedConfig } from '../config/index.js'
+import { ConfigWatch } from '../daemon/config-watch.js'
+import { startDaemon } from '../daemon/daemon.js'
 import { systemClock } from '../model/clock.js'
 import type { Command } from './command.js'
 import { DAEMON_STOP_SIGNALS, RELOAD_SIGNAL, stopWithin } from './stop-signals.js'
@@ -34,8 +35,24 @@ export const runCommand: Command = {
     ctx.io.stderr.write(
       `fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${config.webhooks.path}); ${accounts.length} account${accounts.length === 1 ? '' : 's'}\n`,
     )
-    const reload = () => reloadAccounts(daemon, () => withFlags(ctx.accounts({ fresh: true })), logger)
-    process.on(RELOAD_SIGNAL, reload)
+    const file = (args.config as string | undefined) ?? ctx.io.env.FSM_CONFIG
+    const watch =
+      file === undefined || file === ''
+        ? undefined
+        : new ConfigWatch<Watched>({
+            path: file,
+            load: () => Promise.resolve(watched(withFlags(ctx.accounts({ fresh: true })), file)),
+            apply: async (next) => {
+              const diff = await daemon.applyAccounts(next.accounts)
+              logger.info(diff, 'the accounts list is applied')
+            },
+            files: (value) => value.keyFiles,
+            clock,
+            logger,
+          })
+    const ignore = () => logger.info(`${RELOAD_SIGNAL}: no config file (FSM_CONFIG, --config) to read again; nothing changes`)
+    if (watch !== undefined) await watch.start(watched({ config, accounts, listed }, file!))
+    else process.on(RELOAD_SIGNAL, ignore)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       const first = (s: NodeJS.Signals) => {
         for (const other of DAEMON_STOP_SIGNALS) process.off(other, first)
@@ -44,9 +61,10 @@ export const runCommand: Command = {
       for (const s of DAEMON_STOP_SIGNALS) process.on(s, first)
     })
     logger.warn({ signal }, 'stop requested')
-    // A SIGHUP while stopping changes nothing (the stop's own handling below ignores it too).
-    process.off(RELOAD_SIGNAL, reload)
+    // A SIGHUP while stopping changes nothing (and must not end the process by its default action).
     process.on(RELOAD_SIGNAL, () => undefined)
+    process.off(RELOAD_SIGNAL, ignore)
+    await watch?.stop()
     // process.exit waits for worker and thread-pool threads; one held by the kernel in a sync that
     // never returns would keep the process alive past the budget. Then only SIGKILL ends it.
     const exit = (code: number) => {
@@ -71,19 +89,22 @@ export const runCommand: Command = {
   },
 }
 
-/** SIGHUP: the config read again and its accounts applied; an invalid config is refused in one line and the running set kept. */
-function reloadAccounts(daemon: Daemon, load: () => LoadedConfig, logger: Logger): void {
-  let next: LoadedConfig
+/** What the watcher compares and applies: the accounts, and the key files they were read from. */
+interface Watched {
+  accounts: readonly AccountConfig[]
+  keyFiles: readonly string[]
+}
+
+function watched(loaded: LoadedConfig, file: string): Watched {
+  return { accounts: loaded.accounts, keyFiles: keyFiles(file) }
+}
+
+/** The `apiKeyFile`s the config file's accounts name (the file was just loaded and validated). */
+function keyFiles(file: string): string[] {
   try {
-    next = load()
-  } catch (err) {
-    const issues = err instanceof ConfigError ? err.issues.map((i) => `${i.key}: ${i.message}`) : [(err as Error).message]
-    logger.error({ issues }, `${RELOAD_SIGNAL}: the config is refused, the running accounts are kept: ${issues.join('; ')}`)
-    return
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { accounts?: { apiKeyFile?: unknown }[] }
+    return (Array.isArray(doc.accounts) ? doc.accounts : []).flatMap((a) => (typeof a?.apiKeyFile === 'string' ? [a.apiKeyFile] : []))
+  } catch {
+    return []
   }
-  logger.info({ signal: RELOAD_SIGNAL, accounts: next.accounts.length }, 'reloading the accounts list')
-  daemon.applyAccounts(next.accounts).then(
-    (diff) => logger.info(diff, 'the accounts list is applied'),
-    (err: unknown) => logger.error({ err }, 'applying the accounts list failed'),
-  )
 }

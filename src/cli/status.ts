@@ -2,6 +2,7 @@
 // runs in progress and the backfill estimate they stored (docs/sweeping.md, Progress); the budget.
 // On a mirror nothing was ever synced into it still shows what the runs recorded (why they failed),
 // and says so on stderr with exit 1; with no mirror file at all, only the message (require-synced.ts).
+// With several accounts and no --account: one line per account (accounts.ts).
 import { existsSync } from 'node:fs'
 import type { Command } from './command.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
@@ -12,6 +13,7 @@ import { count, formatDuration, formatEstimate, plural } from '../model/backfill
 import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
 import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
+import { coversEvery } from './account-choice.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import type { ConsumerLag } from '../store/change-log-consumers.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/consumer-name.js'
@@ -20,6 +22,8 @@ import { STATUS_STREAMS } from '../../connectors/status-streams.js'
 export const statusCommand: Command = {
   builder: (y) => jsonOption(y),
   run: async (args, ctx) => {
+    // Several accounts and none named: one line each (accounts.ts).
+    if (coversEvery(ctx.accounts(), args.account)) return (await import('./accounts.js')).statusOfEvery(args, ctx)
     const config = ctx.config()
     if (!existsSync(config.db)) throw noMirrorError(config.db)
     const mirror = await openMirror(config.db, { readonly: true })

@@ -1,8 +1,9 @@
-// `fsm-sync webhooks register --url URL | list | deliveries [--status S]` (each with `--json`):
-// registers this daemon's endpoint for all seventeen events and stores the secret in the secrets
-// file beside the mirror (0600, never printed); lists the account's endpoints; lists delivery
-// records of the registered endpoint.
-import type { Args, Command, Io } from './command.js'
+// `fsm-sync webhooks register --url URL | list | deliveries [--status S]` (each with `--json`, and
+// `--account ID`): registers this daemon's endpoint (the account's path) for all seventeen events and
+// stores the secret in the secrets file beside the account's mirror (0600, never printed); lists the
+// account's endpoints; lists delivery records of the registered endpoint.
+import type { Args, Command, CommandContext, Io } from './command.js'
+import { DEFAULT_ACCOUNT_ID } from '../config/accounts.js'
 import { withApp } from './with-app.js'
 import { CommandError, jsonOption, printResult } from './output.js'
 import { ApiError } from '../api/errors.js'
@@ -15,7 +16,10 @@ export const webhooksCommand: Command = {
   builder: (y) =>
     jsonOption(y)
       .positional('action', { choices: ['register', 'list', 'deliveries'] as const })
-      .option('url', { type: 'string', describe: 'with register: the public https URL of this daemon (its webhooks path included)' })
+      .option('url', {
+        type: 'string',
+        describe: "with register: the public https URL of this daemon (with no path: the account's webhooks path is added)",
+      })
       .option('status', { choices: DELIVERY_STATUSES, describe: 'with deliveries: only records in this state' })
       .option('endpoint', { type: 'string', describe: 'with deliveries: an endpoint id (default: the one registered from this mirror)' })
       .option('limit', { type: 'number', default: 100, describe: 'with deliveries: most records to print' }),
@@ -28,7 +32,7 @@ export const webhooksCommand: Command = {
     return withApp(ctx, (app, signal) => {
       // The mirror's write lock serialises registrations: two at once must not lose one's secret.
       const store = SecretStore.forMirror(app.mirror.path, { exclusive: (work) => app.mirror.sqlite.transaction(work).immediate() })
-      if (action === 'register') return register(app, store, args.url as string, args, ctx.io)
+      if (action === 'register') return register(app, store, receiverUrl(args.url as string, ctx), args, ctx.io)
       if (action === 'list') return list(app, store, args, ctx.io, signal)
       const endpoint = (args.endpoint as string | undefined) ?? store.current()?.endpointId
       if (endpoint === undefined)
@@ -57,6 +61,39 @@ async function register(app: App, store: SecretStore, url: string, args: Args, i
   if (r.rotated) lines.push(`a new secret was issued; the previous one stays accepted for ${app.config.webhooks.rotationGraceHours} h`)
   printResult(args, io, { ...r, events: WEBHOOK_EVENTS.length, secretsFile: store.file }, () => lines.join('\n') + '\n')
   return 0
+}
+
+/**
+ * The account's own webhook path on the daemon: `/webhooks/<id>`, the configured `webhooks.path` for
+ * `default`. A --url with no path gets it; one ending in another account's path is refused (its
+ * deliveries would be checked with that account's secrets and refused); any other path is kept, as
+ * a proxy in between may rewrite it, with a warning when the config lists accounts.
+ */
+function receiverUrl(given: string, ctx: CommandContext): string {
+  const { id, config } = ctx.account()
+  const own = id === DEFAULT_ACCOUNT_ID ? config.webhooks.path : `/webhooks/${id}`
+  let url: URL
+  try {
+    url = new URL(given)
+  } catch {
+    return given
+  }
+  if (url.pathname === '' || url.pathname === '/') {
+    url.pathname = own
+    return url.href
+  }
+  const path = url.pathname.replace(/\/+$/, '')
+  const other = ctx.accounts().accounts.find((a) => a.id !== id && path.endsWith(`/webhooks/${a.id}`))
+  if (other !== undefined)
+    throw new CommandError(
+      `webhooks register: --url ${given} ends with the path of account ${other.id}; account ${id} takes its deliveries at ${own}`,
+      2,
+    )
+  if (ctx.accounts().listed && !path.endsWith(own))
+    ctx.io.stderr.write(
+      `fsm-sync: warning: the daemon takes account ${id}'s deliveries at ${own}; make sure ${url.pathname} reaches it (a proxy may rewrite the path)\n`,
+    )
+  return given
 }
 
 /**

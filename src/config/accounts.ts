@@ -45,7 +45,8 @@ const PROCESS_MESSAGE =
 
 /** Keys of the process, refused in an account entry, and the nested ones of `webhooks` (the intake's limits). */
 const PROCESS_KEYS = new Set(['httpHost', 'httpPort', 'logLevel', 'dataDir', 'destination', 'accounts'])
-const PROCESS_WEBHOOK_KEYS = new Set(['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'])
+// `path` too: one listener serves every account, each at `<webhooks.path>/<id>` (src/webhooks/account-paths.ts).
+const PROCESS_WEBHOOK_KEYS = new Set(['path', 'maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'])
 
 const SECRET_MESSAGES: Record<string, string> = {
   apiKey:

@@ -55,6 +55,14 @@ export const DestinationSchema = z
               { unit: 's', env: 'FSM_POSTGRES_STATEMENT_TIMEOUT' },
             ),
           ),
+        maxConnections: int(1, 1000)
+          .default(10)
+          .meta(
+            doc(
+              "The most connections the process opens to Postgres, for every account's replica together: each account's destination borrows one for a batch or a load and gives it back, so many accounts share a few (docs/postgres.md).",
+              { unit: 'connections', env: 'FSM_POSTGRES_MAX_CONNECTIONS' },
+            ),
+          ),
       })
       .prefault({}),
   })

@@ -12,6 +12,7 @@ import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/background-checkpoints.js'
 import { streamFreshness } from '../store/stream-freshness.js'
 import { parseObjectStream } from '../model/streams.js'
+import type { BodyBudget } from '../webhooks/body-budget.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
@@ -37,6 +38,8 @@ export interface AccountRuntimeDeps {
   checkpoints: CheckpointService
   /** Default DEFAULT_ACCOUNT. */
   id?: string
+  /** The account's share of the process's webhook body budget (webhooks/body-budget.ts); default: a budget of its own. */
+  bodyBudget?: BodyBudget
 }
 
 export interface AccountStatus {
@@ -109,6 +112,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     objectSink: customObjectSink(app.mirror.sqlite),
     // A delivery is a change on the account: resting sweeps plan again (sweep-loop.ts).
     onStored: () => sweeps?.wake(),
+    ...(deps.bodyBudget === undefined ? {} : { bodyBudget: deps.bodyBudget }),
   })
   // Checkpoints on the process's worker thread, registered at start: a start that fails before
   // leaves the thread alone.
@@ -151,6 +155,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     ]),
   ]
   const metrics = new DaemonMetrics({
+    account: id,
     freshness: () => streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()),
     ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
     governor: () => app.governor.state(),
@@ -166,7 +171,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
-  const destination = createPostgresDestination(config, app.mirror, logger, app.clock)
+  const destination = createPostgresDestination(config, app.mirror, logger, app.clock, { accountId: id })
   if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,

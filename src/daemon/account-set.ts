@@ -4,11 +4,12 @@
 // one apply at a time. The process half (listener, checkpoint thread) stays in daemon.ts.
 import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
-import { DEFAULT_ACCOUNT_ID, diffAccounts, type AccountConfig, type AccountsDiff } from '../config/index.js'
+import { ACCOUNT_ID_PATTERN, DEFAULT_ACCOUNT_ID, diffAccounts, type AccountConfig, type AccountsDiff } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
 import type { CheckpointService } from '../store/background-checkpoints.js'
-import { openAccountRuntime, type AccountRuntime, type AccountStatus } from './account-runtime.js'
+import type { IntakeHandler } from '../webhooks/intake-handler.js'
+import { openAccountRuntime, type AccountRuntime, type AccountRuntimeDeps, type AccountStatus } from './account-runtime.js'
 import type { ReadyAnswer } from './http-server.js'
 
 /** Where an account is: its mirror opening, running, kept apart after a failure, or stopping. */
@@ -41,6 +42,8 @@ export interface AccountSetOptions {
   logger: Logger
   clock?: Clock
   checkpoints: CheckpointService
+  /** What else each account's runtime takes from the process (its share of the webhook body budget). */
+  runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget'>
 }
 
 interface Entry {
@@ -115,7 +118,12 @@ export class AccountSet {
    * open and start, changed ones restart; the others are not touched. Applies run one at a time.
    */
   apply(next: readonly AccountConfig[]): Promise<AccountsDiff> {
-    const run = this.chain.then(() => this.applyNow(next))
+    return this.inTurn(() => this.applyNow(next))
+  }
+
+  /** Runs `fn` after every apply, add, remove and retry before it. */
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn)
     this.chain = run.catch(() => undefined)
     return run
   }
@@ -139,6 +147,53 @@ export class AccountSet {
       true,
     )
     return diff
+  }
+
+  /**
+   * Adds one account (Daemon.addAccount): refused for an id already in the set, an invalid id, or a
+   * mirror that cannot open (then nothing of it is kept). Runs in turn with the applies.
+   */
+  add(a: AccountConfig): Promise<AccountRuntime> {
+    return this.inTurn(async () => {
+      if (!ACCOUNT_ID_PATTERN.test(a.id)) throw new Error(`account id ${JSON.stringify(a.id)} does not match ${ACCOUNT_ID_PATTERN}`)
+      if (this.closed) throw new Error(`account ${a.id} not added: the daemon is stopping`)
+      if (this.entries.has(a.id)) throw new Error(`account ${a.id} is already running`)
+      const e = this.entry(a)
+      this.entries.set(a.id, e)
+      const failed = await this.openOne(e, false)
+      if (failed !== undefined || e.runtime === undefined) {
+        this.entries.delete(a.id)
+        throw failed instanceof Error ? failed : new Error(`account ${a.id} not added: the daemon is stopping`)
+      }
+      this.log(e).info('account added')
+      return e.runtime
+    })
+  }
+
+  /** Stops an account and takes it out (its mirror stays on disk); false when there is none by that id. */
+  remove(id: string): Promise<boolean> {
+    return this.inTurn(async () => {
+      const e = this.entries.get(id)
+      if (e === undefined) return false
+      await this.retire(e)
+      this.entries.delete(id)
+      return true
+    })
+  }
+
+  /**
+   * The intake of account `id`: its own while it runs; while it opens, restarts or is kept apart,
+   * 503 (the sender retries); undefined when the set has no such account (the listener says 404).
+   */
+  webhookHandler(id: string): IntakeHandler | undefined {
+    const e = this.entries.get(id)
+    if (e === undefined) return undefined
+    if (e.state === 'running' && e.runtime !== undefined) return e.runtime.webhookHandler
+    return (_req, res) => {
+      res
+        .writeHead(503, { 'content-type': 'application/json', 'retry-after': '60', connection: 'close' })
+        .end(JSON.stringify({ error: `account ${id} is not running (${e.state}): send again later` }))
+    }
   }
 
   /** Each account's readiness: its own probe while it runs, else its state and why. */
@@ -306,8 +361,8 @@ export class AccountSet {
   }
 
   private deps() {
-    const { logger, checkpoints } = this.options
-    return { logger, checkpoints, clock: this.clock }
+    const { logger, checkpoints, runtimeDeps } = this.options
+    return { logger, checkpoints, clock: this.clock, ...runtimeDeps?.() }
   }
 }
 

@@ -1,5 +1,6 @@
-// The daemon's /metrics, in Prometheus text through prom-client (one registry per daemon, no
-// global default registry). Counters that live elsewhere (the governor's window, the webhook
+// One account's part of the daemon's /metrics, in Prometheus text through prom-client (one registry
+// per account, each series labelled `account`, no global default registry; process-metrics.ts
+// serves them together). Counters that live elsewhere (the governor's window, the webhook
 // path's plain-number counters) are read when scraped; the rest is observed as it happens.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ResponseEvent } from '../api/api-client.js'
@@ -11,9 +12,10 @@ import type { StreamFreshness } from '../store/stream-freshness.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../model/timestamps.js'
 import { systemClock } from '../model/clock.js'
-import { packageInfo } from '../config/package-info.js'
 
 export interface MetricSources {
+  /** The account every series is labelled with (`account`); none for a registry of its own. */
+  account?: string
   governor: () => GovernorState
   webhookCounters?: () => Record<string, number>
   webhookBacklog?: () => number
@@ -42,6 +44,7 @@ export class DaemonMetrics {
 
   constructor(sources: MetricSources) {
     this.#now = sources.now ?? (() => systemClock.now())
+    if (sources.account !== undefined) this.registry.setDefaultLabels({ account: sources.account })
     const registers = [this.registry]
     this.#requests = new Counter({
       name: 'fsm_api_requests_total',
@@ -68,6 +71,8 @@ export class DaemonMetrics {
       labelNames: ['stream', 'kind', 'outcome'],
       registers,
     })
+    // 12 series per stream and kind (9 fsm_run_duration_seconds_bucket, +Inf, sum, count): most of an
+    // account's series (docs/metrics.md, Series per account).
     this.#durations = new Histogram({
       name: 'fsm_run_duration_seconds',
       help: 'Duration of sweeps, reconciliations and triggers',
@@ -131,13 +136,6 @@ export class DaemonMetrics {
       labelNames: ['table'],
       registers,
     })
-    // Which release (and Node) runs: `count by (version) (fsm_build_info)` shows a half-done upgrade.
-    new Gauge({
-      name: 'fsm_build_info',
-      help: 'Always 1; the labels name the fsm-sync version and the Node.js version running it',
-      labelNames: ['version', 'node'],
-      registers,
-    }).set({ version: packageInfo().version, node: process.versions.node }, 1)
     const budget = (name: string, help: string, pick: (s: GovernorState) => number) =>
       new Gauge({
         name,

@@ -1,22 +1,23 @@
-// `fsm-sync run` assembled: the process half (the HTTP listener, the checkpoint thread) and a map of
-// account runtimes (account-runtime.ts: mirror, client, webhook service, metrics, schedules and the
-// continuous sweeps), one per account; `stop()` undoes it in order within the shutdown budget
-// (docs/commands.md: exit 0 within 10 s of SIGTERM). The sweep in flight sees the scheduler's
-// signal between pages, so the page being written commits and the run ends; the next start resumes
-// from that checkpoint.
+// `fsm-sync run` assembled: the process half (the HTTP listener, the checkpoint thread, the webhook
+// body budget) and the set of account runtimes (account-set.ts; account-runtime.ts: mirror, client,
+// webhook service, metrics, schedules and the continuous sweeps), one per account; `stop()` undoes
+// it in order within the shutdown budget (docs/commands.md: exit 0 within 10 s of SIGTERM). The
+// sweep in flight sees the scheduler's signal between pages, so the page being written commits and
+// the run ends; the next start resumes from that checkpoint.
 import type { Server } from 'node:http'
 import type { AccountConfig, AccountsDiff, Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
+import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import type { PostgresDestination } from '../destination/index.js'
-import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from '../webhooks/intake-limits.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
 import { AccountSet, readyOverAccounts, type AccountSetStatus } from './account-set.js'
-import { checkDescriptors } from './descriptor-budget.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
+import { checkDescriptors } from './descriptor-budget.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
+import { exposition, ProcessMetrics } from './process-metrics.js'
 import type { App } from './create-app.js'
 import type { Scheduler } from './scheduler.js'
 import type { SweepLoop } from './sweep-loop.js'
@@ -39,14 +40,27 @@ export interface Daemon {
   sweeps: SweepLoop | undefined
   /** Every running account of the process, by id: a live view, accounts come and go in it. */
   accounts: ReadonlyMap<string, AccountRuntime>
-  /** Each account's state (running, opening, failed with its error, stopping). */
-  status(): { accounts: Record<string, AccountSetStatus> }
   /**
    * Applies a new accounts list (`loadAccounts(...).accounts`): removed accounts stop (their mirrors
-   * stay on disk), added ones start, changed ones restart alone; nothing else is interrupted. Calls
-   * run one after the other; resolves with what changed.
+   * stay on disk), added ones start, changed ones restart alone; nothing else is interrupted. An
+   * account that cannot open is kept apart and retried. Calls (and addAccount, removeAccount) run
+   * one after the other; resolves with what changed.
    */
   applyAccounts(next: readonly AccountConfig[]): Promise<AccountsDiff>
+  /**
+   * Opens and starts one more account while the daemon runs: its own mirror, secrets, metrics
+   * (`account="<id>"`) and webhook path `<webhooks.path>/<id>`, sharing the process's listener,
+   * clock, checkpoint thread and webhook body budget. Refused for an id already in the set, and when
+   * its mirror cannot open.
+   */
+  addAccount(config: Config, id: string): Promise<AccountRuntime>
+  /**
+   * Stops an account and takes it out: from the call on, its webhook path answers 404 and its series
+   * leave /metrics; its mirror stays on disk. False when no account has that id.
+   */
+  removeAccount(id: string): Promise<boolean>
+  /** Each account's state (running, opening, failed with its error, stopping). */
+  status(): { accounts: Record<string, AccountSetStatus> }
   stop(): Promise<void>
   /**
    * After stop(): a sync of the disk never returned (an inbox's or the checkpoint worker's). Its
@@ -73,9 +87,19 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // Checkpoints on one worker thread for the process (the writer's own, on the event loop, stalled
   // webhook acks); the thread starts with the first mirror an account registers.
   const checkpoints = startCheckpointService({ logger })
+  const processMetrics = new ProcessMetrics()
+  // The intake's bounds are the process's: one listener, one budget of body bytes that each account
+  // draws on through its share (half of it while others run), so one account's flood leaves room.
+  const { maxConnections, bodyTimeoutMs, maxBufferedBytes } = config.webhooks
+  const bodyBudget = new BodyBudget(maxBufferedBytes)
   const list = options.accounts ?? [{ id: DEFAULT_ACCOUNT, config }]
   checkDescriptors(list.length, logger)
-  const set = new AccountSet({ logger, checkpoints, ...(options.clock === undefined ? {} : { clock: options.clock }) })
+  const set: AccountSet = new AccountSet({
+    logger,
+    checkpoints,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    runtimeDeps: () => ({ bodyBudget: accountBodyBudget(bodyBudget, () => set.runtimes.size) }),
+  })
   try {
     await set.open(list, options.listed !== true)
   } catch (err) {
@@ -88,25 +112,19 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     if (found === undefined) throw new Error('no account is running')
     return found
   }
-  const mainOrUndefined = () => (set.runtimes.size === 0 ? undefined : main())
   let stopping = false
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
-    webhookHandler: (req, res) => {
-      const m = mainOrUndefined()
-      if (m !== undefined) m.webhookHandler(req, res)
-      else res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'no account is running' }))
-    },
-    webhookLimits: webhookLimits(config),
-    onDrop: () => {
-      const m = mainOrUndefined()
-      if (m !== undefined) m.webhooks.metrics.intake.connectionsDropped++
-    },
+    defaultAccount: DEFAULT_ACCOUNT,
+    webhookHandler: (id) => set.webhookHandler(id),
+    webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
+    onDrop: () => processMetrics.listener.connectionsDropped++,
+    onUnknownAccount: () => processMetrics.listener.unknownAccount++,
     logger,
-    metrics: async () => {
-      const m = main()
-      return { contentType: m.metrics.contentType, body: await m.metrics.text() }
-    },
+    metrics: async () => ({
+      contentType: processMetrics.registry.contentType,
+      body: await exposition([processMetrics.registry, ...[...set.runtimes.values()].map((r) => r.metrics.registry)]),
+    }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
       const byId = await set.readiness()
@@ -174,23 +192,16 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       return main().sweeps
     },
     accounts: set.runtimes,
-    status: () => ({ accounts: set.status() }),
     applyAccounts: (next) => {
       // A longer list may need more descriptors than at start: said again, once per apply.
       if (next.length > set.list().length) checkDescriptors(next.length, logger)
       return set.apply(next)
     },
+    addAccount: (accountConfig, id) =>
+      stopping ? Promise.reject(new Error(`account ${id} not added: the daemon is stopping`)) : set.add({ id, config: accountConfig }),
+    removeAccount: (id) => set.remove(id),
+    status: () => ({ accounts: set.status() }),
     stop,
     stuck,
   }
-}
-
-/** The intake's limits are the process's (one listener): the config's, else the schema's defaults. */
-function webhookLimits(config: Config): IntakeLimits {
-  const limits: IntakeLimits = { ...INTAKE_LIMIT_DEFAULTS }
-  for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) {
-    const v = config.webhooks[key]
-    if (v !== undefined) limits[key] = v
-  }
-  return limits
 }

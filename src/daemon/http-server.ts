@@ -1,9 +1,12 @@
-// The daemon's one listener (node:http): webhook intake at `webhooks.path`, `/healthz` (the
-// process answers), `/readyz` (the mirror is open and writable, migrations done, schedules
-// running) and `/metrics` (Prometheus text).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+// The daemon's one listener (node:http): each account's webhook intake at `<webhooks.path>/<id>`
+// (and the default account's at `webhooks.path`), `/healthz` (the process answers), `/readyz`
+// (the mirrors are open and writable, migrations done, schedules running) and `/metrics`
+// (Prometheus text).
+import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Logger } from '../log/logger.js'
+import { accountWebhookPath, webhookPathAccount } from '../webhooks/account-paths.js'
+import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import { capConnections, intakeServerOptions, type IntakeLimits } from '../webhooks/intake-limits.js'
 
 export interface ReadyAnswer {
@@ -13,26 +16,41 @@ export interface ReadyAnswer {
 }
 
 export interface DaemonHttpOptions {
+  /** `webhooks.path`: the default account's deliveries; each account's at `<webhooks.path>/<id>`. */
   webhookPath: string
-  webhookHandler: (req: IncomingMessage, res: ServerResponse) => void
-  /** The webhook intake's bounds: connection cap, header, body and request deadlines, keep-alive. */
+  /** The default account's id: the one `webhookPath` itself reaches. */
+  defaultAccount: string
+  /** The intake of the account `id`, looked up at each request (accounts come and go); undefined: no such account. */
+  webhookHandler: (id: string) => IntakeHandler | undefined
+  /** The webhook intake's bounds, the process's: connection cap, header, body and request deadlines, keep-alive. */
   webhookLimits: IntakeLimits
   /** Counts each connection closed on arrival past the cap. */
   onDrop?: () => void
+  /** Counts each request to a webhook path of no account (answered 404). */
+  onUnknownAccount?: () => void
   /** May write to the mirror and sync it (the probe), hence a promise. */
   ready: () => Promise<ReadyAnswer>
   metrics: () => Promise<{ contentType: string; body: string }>
   logger: Logger
 }
 
+/** The daemon's own endpoints, which no webhook path shadows (`webhooks.path` "/" puts accounts at `/<id>`). */
+const OWN_PATHS = new Set(['/healthz', '/readyz', '/metrics'])
+
 export function createDaemonServer(o: DaemonHttpOptions): Server {
   // One listener for the intake and the probes: the intake's bounds hold for all of it, and the
   // probes' connections count against the cap like any other.
   const server = createServer(intakeServerOptions(o.webhookLimits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
-    if (path === o.webhookPath) {
-      o.webhookHandler(req, res)
-      return
+    const account = OWN_PATHS.has(path) ? undefined : webhookPathAccount(path, o.webhookPath, o.defaultAccount)
+    if (account !== undefined) {
+      const handler = o.webhookHandler(account)
+      if (handler !== undefined) return handler(req, res)
+      o.onUnknownAccount?.()
+      // The running ids are not listed: they name the customers this daemon serves.
+      return json(res, 404, {
+        error: `no account ${JSON.stringify(account.slice(0, 64))} in this daemon: each account takes its deliveries at ${accountWebhookPath(o.webhookPath, '<id>')}`,
+      })
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' })
     if (path === '/healthz') return json(res, 200, { status: 'alive' })
@@ -58,7 +76,9 @@ export function createDaemonServer(o: DaemonHttpOptions): Server {
       )
       return
     }
-    json(res, 404, { error: `no route ${path}; try /healthz, /readyz, /metrics or ${o.webhookPath}` })
+    json(res, 404, {
+      error: `no route ${path}; try /healthz, /readyz, /metrics, ${o.webhookPath} or ${accountWebhookPath(o.webhookPath, '<id>')}`,
+    })
   })
   capConnections(server, o.webhookLimits.maxConnections, o.onDrop)
   return server

@@ -3,7 +3,9 @@
 // row (change_log_consumers), so `status` reads every destination from the mirror alone.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import type { ChangeLogConsumers, DestinationTarget } from '../store/change-log-consumers.js'
+import { lastChangeSeq, nextChangeAt, type ChangeLogConsumers, type DestinationTarget } from '../store/change-log-consumers.js'
+import type { Sqlite } from '../store/mirror-database.js'
+import { parseInstant } from '../model/timestamps.js'
 import type { DestinationStatus } from './destination-options.js'
 import type { DestinationError } from './postgres-errors.js'
 
@@ -30,6 +32,19 @@ export class DestinationHealth {
     private readonly consumerName: string,
     private readonly where: DestinationTarget,
   ) {}
+
+  /** The destination's status: its cursor against the mirror's last change, and what shown() gives. */
+  status(mirror: Sqlite, cursor: number | null): DestinationStatus {
+    const last = lastChangeSeq(mirror)
+    const behind = cursor === null ? last : Math.max(0, last - cursor)
+    let lagSeconds = 0
+    if (behind > 0) {
+      const next = nextChangeAt(mirror, cursor ?? 0)
+      if (next !== undefined) lagSeconds = Math.max(0, (this.clock.now() - parseInstant(next)) / 1000)
+    }
+    const { state, lastError, lastErrorAt, ...counts } = this.shown()
+    return { state, cursor, lagChanges: behind, lagSeconds, lastError, lastErrorAt, ...counts }
+  }
 
   /** The state, error and counts `status()` shows. */
   shown(): Pick<DestinationStatus, 'state' | 'lastError' | 'lastErrorAt'> & DestinationHealth['counts'] {

@@ -5,10 +5,15 @@ import type { Clock } from '../model/clock.js'
 import type { TableSpec } from '../model/table-spec.js'
 import type { Sqlite } from '../store/mirror-database.js'
 import type { SessionLimits } from './postgres-session.js'
+import type { DestinationPool } from './destination-pool.js'
 
 export interface PostgresDestinationOptions {
   url: string
   schema: string
+  /** The account whose mirror this is: its rows in the schema carry it (account_id). Default `default`. */
+  accountId?: string
+  /** The process's Postgres connections, shared by every account's destination; none: a pool of one of its own. */
+  pool?: DestinationPool
   /** The mirror file; the destination opens its own read-only connection to it. */
   mirrorPath: string
   /** The mirror's writer connection, for the consumer's bookkeeping (change_log_consumers). */

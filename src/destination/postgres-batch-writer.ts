@@ -1,34 +1,37 @@
-// Writes a batch's rows into the replica, inside the caller's transaction: the tables compared by
-// content, the views, then per logged table its deletes, upserts and child replacements, then
-// change_log. Rows go as JSON through jsonb_populate_recordset, CHUNK at a time.
+// Writes a batch's rows of one account into the replica, inside the caller's transaction: the tables
+// compared by content, the views, then per logged table its deletes, upserts and child replacements,
+// then change_log. Rows go as JSON through jsonb_populate_recordset, CHUNK at a time; every statement
+// touches that account's rows only (account_id, first in every key).
 import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Batch } from './batch-reader.js'
 import type { Row, Table } from './batch-plan.js'
 import type { SqlCell } from '../model/rows.js'
 import { quoteIdentifier } from '../model/sql-names.js'
-import { qualified, type ObjectType } from './postgres-ddl.js'
+import { ACCOUNT_COLUMN, qualified, replicaKey, type ObjectType } from './postgres-ddl.js'
 import { jsonValue, pgType, type OnNotInstant } from './postgres-types.js'
 import type { WrittenState } from './replica-state.js'
 
 const CHUNK = 500
 
-/** The row statements of one replica schema on one connection. */
+const names = (t: Table) => [ACCOUNT_COLUMN, ...t.columns.map((c) => c.name)].map(quoteIdentifier).join(', ')
+
+/** The row statements of one account in one replica schema on one connection. */
 export class RowWriter {
   constructor(
     private readonly client: pg.Client,
     private readonly schema: string,
+    private readonly accountId: string,
     private readonly onNotInstant: OnNotInstant,
   ) {}
 
   async insert(t: Table, rows: readonly Row[]): Promise<number> {
     const target = qualified(this.schema, t.spec.name)
-    const names = t.columns.map((c) => quoteIdentifier(c.name)).join(', ')
+    const cols = names(t)
     for (let i = 0; i < rows.length; i += CHUNK) {
-      await this.client.query(
-        `INSERT INTO ${target} (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`,
-        [this.#records(t, rows.slice(i, i + CHUNK))],
-      )
+      await this.client.query(`INSERT INTO ${target} (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)`, [
+        this.#records(t, rows.slice(i, i + CHUNK)),
+      ])
     }
     return rows.length
   }
@@ -37,8 +40,8 @@ export class RowWriter {
   async upsert(t: Table, rows: readonly Row[], options: { insertOnly?: boolean } = {}): Promise<number> {
     if (rows.length === 0) return 0
     const target = qualified(this.schema, t.spec.name)
-    const names = t.columns.map((c) => quoteIdentifier(c.name)).join(', ')
-    const pk = t.spec.primaryKey
+    const cols = names(t)
+    const pk = replicaKey(t.spec)
     const others = t.columns.filter((c) => !pk.includes(c.name))
     const onConflict =
       others.length === 0 || options.insertOnly === true
@@ -48,7 +51,7 @@ export class RowWriter {
           }`
     for (let i = 0; i < rows.length; i += CHUNK) {
       await this.client.query(
-        `INSERT INTO ${target} AS t (${names}) SELECT ${names} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
+        `INSERT INTO ${target} AS t (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::${target}, $1::jsonb)
          ON CONFLICT (${pk.map(quoteIdentifier).join(', ')}) ${onConflict}`,
         [this.#records(t, rows.slice(i, i + CHUNK))],
       )
@@ -63,9 +66,10 @@ export class RowWriter {
     for (let i = 0; i < keys.length; i += CHUNK) {
       const objects = keys.slice(i, i + CHUNK).map((k) => Object.fromEntries(columns.map((c, j) => [c, k[j]])))
       // Keys come from change_log record ids (text); Postgres reads each as its column's type.
-      await this.client.query(`DELETE FROM ${target} t USING jsonb_to_recordset($1::jsonb) AS k(${defs}) WHERE ${match}`, [
-        JSON.stringify(objects),
-      ])
+      await this.client.query(
+        `DELETE FROM ${target} t USING jsonb_to_recordset($1::jsonb) AS k(${defs}) WHERE t.${quoteIdentifier(ACCOUNT_COLUMN)} = $2 AND ${match}`,
+        [JSON.stringify(objects), this.accountId],
+      )
     }
   }
 
@@ -73,7 +77,7 @@ export class RowWriter {
     const cols = t.columns
     return JSON.stringify(
       rows.map((r) => {
-        const o: Record<string, unknown> = {}
+        const o: Record<string, unknown> = { [ACCOUNT_COLUMN]: this.accountId }
         for (let i = 0; i < cols.length; i++) o[cols[i]!.name] = jsonValue(cols[i]!.kind, r[i], this.onNotInstant)
         return o
       }),
@@ -84,6 +88,7 @@ export class RowWriter {
 export interface WriteBatchOptions {
   client: pg.Client
   schema: string
+  accountId: string
   log: Logger
   onNotInstant: OnNotInstant
   changeLog: Table | undefined
@@ -102,8 +107,9 @@ export async function writeBatch(
   batch: Batch,
   written: WrittenState,
 ): Promise<{ rows: number; viewsBuilt: boolean }> {
-  const { client, schema } = o
-  const w = new RowWriter(client, schema, o.onNotInstant)
+  const { client, schema, accountId } = o
+  const w = new RowWriter(client, schema, accountId, o.onNotInstant)
+  const account = `${quoteIdentifier(ACCOUNT_COLUMN)} = $1`
   let rows = 0
   for (const [t, s] of batch.snapshots) {
     const target = qualified(schema, t.spec.name)
@@ -111,11 +117,11 @@ export async function writeBatch(
     if (s.appended?.incremental === true) {
       // What retention removed from the mirror (the oldest rows) goes; the rows since the watermark are upserted.
       const col = quoteIdentifier(s.appended.column)
-      if (s.appended.min === null) await client.query(`DELETE FROM ${target}`)
-      else await client.query(`DELETE FROM ${target} WHERE ${col} < $1`, [s.appended.min])
+      if (s.appended.min === null) await client.query(`DELETE FROM ${target} WHERE ${account}`, [accountId])
+      else await client.query(`DELETE FROM ${target} WHERE ${account} AND ${col} < $2`, [accountId, s.appended.min])
       // Rows are never changed once appended: those at the watermark, already there, are left alone.
       rows += await w.upsert(t, s.rows, { insertOnly: true })
-      const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target}`)).rows
+      const [n] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${target} WHERE ${account}`, [accountId])).rows
       if (Number(n!.n) !== s.appended.count) {
         // Not the mirror's rows (a row changed or went otherwise): copied whole at the next check.
         o.log.warn({ table: t.spec.name }, `the replica of ${t.spec.name} differs from the mirror: copying it whole`)
@@ -124,7 +130,7 @@ export async function writeBatch(
         continue
       }
     } else {
-      await client.query(`DELETE FROM ${target}`)
+      await client.query(`DELETE FROM ${target} WHERE ${account}`, [accountId])
       rows += await w.insert(t, s.rows)
     }
     if (s.appended !== undefined) {
@@ -151,7 +157,7 @@ export async function writeBatch(
     )
     rows += await w.upsert(changeLog, values)
     if (o.pruneThrough !== undefined) {
-      await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE seq <= $1`, [o.pruneThrough])
+      await client.query(`DELETE FROM ${qualified(schema, 'change_log')} WHERE ${account} AND seq <= $2`, [accountId, o.pruneThrough])
     }
   }
   return { rows, viewsBuilt }

@@ -7,8 +7,16 @@ import { quoteIdentifier, quoteText } from '../model/sql-names.js'
 import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
 import { INFORMATION_SCHEMA_TYPE, pgType } from './postgres-types.js'
 
-/** The bookkeeping table: one row per mirror replicated into this schema. */
+/** The bookkeeping table: one row per account replicated into this schema. */
 export const STATE_TABLE = '_fsm_sync_state'
+
+/** The column every table of the replica starts with, first in its primary key: the account a row belongs to. */
+export const ACCOUNT_COLUMN = 'account_id'
+
+/** A table's primary key in the replica: the account, then the mirror's key. */
+export function replicaKey(table: TableSpec): string[] {
+  return [ACCOUNT_COLUMN, ...table.primaryKey]
+}
 
 export function qualified(schema: string, name: string): string {
   return `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`
@@ -21,29 +29,37 @@ function columnDefinition(table: TableSpec, column: ColumnSpec): string {
 }
 
 export function createTableSql(schema: string, table: TableSpec): string {
-  const defs = table.columns.map((c) => columnDefinition(table, c))
-  if (table.primaryKey.length > 0) defs.push(`PRIMARY KEY (${table.primaryKey.map(quoteIdentifier).join(', ')})`)
+  const defs = [`${quoteIdentifier(ACCOUNT_COLUMN)} text NOT NULL`, ...table.columns.map((c) => columnDefinition(table, c))]
+  if (table.primaryKey.length > 0) defs.push(`PRIMARY KEY (${replicaKey(table).map(quoteIdentifier).join(', ')})`)
   return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table.name)} (${defs.join(', ')})`
 }
 
-/** Indexes the apply path needs: a child table is replaced by its parent's id. */
+/** The name of a child table's index on its account and parent (childIndexSql); before accounts, `<table>_<parent>` held the parent alone. */
+export function childIndexName(table: TableSpec, before = false): string | undefined {
+  if (table.parent === undefined || table.primaryKey[0] === table.parent.column) return undefined
+  return (before ? `${table.name}_${table.parent.column}` : `${table.name}_${ACCOUNT_COLUMN}_${table.parent.column}`).slice(0, 63)
+}
+
+/** Indexes the apply path needs: a child table is replaced by its account's and parent's ids. */
 export function indexSql(schema: string, table: TableSpec): string[] {
-  if (table.parent === undefined || table.primaryKey[0] === table.parent.column) return []
-  const name = `${table.name}_${table.parent.column}`.slice(0, 63)
+  const name = childIndexName(table)
+  if (name === undefined) return []
   return [
-    `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(name)} ON ${qualified(schema, table.name)} (${quoteIdentifier(table.parent.column)})`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(name)} ON ${qualified(schema, table.name)} (${quoteIdentifier(ACCOUNT_COLUMN)}, ${quoteIdentifier(table.parent!.column)})`,
   ]
 }
 
 export function createStateTableSql(schema: string): string {
   return `CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (
-    id text PRIMARY KEY,
+    account_id text NOT NULL,
+    id text NOT NULL,
     seq bigint NOT NULL,
     tables_hash text NOT NULL,
     views_hash text,
     loaded_seq bigint NOT NULL,
     loaded_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (account_id, id)
   )`
 }
 
@@ -77,9 +93,9 @@ export function shapeProblems(
       )
     }
   }
-  if (primaryKey !== undefined && primaryKey.join(',') !== table.primaryKey.join(',')) {
+  if (primaryKey !== undefined && primaryKey.join(',') !== replicaKey(table).join(',')) {
     const pk = primaryKey.length === 0 ? 'no primary key' : `primary key (${primaryKey.join(', ')})`
-    problems.push(`${qualified(schema, table.name)} has ${pk} where (${table.primaryKey.join(', ')}) is expected: ${fix}`)
+    problems.push(`${qualified(schema, table.name)} has ${pk} where (${replicaKey(table).join(', ')}) is expected: ${fix}`)
   }
   return problems
 }
@@ -131,38 +147,93 @@ export function fieldDescriptors(fields: string | null): FieldDescriptor[] {
   return toSchema({ fields: Array.isArray(parsed) ? parsed : [] }).fields
 }
 
+/** A field of a view over every account's schema of its object: read as text when two accounts type it differently. */
+export interface ViewField extends FieldDescriptor {
+  asText?: boolean
+}
+
+/** What a field's column holds in the view: a conflict between two accounts is settled as text. */
+function fieldKind(field: FieldDescriptor): 'jsonb' | 'number' | 'boolean' | 'text' {
+  if (field.relation?.multi === true) return 'jsonb'
+  switch (field.type) {
+    case 'number':
+    case 'currency':
+    case 'decimal':
+      return 'number'
+    case 'boolean':
+    case 'checkbox':
+      return 'boolean'
+    default:
+      return 'text'
+  }
+}
+
+/** A custom object as one account's mirror stores it. */
+export interface AccountObjectType extends ObjectType {
+  accountId: string
+}
+
+/**
+ * The objects of every account, each with the union of its fields in the accounts' order (by id,
+ * then each schema's order); a field two accounts give different kinds (number, boolean, relation
+ * list, text) is read as text.
+ */
+export function mergeObjectTypes(types: readonly AccountObjectType[]): { slug: string; fields: ViewField[] }[] {
+  const bySlug = new Map<string, Map<string, ViewField>>()
+  for (const t of [...types].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0))) {
+    const fields = bySlug.get(t.slug) ?? new Map<string, ViewField>()
+    bySlug.set(t.slug, fields)
+    for (const f of fieldDescriptors(t.fields)) {
+      const seen = fields.get(f.name)
+      if (seen === undefined) fields.set(f.name, f)
+      else if (seen.asText !== true && fieldKind(seen) !== fieldKind(f)) fields.set(f.name, { name: f.name, asText: true })
+    }
+  }
+  return [...bySlug].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([slug, fields]) => ({ slug, fields: [...fields.values()] }))
+}
+
 /**
  * One field's value in the view. Scalars come out typed when the field's type says so (a value of
  * another JSON type reads as NULL rather than failing the query); a multi relation stays a jsonb
  * array; anything else is the text JSON would give.
  */
-function fieldExpression(field: FieldDescriptor): string {
+function fieldExpression(field: ViewField): string {
   const value = `r.data::jsonb -> ${quoteText(field.name)}`
-  if (field.relation?.multi === true) return value
-  switch (field.type) {
+  const text = `r.data::jsonb ->> ${quoteText(field.name)}`
+  if (field.asText === true) return text
+  switch (fieldKind(field)) {
+    case 'jsonb':
+      return value
     case 'number':
-    case 'currency':
-    case 'decimal':
       return `CASE WHEN jsonb_typeof(${value}) = 'number' THEN (${value})::double precision END`
     case 'boolean':
-    case 'checkbox':
       return `CASE WHEN jsonb_typeof(${value}) = 'boolean' THEN (${value})::boolean END`
     default:
-      return `r.data::jsonb ->> ${quoteText(field.name)}`
+      return text
   }
 }
 
 /**
- * The view of one custom object over the replicated custom_records, with the same name and column
- * names as the mirror's view (src/store/custom-object-views.ts): the names come from the same
- * functions, and every name from the account is quoted.
+ * The view of one custom object over the replicated custom_records of every account that has it,
+ * with the same name and column names as the mirror's view (src/store/custom-object-views.ts) plus
+ * account_id first: the names come from the same functions, and every name from the account is quoted.
  */
 // The fields come last: a field added upstream appends a column, which CREATE OR REPLACE VIEW allows in place.
-export function objectViewSql(schema: string, type: ObjectType): string {
-  const fields = viewFields(fieldDescriptors(type.fields))
+export function objectViewSql(schema: string, type: ObjectType, merged?: readonly ViewField[]): string {
+  const fields = viewFields(merged ?? fieldDescriptors(type.fields))
   const cols = columnNames(fields)
   const fieldCols = fields.map((f, i) => `, ${fieldExpression(f)} AS ${quoteIdentifier(cols[i]!)}`).join('')
-  return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${quoteText(type.slug)}`
+  const slug = quoteText(type.slug)
+  // An account without the object (in the types table) contributes no rows.
+  const hasObject = `EXISTS (SELECT 1 FROM ${qualified(schema, OBJECT_TYPES_TABLE)} t WHERE t.account_id = r.account_id AND t.slug = ${slug})`
+  return `CREATE VIEW ${qualified(schema, viewName(type.slug))} AS SELECT r.account_id AS account_id, r.id AS id, r.stage AS stage, r.created_at AS created_at, r.updated_at AS updated_at, r.deleted_at AS deleted_at, r.synced_at AS synced_at${fieldCols} FROM ${qualified(schema, 'custom_records')} r WHERE r.slug = ${slug} AND ${hasObject}`
+}
+
+/** Every account's custom objects, as its mirror last had them: what the obj_ views are the union of. */
+export const OBJECT_TYPES_TABLE = '_fsm_sync_object_types'
+
+export function createObjectTypesTableSql(schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, OBJECT_TYPES_TABLE)} (account_id text NOT NULL, slug text NOT NULL, fields text, PRIMARY KEY (account_id, slug))`
 }
 
 /** The query giving the current database's encoding (pg_encoding_to_char: `UTF8`, `LATIN1`, ...). */

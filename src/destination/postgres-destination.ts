@@ -1,27 +1,28 @@
-// The replicator: follows the mirror's change_log into one Postgres schema (docs/architecture.md,
-// The Postgres destination), sequencing the units: schema setup (postgres-schema.ts), the load
+// The replicator of one account: follows its mirror's change_log into the Postgres schema all accounts
+// share (docs/architecture.md, The Postgres destination; docs/postgres.md), on sessions the process's
+// pool lends (destination-pool.ts), sequencing the units: schema setup (postgres-schema.ts), the load
 // decision (replica-state.ts) and the initial load (postgres-initial-load.ts), then batch after batch
 // the reader (batch-reader.ts, planned in batch-plan.ts) and the writer (postgres-batch-writer.ts),
-// committed with the cursor (postgres-state-row.ts). Killed at any moment, the next start goes on
+// committed with the cursor (postgres-batch-commit.ts). Killed at any moment, the next start goes on
 // from the cursor; a failing server is retried with back-off while sweeps and webhooks go on.
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
-import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, nextChangeAt, type DestinationTarget } from '../store/change-log-consumers.js'
+import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, type DestinationTarget } from '../store/change-log-consumers.js'
 import { mirrorId } from '../store/mirror-identity.js'
 import type { Sqlite } from '../store/mirror-database.js'
-import { parseInstant } from '../model/timestamps.js'
 import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
-import { ensureMirrorIdColumn } from './postgres-session.js'
-import { buildViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
+import { buildAccountViews, viewDefinitions, type ViewDefinition } from './postgres-views.js'
+import { DestinationPool } from './destination-pool.js'
+import { DEFAULT_ACCOUNT } from './postgres-upgrade.js'
 import { planTables, type Table } from './batch-plan.js'
 import { readBatch, type Batch } from './batch-reader.js'
-import { writeBatch } from './postgres-batch-writer.js'
+import { commitBatch } from './postgres-batch-commit.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
-import { claimStateRow, lockStateRow, moveStateRow, readStateRow } from './postgres-state-row.js'
+import { claimStateRow, readStateRow } from './postgres-state-row.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from './consumer-name.js'
 import type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
@@ -40,7 +41,10 @@ function hash(value: unknown): string {
 }
 
 export class PostgresDestination {
-  readonly #options: Required<PostgresDestinationOptions>
+  readonly #options: Required<Omit<PostgresDestinationOptions, 'pool'>>
+  readonly #pool: DestinationPool
+  /** A pool of its own (none given): ended with the destination. */
+  readonly #ownPool: boolean
   readonly #log: Logger
   readonly #tables: Table[]
   readonly #byName: Map<string, Table>
@@ -75,15 +79,19 @@ export class PostgresDestination {
       limits: { lockTimeoutMs: 30_000, statementTimeoutMs: 900_000 },
       waitReportMs: 10_000,
       ...options,
+      accountId: options.accountId ?? DEFAULT_ACCOUNT,
     }
-    this.#log = options.logger.child({ component: 'destination', destination: 'postgres', schema: options.schema })
+    const o = this.#options
+    this.#ownPool = options.pool === undefined
+    this.#pool = options.pool ?? new DestinationPool({ url: o.url, limits: o.limits, clock: o.clock, maxConnections: 1 })
+    this.#log = options.logger.child({ component: 'destination', destination: 'postgres', schema: options.schema, account: o.accountId })
     this.#tables = planTables(options.tables)
     this.#byName = new Map(this.#tables.map((t) => [t.spec.name, t]))
     this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
     this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
-    this.#conn = new ReplicaConnections(this.#options, this.#log, this.#health, this.#onNotInstant)
+    this.#conn = new ReplicaConnections({ ...o, pool: this.#pool }, this.#log, this.#health, this.#onNotInstant)
   }
 
   /** Its name in change_log_consumers. */
@@ -93,6 +101,10 @@ export class PostgresDestination {
 
   get schema(): string {
     return this.#options.schema
+  }
+
+  get accountId(): string {
+    return this.#options.accountId
   }
 
   /** Starts following the mirror in the background until stop(). Failures are retried with back-off. */
@@ -120,20 +132,11 @@ export class PostgresDestination {
 
   async close(): Promise<void> {
     await this.#conn.close()
+    if (this.#ownPool) await this.#pool.end()
   }
 
   status(): DestinationStatus {
-    const sqlite = this.#options.mirror
-    const last = lastChangeSeq(sqlite)
-    const cursor = this.#cursor
-    const behind = cursor === null ? last : Math.max(0, last - cursor)
-    let lagSeconds = 0
-    if (behind > 0) {
-      const next = nextChangeAt(sqlite, cursor ?? 0)
-      if (next !== undefined) lagSeconds = Math.max(0, (this.#options.clock.now() - parseInstant(next)) / 1000)
-    }
-    const { state, lastError, lastErrorAt, ...counts } = this.#health.shown()
-    return { state, cursor, lagChanges: behind, lagSeconds, lastError, lastErrorAt, ...counts }
+    return this.#health.status(this.#options.mirror, this.#cursor)
   }
 
   /**
@@ -157,7 +160,7 @@ export class PostgresDestination {
       }
       const target = lastChangeSeq(this.#conn.reader!.sqlite)
       for (;;) {
-        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        const outcome = await this.#applyBatch()
         if (outcome.kind === 'needs-load') {
           loaded = outcome.reason
           loadedRows += (await this.#load(outcome.reason)) ?? 0
@@ -175,7 +178,7 @@ export class PostgresDestination {
             `the mirror kept changing: still not caught up after ${FINAL_PASSES} batches; run replicate again`,
           )
         }
-        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        const outcome = await this.#applyBatch()
         if (outcome.kind === 'needs-load') {
           loaded = outcome.reason
           loadedRows += (await this.#load(outcome.reason)) ?? 0
@@ -185,6 +188,7 @@ export class PostgresDestination {
       }
       this.#health.state = 'following'
       this.#health.lastError = undefined
+      await this.#conn.release()
       return {
         loaded,
         loadedRows,
@@ -214,7 +218,9 @@ export class PostgresDestination {
           if (reason !== null) await this.#load(reason)
           needsPrepare = false
         }
-        const outcome = await this.#conn.watch(() => this.#applyBatch())
+        const outcome = await this.#applyBatch()
+        // The session goes back to the pool after each batch: the other accounts take their turns.
+        await this.#conn.release()
         if (outcome.kind === 'needs-load') {
           await this.#load(outcome.reason)
           continue
@@ -254,15 +260,13 @@ export class PostgresDestination {
   }
 
   async #connect(): Promise<void> {
-    if (!(await this.#conn.openReader())) return
-    await this.#conn.dropSession()
+    await this.#conn.openReader()
     this.#mirrorId ??= mirrorId(this.#options.mirror)
-    const client = await this.#conn.openSession()
+    const client = await this.#conn.acquire()
     // One process at a time creates a schema's tables: two first runs at once would collide in the catalog.
     await this.#conn.watch(() =>
       this.#conn.schemaLock(async () => {
-        this.#schemaReload = (await ensureSchema(client, this.#options.schema, this.#tables)) ?? this.#schemaReload
-        await ensureMirrorIdColumn(client, this.#options.schema)
+        this.#schemaReload = (await ensureSchema(client, this.#options.schema, this.#tables, this.#log)) ?? this.#schemaReload
       }),
     )
   }
@@ -274,10 +278,10 @@ export class PostgresDestination {
   /** Why the destination must be loaded from a snapshot, or null when it can follow changes. */
   async #loadReason(): Promise<string | null> {
     const client = this.#conn.client!
-    const row = await readStateRow(client, this.#options.schema)
+    const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
-    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
@@ -310,9 +314,10 @@ export class PostgresDestination {
    * see) fails the COPY, and the load is then done again with the JavaScript encoder, which drops it.
    */
   async #load(reason: string, forced = false): Promise<number | undefined> {
-    // One process at a time loads a schema: one that waited for another's load checks again whether it must.
+    // One process at a time loads an account: one that waited for another's load checks again whether it must.
+    await this.#conn.acquire()
     return this.#conn.watch(() =>
-      this.#conn.schemaLock(async () => {
+      this.#conn.accountLock(async () => {
         const why = forced ? reason : await this.#loadReason()
         if (why === null) return undefined
         try {
@@ -336,6 +341,7 @@ export class PostgresDestination {
       client,
       sqlite: this.#conn.reader!.sqlite,
       schema: this.#options.schema,
+      accountId: this.#options.accountId,
       tables: this.#tables,
       encodeInJs,
       onNotInstant: this.#onNotInstant,
@@ -363,7 +369,7 @@ export class PostgresDestination {
     return hash(this.#views(types).map((v) => [v.create, v.comment]))
   }
 
-  /** The views of this replica for these custom objects, and its fixed views (postgres-views.ts). */
+  /** The views of this account's custom objects, and the fixed views (postgres-views.ts): what its views hash is of. */
   #views(types: readonly ObjectType[]): ViewDefinition[] {
     return viewDefinitions(this.#options.schema, this.#options.tables, types)
   }
@@ -373,7 +379,8 @@ export class PostgresDestination {
    * shown as the last error, and the data goes on. Returns whether every view was built.
    */
   async #rebuildViews(client: pg.Client, types: readonly ObjectType[]): Promise<boolean> {
-    return this.#health.viewsBuilt(await buildViews(client, this.#options.schema, this.#views(types)))
+    const { schema, accountId, tables } = this.#options
+    return this.#health.viewsBuilt(await buildAccountViews(client, schema, accountId, tables, types))
   }
 
   /** Reads the next batch (batch-reader.ts); every table compared by content when a check is due. */
@@ -398,7 +405,6 @@ export class PostgresDestination {
    * Applies the next batch of changes in one Postgres transaction with the cursor, and says what it did.
    */
   async #applyBatch(): Promise<BatchOutcome> {
-    const client = this.#conn.client!
     const sqlite = this.#conn.reader!.sqlite
     const cursor = this.#cursor ?? 0
     const batch = this.#readBatch(sqlite, cursor)
@@ -407,45 +413,38 @@ export class PostgresDestination {
     if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
       return { kind: 'idle' }
     }
-    const schema = this.#options.schema
+    // A session only for a batch that writes: an idle account holds no connection.
+    const client = await this.#conn.acquire()
+    return this.#conn.watch(() => this.#writeBatch(client, batch, cursor, pruned))
+  }
+
+  async #writeBatch(client: pg.Client, batch: Batch, cursor: number, pruned: number): Promise<BatchOutcome> {
     const to = batch.changes.length === 0 ? cursor : batch.changes[batch.changes.length - 1]!.seq
-    let rows = 0
     const written = copyWritten(this.#written)
-    await client.query('BEGIN')
-    try {
-      const state = await lockStateRow(client, schema)
-      // Another mirror took the replica over (replicate --reseed from it) while this one followed.
-      const theirs = state?.mirrorId
-      if (theirs != null && theirs !== this.#mirrorId) throw this.#otherMirror(theirs)
-      if (state === undefined || state.cursor !== cursor) {
-        // Another replicator moved the cursor (a `replicate` beside the daemon): read it again.
-        await client.query('ROLLBACK')
-        this.#cursor = state === undefined ? null : state.cursor
-        if (this.#cursor === null) throw new DestinationError('transient', 'the destination state row is gone; loading again')
-        return { kind: 'cursor-moved' }
-      }
-      const result = await writeBatch(
-        {
-          client,
-          schema,
-          log: this.#log,
-          onNotInstant: this.#onNotInstant,
-          changeLog: this.#byName.get('change_log'),
-          pruneThrough: pruned > this.#prunedThrough ? pruned : undefined,
-          rebuildViews: (types) => this.#rebuildViews(client, types),
-        },
-        batch,
-        written,
-      )
-      rows = result.rows
-      // A view that failed is tried again at the next start, not at every batch: its hash is stored only once built.
-      const viewsHash = batch.views === undefined ? undefined : result.viewsBuilt ? batch.views.hash : null
-      await moveStateRow(client, schema, { cursor: to, updatedAt: new Date(this.#options.clock.now()).toISOString(), written, viewsHash })
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
+    const committed = await commitBatch(
+      {
+        client,
+        schema: this.#options.schema,
+        accountId: this.#options.accountId,
+        log: this.#log,
+        onNotInstant: this.#onNotInstant,
+        changeLog: this.#byName.get('change_log'),
+        pruneThrough: pruned > this.#prunedThrough ? pruned : undefined,
+        rebuildViews: (types) => this.#rebuildViews(client, types),
+        from: cursor,
+        to,
+        mirrorId: this.#mirrorId,
+        otherMirror: (theirs) => this.#otherMirror(theirs),
+        now: new Date(this.#options.clock.now()).toISOString(),
+      },
+      batch,
+      written,
+    )
+    if (committed.kind === 'cursor-moved') {
+      this.#cursor = committed.cursor
+      return { kind: 'cursor-moved' }
     }
+    const rows = committed.rows
     // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.
     if (batch.views !== undefined) written.viewsHash = batch.views.hash
     this.#written = written

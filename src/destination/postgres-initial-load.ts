@@ -1,6 +1,7 @@
-// The initial load: every table copied with COPY from one read snapshot of the mirror, in one
-// Postgres transaction that also builds the views and sets the state row's cursor to that
-// snapshot's last change. SQLite writes each COPY line; the JavaScript encoder is the fallback.
+// The initial load of one account: its rows deleted and every table copied with COPY from one read
+// snapshot of its mirror, in one Postgres transaction that also builds the views and sets its state
+// row's cursor to that snapshot's last change. SQLite writes each COPY line; the JavaScript encoder
+// is the fallback. Other accounts' rows are not touched, nor locked: they go on replicating.
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
@@ -11,7 +12,7 @@ import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines,
 import type { Table } from './batch-plan.js'
 import { objectTypes } from './batch-reader.js'
 import { quoteIdentifier } from '../model/sql-names.js'
-import { qualified, type ObjectType } from './postgres-ddl.js'
+import { ACCOUNT_COLUMN, qualified, type ObjectType } from './postgres-ddl.js'
 import { writeLoadedStateRow } from './postgres-state-row.js'
 import { copyLineEncoder, copyLineSql, type OnNotInstant } from './postgres-types.js'
 import { emptyWritten, type WrittenState } from './replica-state.js'
@@ -20,6 +21,7 @@ export interface LoadOptions {
   client: pg.Client
   sqlite: Sqlite
   schema: string
+  accountId: string
   tables: readonly Table[]
   /** Encode every value in JavaScript (copyLineEncoder), not in SQLite: for text holding NUL. */
   encodeInJs: boolean
@@ -48,9 +50,12 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
   const { client, sqlite, schema } = o
   try {
     await client.query('BEGIN')
-    // The replica's tables are locked before the mirror's read snapshot opens: a wait on Postgres (an
-    // analyst's open transaction) never holds the mirror's write-ahead log from its checkpoints.
-    await client.query(`TRUNCATE ${o.tables.map((t) => qualified(schema, t.spec.name)).join(', ')}`)
+    // The account's rows are deleted (row locks only: the other accounts write on, readers see the old
+    // rows until the commit) before the mirror's read snapshot opens: a wait on Postgres never holds
+    // the mirror's write-ahead log from its checkpoints.
+    for (const t of o.tables) {
+      await client.query(`DELETE FROM ${qualified(schema, t.spec.name)} WHERE ${quoteIdentifier(ACCOUNT_COLUMN)} = $1`, [o.accountId])
+    }
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)
     throw err
@@ -73,7 +78,7 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
       const viewsHash = o.viewsHash(types)
       const viewsBuilt = await o.rebuildViews(types)
       const loadedAt = o.now()
-      await writeLoadedStateRow(client, schema, {
+      await writeLoadedStateRow(client, schema, o.accountId, {
         seq,
         tablesHash: o.tablesHash,
         loadedAt,
@@ -102,10 +107,12 @@ async function copyTable(o: LoadOptions, t: Table): Promise<number> {
       }
     : () => tableLines(sqlite, t.spec, copyLineSql(t.columns), { keyOrder: false })
   let count = 0
+  // Every line starts with the account (an id holds no character COPY's text format escapes, but escaped anyway).
+  const prefix = `${o.accountId.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}\t`
   function* chunks(): Generator<string> {
     let chunk = ''
     for (const line of lines()) {
-      chunk += line
+      chunk += prefix + line
       count++
       if (chunk.length >= 262_144) {
         yield chunk
@@ -114,7 +121,7 @@ async function copyTable(o: LoadOptions, t: Table): Promise<number> {
     }
     if (chunk !== '') yield chunk
   }
-  const sql = `COPY ${qualified(o.schema, t.spec.name)} (${t.columns.map((c) => quoteIdentifier(c.name)).join(', ')}) FROM STDIN`
+  const sql = `COPY ${qualified(o.schema, t.spec.name)} (${[ACCOUNT_COLUMN, ...t.columns.map((c) => c.name)].map(quoteIdentifier).join(', ')}) FROM STDIN`
   await pipeline(Readable.from(chunks(), { objectMode: false }), o.client.query(copyFrom(sql)))
   return count
 }

@@ -5,7 +5,6 @@
 // stays silent past the statement timeout (a frozen backend, a half-open connection).
 import pg from 'pg'
 import type { Clock } from '../model/clock.js'
-import { qualified, STATE_TABLE } from './postgres-ddl.js'
 import { DestinationError } from './postgres-errors.js'
 
 export interface SessionLimits {
@@ -183,16 +182,19 @@ export async function watched<T>(session: Session, options: WatchOptions, op: ()
 const LOCK_KEY = `hashtext('fsm-sync'), hashtext($1)`
 
 /**
- * Runs `fn` holding the schema's advisory lock, so that two processes never create or load one
- * replica at once. When another holds it, says who and waits (up to the lock timeout).
+ * Runs `fn` holding the schema's advisory lock (with an account: that account's in the schema), so
+ * that two processes never create one replica's tables, or load one account, at once. When another
+ * holds it, says who and waits (up to the lock timeout).
  */
 export async function withSchemaLock<T>(
   client: pg.Client,
-  schema: string,
+  schemaName: string,
+  account: string | undefined,
   onBusy: (holder: string) => void,
   limits: SessionLimits,
   fn: () => Promise<T>,
 ): Promise<T> {
+  const schema = account === undefined ? schemaName : `${schemaName} (account ${account})`
   const got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY}) AS ok`, [schema])).rows[0]!.ok
   if (!got) {
     const holders = (
@@ -221,13 +223,4 @@ export async function withSchemaLock<T>(
   } finally {
     await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY})`, [schema]).catch(() => undefined)
   }
-}
-
-/** The state row's column added after its first release: the mirror the replica belongs to. */
-export async function ensureMirrorIdColumn(client: pg.Client, schema: string): Promise<void> {
-  const { rowCount } = await client.query(
-    `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'mirror_id'`,
-    [schema, STATE_TABLE],
-  )
-  if (rowCount === 0) await client.query(`ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS mirror_id text`)
 }

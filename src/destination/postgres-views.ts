@@ -7,7 +7,7 @@ import type { TableSpec } from '../model/table-spec.js'
 import { destinationViews } from './destination-tables.js'
 import { viewName } from '../store/custom-object-views.js'
 import { quoteIdentifier, quoteText } from '../model/sql-names.js'
-import { objectViewSql, qualified, type ObjectType } from './postgres-ddl.js'
+import { mergeObjectTypes, OBJECT_TYPES_TABLE, objectViewSql, qualified, type ObjectType } from './postgres-ddl.js'
 import { pgType } from './postgres-types.js'
 
 /** The start of the comment on every view fsm-sync builds: what marks it as its own. */
@@ -41,7 +41,7 @@ const FIXED_VIEW_ROWS: Readonly<Record<string, { reads: readonly string[]; from:
     reads: ['clients', 'client_fields'],
     from: (s) => {
       const value = `CASE WHEN jsonb_typeof(e.value) = 'object' THEN e.value -> 'value' ELSE e.value END`
-      return `SELECT c.id AS client_id, p.field_id, f.label AS field_label, f.name AS field_name, p.value #>> '{}' AS value
+      return `SELECT c.account_id, c.id AS client_id, p.field_id, f.label AS field_label, f.name AS field_name, p.value #>> '{}' AS value
         FROM ${qualified(s, 'clients')} c
         CROSS JOIN LATERAL (
           SELECT e.value ->> 'id' AS field_id, ${value} AS value
@@ -50,7 +50,7 @@ const FIXED_VIEW_ROWS: Readonly<Record<string, { reads: readonly string[]; from:
           SELECT e.key, ${value}
             FROM jsonb_each(CASE WHEN jsonb_typeof(c.properties) = 'object' THEN c.properties ELSE '{}'::jsonb END) AS e
         ) p
-        LEFT JOIN ${qualified(s, 'client_fields')} f ON f.id = p.field_id
+        LEFT JOIN ${qualified(s, 'client_fields')} f ON f.account_id = c.account_id AND f.id = p.field_id
         WHERE c.deleted_at IS NULL`
     },
   },
@@ -64,7 +64,10 @@ export function undefinedFixedViews(declared: readonly TableSpec[] = destination
 function fixedView(schema: string, view: TableSpec): ViewDefinition | undefined {
   const rows = FIXED_VIEW_ROWS[view.name]
   if (rows === undefined) return undefined
-  const list = view.columns.map((c) => `v.${quoteIdentifier(c.name)}::${pgType(c.kind)} AS ${quoteIdentifier(c.name)}`).join(', ')
+  const list = [
+    `v.account_id::text AS "account_id"`,
+    ...view.columns.map((c) => `v.${quoteIdentifier(c.name)}::${pgType(c.kind)} AS ${quoteIdentifier(c.name)}`),
+  ].join(', ')
   return {
     name: view.name,
     what: `the view ${view.name}`,
@@ -76,18 +79,23 @@ function fixedView(schema: string, view: TableSpec): ViewDefinition | undefined 
 
 /**
  * Every view the replica of `tables` has: each declared fixed view whose tables are replicated, and,
- * when custom_records is, one per custom object.
+ * when custom_records is, one per custom object of any account (a type without an account is the default's).
  */
-export function viewDefinitions(schema: string, tables: readonly TableSpec[], types: readonly ObjectType[]): ViewDefinition[] {
+export function viewDefinitions(
+  schema: string,
+  tables: readonly TableSpec[],
+  types: readonly (ObjectType & { accountId?: string })[],
+): ViewDefinition[] {
   const replicated = new Set(tables.map((t) => t.name))
   const fixed = destinationViews()
     .filter((v) => FIXED_VIEW_ROWS[v.name]?.reads.every((t) => replicated.has(t)) === true)
     .flatMap((v) => fixedView(schema, v) ?? [])
   if (!replicated.has('custom_records')) return fixed
-  const objects = types.map((type): ViewDefinition => ({
+  const merged = mergeObjectTypes(types.map((t) => ({ accountId: 'default', ...t })))
+  const objects = merged.map((type): ViewDefinition => ({
     name: viewName(type.slug),
     what: `the view of custom object ${type.slug}`,
-    create: objectViewSql(schema, type),
+    create: objectViewSql(schema, { slug: type.slug, fields: null }, type.fields),
     comment: `${VIEW_MARK}: custom object ${type.slug}, rebuilt when its schema changes`,
     adoptUnmarked: true,
   }))
@@ -145,4 +153,33 @@ export async function buildViews(client: pg.Client, schema: string, views: reado
     if (mine && !wanted.has(name)) await attempt(`dropping the view ${name}`, [`DROP VIEW IF EXISTS ${qualified(schema, name)}`])
   }
   return failures
+}
+
+/**
+ * Records one account's custom objects and brings the views to the union of every account's, in the
+ * caller's transaction; one account at a time (a transaction lock), so that each rebuild sees the
+ * others' objects. Returns the views Postgres refused (buildViews).
+ */
+export async function buildAccountViews(
+  client: pg.Client,
+  schema: string,
+  accountId: string,
+  tables: readonly TableSpec[],
+  types: readonly ObjectType[],
+): Promise<string[]> {
+  const table = qualified(schema, OBJECT_TYPES_TABLE)
+  await client.query(`SELECT pg_advisory_xact_lock(hashtext('fsm-sync views'), hashtext($1))`, [schema])
+  await client.query(`DELETE FROM ${table} WHERE account_id = $1`, [accountId])
+  if (types.length > 0) {
+    await client.query(
+      `INSERT INTO ${table} (account_id, slug, fields) SELECT $1, t.slug, t.fields FROM jsonb_to_recordset($2::jsonb) AS t(slug text, fields text)`,
+      [accountId, JSON.stringify(types.map((t) => ({ slug: t.slug, fields: t.fields })))],
+    )
+  }
+  const all = (
+    await client.query<{ accountId: string; slug: string; fields: string | null }>(
+      `SELECT account_id AS "accountId", slug, fields FROM ${table}`,
+    )
+  ).rows
+  return buildViews(client, schema, viewDefinitions(schema, tables, all))
 }

@@ -1,41 +1,31 @@
-// The replicator's two connections: its own read-only one to the mirror, and its Postgres session,
-// on which every operation runs watched (postgres-session.ts): a long wait is reported with who
-// holds the lock, a server that stays silent is cut off.
-import { setTimeout as sleep } from 'node:timers/promises'
+// The replicator's two connections: its own read-only one to the mirror, and a Postgres session
+// lent by the process's pool (destination-pool.ts) for each operation, on which every operation runs
+// watched (postgres-session.ts): a long wait is reported with who holds the lock, a server that
+// stays silent is cut off.
 import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { openMirror, type Mirror } from '../store/mirror-database.js'
 import type { DestinationHealth } from './destination-health.js'
-import { openSession, watched, withSchemaLock, type Session, type SessionLimits } from './postgres-session.js'
+import type { DestinationPool, PooledSession } from './destination-pool.js'
+import { watched, withSchemaLock, type SessionLimits } from './postgres-session.js'
 import { registerCopyFunctions, type OnNotInstant } from './postgres-types.js'
-
-/** Ends a connection; one the server does not answer on is cut after a second. */
-async function endClient(client: pg.Client): Promise<void> {
-  const ended = await Promise.race([
-    client.end().then(
-      () => true,
-      () => true,
-    ),
-    sleep(1_000).then(() => false),
-  ])
-  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
-}
 
 export interface ConnectionOptions {
   url: string
   schema: string
+  accountId: string
   mirrorPath: string
   clock: Clock
   limits: SessionLimits
   waitReportMs: number
+  pool: DestinationPool
 }
 
 export class ReplicaConnections {
   reader: Mirror | undefined
   client: pg.Client | undefined
-  #session: Session | undefined
-  #broken = false
+  #session: PooledSession | undefined
 
   constructor(
     private readonly o: ConnectionOptions,
@@ -44,26 +34,30 @@ export class ReplicaConnections {
     private readonly onNotInstant: OnNotInstant,
   ) {}
 
-  /** Opens the mirror's reader once; whether the Postgres session must be opened (none, or a broken one). */
-  async openReader(): Promise<boolean> {
+  /** Opens the mirror's reader once. */
+  async openReader(): Promise<void> {
     if (this.reader === undefined) {
       this.reader = await openMirror(this.o.mirrorPath, { readonly: true })
       registerCopyFunctions(this.reader.sqlite, this.onNotInstant)
     }
-    return this.client === undefined || this.#broken
   }
 
-  /** Opens a new Postgres session (after dropping the one open) and returns its client. */
-  async openSession(): Promise<pg.Client> {
-    const session = await openSession(this.o.url, this.o.limits, this.o.clock, () => {
-      this.#broken = true
-    })
-    const client = session.client
-    this.#session = session
-    this.client = client
-    // The view DDL's string literals (quoteText) double quotes only: a backslash must stay a backslash.
-    await client.query('SET standard_conforming_strings = on')
-    return client
+  /** A session from the pool, kept until release() (the one held, when it is not broken). */
+  async acquire(): Promise<pg.Client> {
+    if (this.#session?.broken === true) await this.dropSession()
+    if (this.#session === undefined) {
+      this.#session = await this.o.pool.acquire()
+      this.client = this.#session.client
+    }
+    return this.client!
+  }
+
+  /** Gives the session back to the pool, for another account's turn. */
+  async release(): Promise<void> {
+    const session = this.#session
+    this.#session = undefined
+    this.client = undefined
+    if (session !== undefined) await this.o.pool.release(session)
   }
 
   /** Runs `op` on the connection under watch: a long wait is reported with who holds the lock, a silent server is cut off. */
@@ -77,24 +71,28 @@ export class ReplicaConnections {
     return watched(session, { url, clock, limits, reportAfterMs, onWait: (d) => this.health.onWait(d, !logged && (logged = true)) }, op)
   }
 
-  /** Runs `fn` holding the schema's advisory lock (one process at a time creates or loads a schema). */
+  /** Runs `fn` holding the schema's advisory lock (one process at a time creates a schema's tables). */
   schemaLock<T>(fn: () => Promise<T>): Promise<T> {
     const onBusy = (message: string) => this.log.info({ kind: 'lock' }, `Postgres destination: ${message}`)
-    return withSchemaLock(this.client!, this.o.schema, onBusy, this.o.limits, fn)
+    return withSchemaLock(this.client!, this.o.schema, undefined, onBusy, this.o.limits, fn)
   }
 
+  /** Runs `fn` holding the account's advisory lock in the schema (one process at a time loads an account). */
+  accountLock<T>(fn: () => Promise<T>): Promise<T> {
+    const onBusy = (message: string) => this.log.info({ kind: 'lock' }, `Postgres destination: ${message}`)
+    return withSchemaLock(this.client!, this.o.schema, this.o.accountId, onBusy, this.o.limits, fn)
+  }
+
+  /** Closes the session (after a failure its state is unknown): the pool opens another. */
   async dropSession(): Promise<void> {
-    const client = this.client
-    this.client = undefined
+    const session = this.#session
     this.#session = undefined
-    this.#broken = false
-    if (client !== undefined) await endClient(client)
+    this.client = undefined
+    if (session !== undefined) await this.o.pool.release(session, { discard: true })
   }
 
   async close(): Promise<void> {
-    const client = this.client
-    this.client = undefined
-    if (client !== undefined) await endClient(client)
+    await this.release()
     if (this.reader !== undefined) {
       const reader = this.reader
       this.reader = undefined

@@ -188,3 +188,36 @@ function liveAndDeleted(sqlite: Sqlite, table: string): Counts {
     )
     .get() as Counts
 }
+
+/** What a line per account adds to a report (`fsm-sync accounts`, `status` over several accounts). */
+export interface AccountActivity {
+  /** Request starts of every process on the mirror in the last 60 s (the request ledger); null on a mirror without one. */
+  requestsLastMinute: number | null
+  /** The sweep or reference read that ended last. */
+  lastSweep: { stream: string; endedAt: string; outcome: string; error: string | null } | null
+  /** When the newest webhook delivery was received; null when none is kept. */
+  lastDeliveryAt: string | null
+}
+
+export function accountActivity(sqlite: Sqlite, now: number): AccountActivity {
+  const tables = tableNames(sqlite)
+  // count(*) is an integer; at_ms is INTEGER (request-ledger.ts).
+  const requestsLastMinute = tables.has('request_starts')
+    ? (sqlite
+        .prepare(`SELECT count(*) FROM request_starts WHERE at_ms > ?`)
+        .pluck()
+        .get(now - 60_000) as number)
+    : null
+  // Four columns as the row type names them; ended_at is not null by the WHERE.
+  const sweep = sqlite
+    .prepare(
+      `SELECT stream, ended_at AS endedAt, outcome, error FROM sync_runs
+       WHERE kind IN ('sweep', 'reference') AND ended_at IS NOT NULL ORDER BY id DESC LIMIT 1`,
+    )
+    .get() as AccountActivity['lastSweep'] | undefined
+  // received_at is TEXT NOT NULL; max() over no rows is NULL.
+  const lastDeliveryAt = tables.has('webhook_inbox')
+    ? (sqlite.prepare(`SELECT max(received_at) FROM webhook_inbox`).pluck().get() as string | null)
+    : null
+  return { requestsLastMinute, lastSweep: sweep ?? null, lastDeliveryAt }
+}

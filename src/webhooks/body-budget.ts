@@ -10,6 +10,8 @@
 // Two ceilings keep the real sender's deliveries (a few KB, usually in one read) fitting while
 // others trickle: bytes of bodies still incomplete, and any bytes of bodies over SMALL_BODY_BYTES,
 // may fill only HELD_SHARE of the budget; the chunk that completes a small body may use the rest.
+// In the daemon the budget is the process's, and each account draws on it through its own share
+// (accountBodyBudget), with the same two ceilings inside that share.
 
 import { HELD_SHARE } from '../config/intake-defaults.js'
 
@@ -26,10 +28,20 @@ export interface BodyChunk {
 
 export class BodyBudget {
   #used = 0
-  readonly #heldCeiling: number
+  readonly #limit: number | (() => number)
+  readonly #parent: BodyBudget | undefined
 
-  constructor(readonly limit: number) {
-    this.#heldCeiling = Math.floor(limit * HELD_SHARE)
+  /**
+   * `limit` may be read at each take (an account's share, which depends on how many accounts run);
+   * with a `parent`, every byte is charged to both, and a take passes only if both have room.
+   */
+  constructor(limit: number | (() => number), parent?: BodyBudget) {
+    this.#limit = limit
+    this.#parent = parent
+  }
+
+  get limit(): number {
+    return typeof this.#limit === 'number' ? this.#limit : this.#limit()
   }
 
   /** Bytes held now. */
@@ -37,15 +49,30 @@ export class BodyBudget {
     return this.#used
   }
 
-  /** Takes `bytes` more for one chunk of a body; false, taking nothing, when that would pass its ceiling. */
+  /** Takes `bytes` more for one chunk of a body; false, taking nothing, when that would pass a ceiling (its own or its parent's). */
   take(bytes: number, chunk: BodyChunk): boolean {
-    const ceiling = chunk.completes && chunk.bodyBytes <= SMALL_BODY_BYTES ? this.limit : this.#heldCeiling
+    const limit = this.limit
+    const ceiling = chunk.completes && chunk.bodyBytes <= SMALL_BODY_BYTES ? limit : Math.floor(limit * HELD_SHARE)
     if (this.#used + bytes > ceiling) return false
+    if (this.#parent !== undefined && !this.#parent.take(bytes, chunk)) return false
     this.#used += bytes
     return true
   }
 
   give(bytes: number): void {
-    this.#used = Math.max(0, this.#used - bytes)
+    const given = Math.min(bytes, this.#used)
+    this.#used -= given
+    this.#parent?.give(given)
   }
+}
+
+/**
+ * The share of the process's budget one account may hold while others run: a flood of bodies on
+ * one account's path leaves the other half to the rest. Alone, an account has all of it.
+ */
+export const ACCOUNT_SHARE = 0.5
+
+/** One account's part of the process's body budget (`accounts`: how many run now). */
+export function accountBodyBudget(process: BodyBudget, accounts: () => number): BodyBudget {
+  return new BodyBudget(() => (accounts() > 1 ? Math.floor(process.limit * ACCOUNT_SHARE) : process.limit), process)
 }

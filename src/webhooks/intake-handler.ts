@@ -22,6 +22,8 @@ export interface IntakeHandlerOptions {
   bodyTimeoutMs: number
   /** Body bytes held at once across requests (webhooks.maxBufferedBytes): 503 past it. */
   maxBufferedBytes: number
+  /** The budget those bytes are held in, when shared (the daemon's: an account's share of the process's); default its own of maxBufferedBytes. */
+  budget?: BodyBudget
   logger: Logger
   /** The process's clock, for spacing repeated log lines. */
   now: () => number
@@ -37,7 +39,7 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
   const log = options.logger.child({ component: 'webhook-intake' })
   const metrics = options.metrics
   let lastNoSecretLog = 0
-  const budget = new BodyBudget(options.maxBufferedBytes)
+  const budget = options.budget ?? new BodyBudget(options.maxBufferedBytes)
   const bodyTimeoutMs = options.bodyTimeoutMs
   const refusals = { timeout: { count: 0, loggedAt: 0 }, 'over-budget': { count: 0, loggedAt: 0 } }
   // The requests completing in one turn share one read of the secrets: under load that turns a
@@ -150,8 +152,8 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
           )
         else
           log.warn(
-            { maxBufferedBytes: budget.limit, refusedSinceLastLine: r.count },
-            'webhook requests refused: bodies in memory would pass webhooks.maxBufferedBytes (503); many large or slow bodies at once',
+            { bufferedBytesLimit: budget.limit, refusedSinceLastLine: r.count },
+            "webhook requests refused: bodies in memory would pass webhooks.maxBufferedBytes, or this account's share of it (503); many large or slow bodies at once",
           )
         r.loggedAt = now
         r.count = 0

@@ -15,8 +15,6 @@ export class WebhookMetrics {
     bodyTimeout: 0,
     /** 503: a body that would pass the bytes held at once (webhooks.maxBufferedBytes). */
     bufferFull: 0,
-    /** Connections closed on arrival, past webhooks.maxConnections. */
-    connectionsDropped: 0,
     /** Durable group commits (commit, then the log synced), and the deliveries they carried: the group size. */
     groupCommits: 0,
     groupedDeliveries: 0,

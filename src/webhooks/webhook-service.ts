@@ -6,6 +6,7 @@ import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/mirror-database.js'
+import type { BodyBudget } from './body-budget.js'
 import type { ObjectSink } from './delivery-applier.js'
 import type { FollowUpClient } from './follow-ups.js'
 import { WebhookInbox, type SyncFile } from './inbox.js'
@@ -36,6 +37,8 @@ export interface WebhookServiceOptions {
   process?: boolean
   /** How the inbox syncs its log (fs.fdatasync); the intake bench wraps it to time each sync. */
   syncFile?: SyncFile
+  /** The body budget shared with other intakes (the daemon's accounts); default: one of the config's maxBufferedBytes. */
+  bodyBudget?: BodyBudget
   /** Told when new deliveries are stored (the daemon's continuous sweeps plan again on it). */
   onStored?: () => void
 }
@@ -97,6 +100,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     maxBodyBytes: w.maxBodyBytes,
     bodyTimeoutMs: limits.bodyTimeoutMs,
     maxBufferedBytes: limits.maxBufferedBytes,
+    ...(options.bodyBudget === undefined ? {} : { budget: options.bodyBudget }),
     logger: options.logger,
     now,
     metrics,

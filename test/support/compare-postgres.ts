@@ -69,6 +69,8 @@ export async function comparePostgres(
   url: string,
   schema: string,
   tables: readonly TableSpec[],
+  /** Only this account's rows in Postgres (account_id); default: every row. */
+  accountId?: string,
 ): Promise<string[]> {
   const diffs: string[] = []
   for (const t of tables) {
@@ -80,9 +82,13 @@ export async function comparePostgres(
         .raw()
         .all() as unknown[][]
     ).map((r) => r.map((v, i) => fromMirror(t.columns[i]!.kind, v)))
-    const pgRows = (await pgQuery(url, `SELECT ${cols.map(q).join(', ')} FROM ${q(schema)}.${q(t.name)}`)).map((r) =>
-      cols.map((c, i) => fromPostgres(t.columns[i]!.kind, r[c])),
+    const where = accountId === undefined ? '' : ` WHERE account_id = $1`
+    const rows = await pgQuery(
+      url,
+      `SELECT ${cols.map(q).join(', ')} FROM ${q(schema)}.${q(t.name)}${where}`,
+      accountId === undefined ? [] : [accountId],
     )
+    const pgRows = rows.map((r) => cols.map((c, i) => fromPostgres(t.columns[i]!.kind, r[c])))
     const key = (r: unknown[]) => t.primaryKey.map((k) => String(r[cols.indexOf(k)])).join('|')
     const pgByKey = new Map(pgRows.map((r) => [key(r), r]))
     if (pgRows.length !== mirror.length) diffs.push(`${t.name}: ${mirror.length} rows in the mirror, ${pgRows.length} in Postgres`)

@@ -131,6 +131,14 @@ describe('what a command loads', () => {
     ])
   })
 
+  test('accounts: what status reads, per account, no migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
+    const r = await modulesLoaded(['accounts'])
+    expect(r.code).toBe(0)
+    const names = loaded(r.modules)
+    for (const n of ['sqlite', 'store'] as const) expect(names).toContain(n)
+    for (const n of ['duckdb', 'pg', 'kysely', 'pino', 'migrations', 'daemon'] as const) expect(names).not.toContain(n)
+  })
+
   test('healthcheck (every 30 s in the image): the configuration, no database driver', async () => {
     const r = await modulesLoaded(['healthcheck', '--timeout', '1'])
     expect(r.code).toBe(1)

@@ -96,11 +96,11 @@ describe('continuous sweeping', () => {
       expect(lines.filter((l) => /^sweep (finished|progress)$/.test(l.msg))).toEqual([])
 
       const metrics = await get(`${daemon.url}/metrics`)
-      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="jobs"\} \d+(\.\d+)?$/m)
-      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="objects:equipment"\} \d+(\.\d+)?$/m)
-      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="taxes"\} \d+(\.\d+)?$/m)
-      expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="jobs"\} \d+/m)
-      expect(metrics.text).toMatch(/^fsm_sweep_budget_limit 510$/m)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="jobs",account="default"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="objects:equipment",account="default"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_stream_staleness_seconds\{stream="taxes",account="default"\} \d+(\.\d+)?$/m)
+      expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="jobs",account="default"\} \d+/m)
+      expect(metrics.text).toMatch(/^fsm_sweep_budget_limit\{account="default"\} 510$/m)
       expect(metrics.text).not.toMatch(/^fsm_last_reconcile_success_timestamp_seconds\{/m)
 
       const report = statusReport(daemon.app.mirror.sqlite, Date.now(), STATUS_STREAMS)

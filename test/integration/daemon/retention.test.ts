@@ -61,10 +61,10 @@ test('the daemon switches an older mirror to incremental vacuum once, then its r
   const run = startRun(env)
   const metric = await until('a retention pass counted in /metrics', async () => {
     const r = await get(`http://127.0.0.1:${port}/metrics`)
-    const m = /^fsm_retention_deleted_rows_total\{table="webhook_inbox_bodies"\} (\d+)$/m.exec(r.text)
+    const m = /^fsm_retention_deleted_rows_total\{table="webhook_inbox_bodies",account="default"\} (\d+)$/m.exec(r.text)
     return m !== null && Number(m[1]) >= 3000 ? r.text : undefined
   })
-  expect(metric).toMatch(/^fsm_retention_deleted_rows_total\{table="sync_runs"\} 10$/m)
+  expect(metric).toMatch(/^fsm_retention_deleted_rows_total\{table="sync_runs",account="default"\} 10$/m)
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
 

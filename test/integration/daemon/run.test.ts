@@ -6,6 +6,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { runCli } from '../../support/run-cli.js'
 import { compareWithEmulator, type SyncEnv } from '../../support/sync-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { parseExposition } from '../../support/prometheus-text.js'
 import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
 
@@ -53,18 +54,15 @@ describe('fsm-sync run', () => {
 
     const metrics = await get(`${base}/metrics`)
     expect(metrics.status).toBe(200)
-    for (const line of metrics.text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
-      expect(line).toMatch(
-        /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/,
-      )
-    }
-    expect(metrics.text).toMatch(/^fsm_api_requests_total\{route="GET \/api\/v1\/clients",status="200"\} \d+$/m)
-    expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="clients"\} \d+/m)
-    expect(metrics.text).toMatch(/^fsm_webhook_intake_stored_total \d+$/m)
+    // A valid exposition (it throws otherwise), each family once.
+    expect(parseExposition(metrics.text).samples.length).toBeGreaterThan(0)
+    expect(metrics.text).toMatch(/^fsm_api_requests_total\{route="GET \/api\/v1\/clients",status="200",account="default"\} \d+$/m)
+    expect(metrics.text).toMatch(/^fsm_last_success_timestamp_seconds\{stream="clients",account="default"\} \d+/m)
+    expect(metrics.text).toMatch(/^fsm_webhook_intake_stored_total\{account="default"\} \d+$/m)
     // Checkpoints run on the worker thread: after a sweep's commits it has passed at least once.
-    expect(Number(/^fsm_mirror_checkpoint_passes_total (\d+)$/m.exec(metrics.text)?.[1])).toBeGreaterThan(0)
-    expect(metrics.text).toMatch(/^fsm_mirror_checkpoint_errors_total 0$/m)
-    expect(metrics.text).toMatch(/^fsm_run_duration_seconds_bucket\{le="1",stream="clients",kind="sweep"\} \d+$/m)
+    expect(Number(/^fsm_mirror_checkpoint_passes_total\{account="default"\} (\d+)$/m.exec(metrics.text)?.[1])).toBeGreaterThan(0)
+    expect(metrics.text).toMatch(/^fsm_mirror_checkpoint_errors_total\{account="default"\} 0$/m)
+    expect(metrics.text).toMatch(/^fsm_run_duration_seconds_bucket\{le="1",account="default",stream="clients",kind="sweep"\} \d+$/m)
 
     run.child.kill('SIGTERM')
     const exit = await run.exited

@@ -45,7 +45,7 @@ test('SIGHUP applies the edited accounts list without a restart; an invalid file
   // An invalid file: one line naming the problem, the running accounts kept.
   write([entry(a), { id: 'Not Valid', apiKeyEnv: keyVariable(b) }])
   run.child.kill('SIGHUP')
-  await until('the refusal logged', () => /the config is refused, the running accounts are kept/.test(run.output()), 30_000)
+  await until('the refusal logged', () => /configuration not reloaded: .*keeping the running accounts/.test(run.output()), 30_000)
   expect(await accounts()).toEqual([a.id, c.id])
 
   run.child.kill('SIGTERM')

@@ -68,8 +68,8 @@ describe('the daemon replicates to Postgres', () => {
       expect(ready.statusCode).toBe(200)
       await ready.body.dump()
       const metrics = await (await request(`${daemon.url}/metrics`)).body.text()
-      expect(metrics).toMatch(/fsm_destination_lag_changes\{destination="postgres"\} [1-9]/)
-      expect(metrics).toMatch(/fsm_destination_errors_total\{destination="postgres"\} [1-9]/)
+      expect(metrics).toMatch(/fsm_destination_lag_changes\{destination="postgres",account="default"\} [1-9]/)
+      expect(metrics).toMatch(/fsm_destination_errors_total\{destination="postgres",account="default"\} [1-9]/)
 
       await server.start()
       await emu.control('POST', '/churn', { ratePerSecond: 0 })

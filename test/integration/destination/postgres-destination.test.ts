@@ -124,8 +124,8 @@ describe('the Postgres destination', () => {
     // A stale version offered directly loses against the stored one.
     await pgQuery(
       url,
-      `INSERT INTO fsm.jobs AS t (id, updated_at, raw, synced_at, job_status) VALUES ('j1', '2000-01-01Z', '{}', now(), 'stale')
-       ON CONFLICT (id) DO UPDATE SET job_status = excluded.job_status WHERE excluded.updated_at >= t.updated_at`,
+      `INSERT INTO fsm.jobs AS t (account_id, id, updated_at, raw, synced_at, job_status) VALUES ('default', 'j1', '2000-01-01Z', '{}', now(), 'stale')
+       ON CONFLICT (account_id, id) DO UPDATE SET job_status = excluded.job_status WHERE excluded.updated_at >= t.updated_at`,
     )
     expect(await comparePostgres(m.sqlite, url, 'fsm', tables)).toEqual([])
   })
@@ -163,7 +163,7 @@ describe('the Postgres destination', () => {
     expect(view[0]![`x"); DROP TABLE fsm.jobs; --`]).toBe('evil')
     // The same column names as the mirror's own view.
     const mirrorView = m.sqlite.prepare(`SELECT * FROM obj_pets`).get() as Record<string, unknown>
-    expect(Object.keys(view[0]!).sort()).toEqual(Object.keys(mirrorView).sort())
+    expect(Object.keys(view[0]!).sort()).toEqual(['account_id', ...Object.keys(mirrorView)].sort())
 
     // The schema changes (a field goes, one comes) with a record that uses it: both land together.
     const next = [{ name: 'colour', type: 'text' }]
@@ -299,7 +299,10 @@ describe('the Postgres destination', () => {
     expect(await pgQuery(url, properties.replace('FROM client_properties', 'FROM uv.client_properties'))).toEqual(mirrorRows)
     const columns = `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'uv' AND table_name = 'client_properties' ORDER BY ordinal_position`
     expect(await pgQuery(url, columns)).toEqual(
-      ['client_id', 'field_id', 'field_label', 'field_name', 'value'].map((column_name) => ({ column_name, data_type: 'text' })),
+      ['account_id', 'client_id', 'field_id', 'field_label', 'field_name', 'value'].map((column_name) => ({
+        column_name,
+        data_type: 'text',
+      })),
     )
 
     // The user's own views, named like fsm-sync's, beside them; the custom object's schema changes.
@@ -357,7 +360,7 @@ describe('the Postgres destination', () => {
     await pgQuery(
       url,
       `CREATE FUNCTION re.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no load now'; END $$;
-       CREATE TRIGGER refuse BEFORE TRUNCATE ON re.change_log FOR EACH STATEMENT EXECUTE FUNCTION re.refuse()`,
+       CREATE TRIGGER refuse BEFORE DELETE ON re.change_log FOR EACH STATEMENT EXECUTE FUNCTION re.refuse()`,
     )
     await expect(destination('re').catchUp()).rejects.toThrow(/no load now/)
     await pgQuery(url, `DROP TRIGGER refuse ON re.change_log`)
@@ -633,7 +636,7 @@ describe('the Postgres destination', () => {
       const mirrorView = m.sqlite.prepare(`SELECT * FROM "${viewName(slug)}"`).all() as Record<string, unknown>[]
       expect(view).toHaveLength(1)
       expect(mirrorView).toHaveLength(1)
-      expect(Object.keys(view[0]!).sort()).toEqual(Object.keys(mirrorView[0]!).sort())
+      expect(Object.keys(view[0]!).sort()).toEqual(['account_id', ...Object.keys(mirrorView[0]!)].sort())
       const [back, one, two] = columnNames(fields)
       expect(view[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })
       expect(mirrorView[0]).toMatchObject({ id: `${slug}/1`, [back!]: slug, [one!]: 'one', [two!]: 2 })

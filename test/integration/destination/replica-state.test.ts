@@ -143,7 +143,9 @@ describe('waits on Postgres', () => {
     await analyst.connect()
     try {
       await analyst.query('BEGIN')
+      // A read alone no longer holds a load up (it deletes the account's rows, no TRUNCATE): a row lock does.
       await analyst.query('SELECT count(*) FROM waits.jobs')
+      await analyst.query('SELECT id FROM waits.jobs ORDER BY id LIMIT 1 FOR UPDATE')
       const pid = (await analyst.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
       const reseed = d.catchUp({ reseed: true })
       reseed.catch(() => undefined)

@@ -156,10 +156,10 @@ describe('webhook intake under slow unsigned clients', () => {
       expect(seen.answers.get('503')).toBeGreaterThan(0)
       expect(seen.answers.has('410')).toBe(false)
       const metrics = (await get(`${base}/metrics`)).text
-      expect(Number(/^fsm_webhook_intake_body_timeout_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(
+      expect(Number(/^fsm_webhook_intake_body_timeout_total\{account="default"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(
         seen.answers.get('408') ?? 0,
       )
-      expect(Number(/^fsm_webhook_intake_buffer_full_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
+      expect(Number(/^fsm_webhook_intake_buffer_full_total\{account="default"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
     } finally {
       for (const stop of stops) stop()
       await sender.close()

@@ -113,6 +113,12 @@ describe('accounts list', () => {
       'accounts[0] (id "a"): webhooks.maxConnections',
       /process setting/,
     ],
+    [
+      'a webhooks path',
+      [{ id: 'a', apiKeyEnv: 'K', webhooks: { path: '/hooks' } }],
+      'accounts[0] (id "a"): webhooks.path',
+      /process setting/,
+    ],
     ['the destination', [{ id: 'a', apiKeyEnv: 'K', destination: {} }], 'accounts[0] (id "a"): destination', /process setting/],
     ['secrets inline', [{ id: 'a', apiKeyEnv: 'K', webhookSecrets: ['x'] }], 'accounts[0] (id "a"): webhookSecrets', /secrets file/],
     ['an unknown key', [{ id: 'a', apiKeyEnv: 'K', scheduls: {} }], 'accounts[0] (id "a"): scheduls', /not a known setting/],

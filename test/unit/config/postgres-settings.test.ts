@@ -12,7 +12,17 @@ const URL_WITH_PASSWORD = 'postgres://fsm:s3cr%40t-pass-9911@db.internal:5432/wa
 
 describe('destination.postgres settings', () => {
   test('no URL: no destination; the schema defaults to fsm', () => {
-    expect(loadConfig({ env: {} }).destination.postgres).toEqual({ schema: 'fsm', lockTimeoutSeconds: 30, statementTimeoutSeconds: 900 })
+    expect(loadConfig({ env: {} }).destination.postgres).toEqual({
+      schema: 'fsm',
+      lockTimeoutSeconds: 30,
+      statementTimeoutSeconds: 900,
+      maxConnections: 10,
+    })
+  })
+
+  test("the process's connections to Postgres: a whole number from 1", () => {
+    expect(loadConfig({ env: { FSM_POSTGRES_MAX_CONNECTIONS: '3' } }).destination.postgres.maxConnections).toBe(3)
+    expect(() => loadConfig({ env: { FSM_POSTGRES_MAX_CONNECTIONS: '0' } })).toThrow(ConfigError)
   })
 
   test('the lock and statement timeouts: from the environment or the config file, 0 for no limit, whole seconds only', () => {

@@ -2,6 +2,8 @@
 import { expect, test } from 'vitest'
 import { packageInfo } from '../../../src/config/package-info.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
+import { exposition, ProcessMetrics } from '../../../src/daemon/process-metrics.js'
+import { parseExposition } from '../../support/prometheus-text.js'
 import { formatTrigger, triggerDetails } from '../../../src/sync/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
 import { tempMirror } from '../../support/temp-mirror.js'
@@ -39,7 +41,6 @@ test('requests, 429s, retries, runs, staleness, budget and webhook counters', as
   expect(text).toContain('fsm_request_budget_effective_limit 54')
   expect(text).toContain('fsm_webhook_intake_stored_total 7')
   expect(text).toContain('fsm_webhook_inbox_backlog 3')
-  expect(text).toContain(`fsm_build_info{version="${packageInfo().version}",node="${process.versions.node}"} 1`)
   expect(text).toContain('fsm_mirror_checkpoint_passes_total 40')
   expect(text).toContain('fsm_mirror_checkpoint_frames_total 9000')
   expect(text).toContain('fsm_mirror_wal_frames 120')
@@ -77,6 +78,41 @@ test("last success is each stream's own sweep end, reconciliations have their ow
   expect(text).not.toContain('fsm_stream_staleness_seconds{stream="taxes"}')
   expect(text).toContain('fsm_sweep_budget_limit 51')
   expect(text).toContain('fsm_sweep_budget_used 17')
+})
+
+test("one exposition of the process and its accounts: each family's HELP and TYPE once, each account's series labelled, the process's not", async () => {
+  const account = (id: string) =>
+    new DaemonMetrics({ account: id, governor, webhookCounters: () => ({ webhook_intake_stored_total: id.length }) })
+  const [north, south] = [account('north'), account('south-2')]
+  const proc = new ProcessMetrics()
+  proc.listener.unknownAccount = 3
+  for (const m of [north, south]) m.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 1, requests: 1, durationMs: 200 })
+  const text = await exposition([proc.registry, north.registry, south.registry])
+  const { families, samples } = parseExposition(text)
+  expect(families.get('fsm_run_duration_seconds')).toEqual({ type: 'histogram', help: 'Duration of sweeps, reconciliations and triggers' })
+  expect(text).toContain('fsm_run_duration_seconds_bucket{le="0.5",account="north",stream="jobs",kind="sweep"} 1')
+  expect(text).toContain('fsm_run_duration_seconds_bucket{le="0.5",account="south-2",stream="jobs",kind="sweep"} 1')
+  expect(text).toContain('fsm_webhook_intake_stored_total{account="north"} 5\nfsm_webhook_intake_stored_total{account="south-2"} 7\n')
+  expect(text).toContain(`fsm_build_info{version="${packageInfo().version}",node="${process.versions.node}"} 1`)
+  expect(text).toContain('fsm_webhook_intake_unknown_account_total 3')
+  const unlabelled = samples.filter((s) => s.labels.account === undefined).map((s) => s.name)
+  expect(unlabelled.sort()).toEqual([
+    'fsm_build_info',
+    'fsm_webhook_intake_connections_dropped_total',
+    'fsm_webhook_intake_unknown_account_total',
+  ])
+  // The same account twice would repeat its series: an account is served once or not at all.
+  const alone = parseExposition(await exposition([proc.registry, south.registry])).samples
+  expect(alone.filter((s) => s.labels.account === 'north')).toEqual([])
+  expect(alone.filter((s) => s.labels.account === 'south-2').length).toBe(samples.filter((s) => s.labels.account === 'south-2').length)
+})
+
+test('the exposition lets the event loop turn between two accounts, so acks do not wait behind a whole scrape', async () => {
+  const accounts = ['a', 'b'].map((id) => new DaemonMetrics({ account: id, governor }))
+  let turned = false
+  const done = exposition(accounts.map((m) => m.registry)).then(() => turned)
+  setImmediate(() => (turned = true))
+  expect(await done).toBe(true)
 })
 
 test.each([

@@ -62,9 +62,14 @@ const ALLOWED: readonly Allowance[] = [
     why: "the close and stop deadlines bound a Postgres server's socket that does not answer (polling and back-off run on the Clock)",
   },
   {
-    file: 'src/destination/replica-connections.ts',
+    file: 'src/destination/destination-pool.ts',
     sources: ['setTimeout'],
     why: "the close deadline bounds a Postgres server's socket that does not answer (polling and back-off run on the Clock)",
+  },
+  {
+    file: 'src/destination/postgres-schema.ts',
+    sources: ['performance.now'],
+    why: "the in-place upgrade's duration for its log line, a measurement",
   },
 ]
 

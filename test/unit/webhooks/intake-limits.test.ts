@@ -2,7 +2,7 @@
 // listener's deadlines, and the config schema's defaults kept equal to the code's.
 import { describe, expect, test } from 'vitest'
 import { ConfigSchema } from '../../../src/config/schema.js'
-import { BodyBudget, SMALL_BODY_BYTES } from '../../../src/webhooks/body-budget.js'
+import { accountBodyBudget, BodyBudget, SMALL_BODY_BYTES } from '../../../src/webhooks/body-budget.js'
 import { INTAKE_LIMIT_DEFAULTS, intakeServerOptions } from '../../../src/webhooks/intake-limits.js'
 
 describe('body budget', () => {
@@ -40,6 +40,48 @@ describe('body budget', () => {
     budget.give(10)
     expect(budget.used).toBe(0)
     expect(budget.take(1000, last(1000))).toBe(true)
+  })
+})
+
+describe("an account's share of the process's body budget", () => {
+  const last = (bodyBytes: number) => ({ bodyBytes, completes: true })
+  const held = (bodyBytes: number) => ({ bodyBytes, completes: false })
+
+  test('alone, an account may use the whole budget; beside others, half of it, and a flood on one leaves the other half to the rest', () => {
+    const process = new BodyBudget(1000)
+    let accounts = 1
+    const north = accountBodyBudget(process, () => accounts)
+    const south = accountBodyBudget(process, () => accounts)
+    expect(north.limit).toBe(1000)
+    expect(north.take(700, held(1000))).toBe(true)
+    north.give(700)
+    accounts = 2
+    // Incomplete bodies fill three quarters of north's half; complete small ones the rest of it.
+    expect(north.take(375, held(1000))).toBe(true)
+    expect(north.take(1, held(1000))).toBe(false)
+    expect(north.take(125, last(125))).toBe(true)
+    expect(north.take(1, last(1))).toBe(false)
+    expect(process.used).toBe(500)
+    // South still has the other half; the process's own ceilings hold over both (three quarters
+    // for incomplete bodies, the whole for the rest).
+    expect(south.take(250, held(1000))).toBe(true)
+    expect(south.take(1, held(1000))).toBe(false)
+    expect(south.take(250, last(250))).toBe(true)
+    expect(process.used).toBe(1000)
+    expect(south.take(1, last(1))).toBe(false)
+    // What is given back returns to both.
+    north.give(500)
+    expect([north.used, process.used]).toEqual([0, 500])
+    expect(north.take(100, last(100))).toBe(true)
+  })
+
+  test("a refusal by the process's ceiling takes nothing from the account's", () => {
+    const process = new BodyBudget(1000)
+    const others = new BodyBudget(1000, process)
+    const north = accountBodyBudget(process, () => 1)
+    expect(others.take(1000, last(1000))).toBe(true)
+    expect(north.take(10, last(10))).toBe(false)
+    expect([north.used, process.used]).toEqual([0, 1000])
   })
 })
 
