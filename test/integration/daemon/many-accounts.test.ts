@@ -72,6 +72,14 @@ test('an account whose mirror cannot open is failed, logged once and retried; th
     expect(ready.body.accounts['acct-002']).toMatchObject({ state: 'failed', ready: false })
     expect(ready.body.accounts['acct-002'].reason).toMatch(/^cannot open or start: .*; next try at /)
     expect(daemon.status().accounts['acct-002']).toMatchObject({ state: 'failed', error: expect.any(String), retryAt: expect.any(String) })
+    // Its deliveries are answered 503 (sent again later), not 404 as for no account at all.
+    const delivery = await request(`${daemon.url}/webhooks/acct-002`, { method: 'POST', body: '{}' })
+    expect(delivery.statusCode).toBe(503)
+    expect(delivery.headers['retry-after']).toBe('60')
+    await delivery.body.dump()
+    const nobody = await request(`${daemon.url}/webhooks/acct-009`, { method: 'POST', body: '{}' })
+    expect(nobody.statusCode).toBe(404)
+    await nobody.body.dump()
     // Logged once, with the account, though tried again meanwhile (5 s after the start, then 10 s later).
     const failures = () => lines.filter((l) => l.account === 'acct-002' && l.level === 'error')
     const firstRetryAt = (daemon.status().accounts['acct-002'] as { retryAt: string }).retryAt

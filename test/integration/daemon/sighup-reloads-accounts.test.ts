@@ -1,6 +1,6 @@
 // SIGHUP makes `fsm-sync run` read its config again and apply the accounts list (an account added,
 // one removed, the rest running on); an invalid file is refused in one line and the running set
-// kept. SIGTERM still stops it cleanly (exit 0). A real child process, as a service manager sends it.
+// kept; a file changed without a signal is seen too. SIGTERM still stops it cleanly (exit 0).
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect, test } from 'vitest'
@@ -11,7 +11,7 @@ import { keyVariable } from '../../support/accounts-env.js'
 import { cleanEnv } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 
-test('SIGHUP applies the edited accounts list without a restart; an invalid file is refused and SIGTERM still stops (exit 0)', async () => {
+test('SIGHUP applies the edited accounts list without a restart; an invalid file is refused; a later edit is seen alone; SIGTERM still stops (exit 0)', async () => {
   const emu = await emulatorEnv({ accounts: 3, counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const [a, b, c] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0], (typeof emu.accounts)[0]]
   const dir = tempDir()
@@ -48,6 +48,10 @@ test('SIGHUP applies the edited accounts list without a restart; an invalid file
   await until('the refusal logged', () => /configuration not reloaded: .*keeping the running accounts/.test(run.output()), 30_000)
   expect(await accounts()).toEqual([a.id, c.id])
 
+  // No signal: the file written again is seen by the watcher on its own (polled every 2 s).
+  write([entry(a), entry(b), entry(c)])
+  await until('the file change applied', async () => (await accounts())?.join() === [a.id, b.id, c.id].join(), 30_000)
+
   run.child.kill('SIGTERM')
   expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
   const logs = run
@@ -57,6 +61,8 @@ test('SIGHUP applies the edited accounts list without a restart; an invalid file
     .map((l) => JSON.parse(l) as { msg: string; signal?: string; account?: string; removed?: string[]; added?: string[] })
   expect(logs).toContainEqual(expect.objectContaining({ msg: 'the accounts list is applied', added: [c.id], removed: [b.id] }))
   expect(logs).toContainEqual(expect.objectContaining({ msg: 'the account stopped: its mirror stays on disk', account: b.id }))
+  // Each SIGHUP asked for a reload (and none stopped the daemon).
+  expect(logs.filter((l) => l.msg === 'configuration reload requested')).toHaveLength(2)
   expect(logs.filter((l) => l.msg === 'stop requested').map((l) => l.signal)).toEqual(['SIGTERM'])
   expect(logs.map((l) => l.msg)).toContain('stopped cleanly')
 }, 120_000)
