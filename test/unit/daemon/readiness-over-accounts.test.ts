@@ -1,7 +1,8 @@
-// /readyz over a daemon's accounts (readyOverAccounts, src/daemon/account-set.ts): with a list, ready
+// /readyz over a daemon's accounts (readyOverAccounts, src/daemon/account-readiness.ts): with a list, ready
 // while any account is; today's single account answers as before; a failed account retries later each time.
 import { expect, test } from 'vitest'
-import { readyOverAccounts, retryDelayMs, RETRY_MAX_MS, type AccountReadiness } from '../../../src/daemon/account-set.js'
+import { readyOverAccounts, type AccountReadiness } from '../../../src/daemon/account-readiness.js'
+import { retryDelayMs, RETRY_MAX_MS } from '../../../src/daemon/account-set.js'
 
 const running: AccountReadiness = { state: 'running', ready: true, migrations: 15, running: [], next: {}, off: [] }
 const failed: AccountReadiness = { state: 'failed', ready: false, reason: 'cannot open or start: disk full; next try at ...' }
