@@ -22,7 +22,7 @@ export const replicateCommand: Command = {
     // A mirror never synced (a wrong FSM_DB or volume) would load an empty replica: refused, as reconcile does.
     await requireSynced(config.db)
     const mirror = await openMirror(config.db, { mode: config.dbMode })
-    const destination = createPostgresDestination(config, mirror, ctx.logger(), systemClock)!
+    const destination = createPostgresDestination(config, mirror, ctx.logger(), systemClock, { accountId: ctx.account().id })!
     try {
       const summary = await destination.catchUp({ reseed: args.reseed === true })
       const status = destination.status()

@@ -6,6 +6,7 @@ import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import type { LoggedChange } from '../store/mirror-snapshot.js'
 import type { WrittenState } from './replica-state.js'
+import { decodeChangeKey } from '../model/change-key.js'
 
 /** `changes` is change_log itself; `snapshot` a table without change_log entries, compared by content. */
 export type TableRole = 'changes' | 'logged' | 'child' | 'snapshot'
@@ -54,21 +55,6 @@ export function planTables(specs: readonly TableSpec[]): Table[] {
   return tables
 }
 
-/** The key values a change_log record id names: the id, or `scope/id` for a two-column key. */
-export function keyOf(recordId: string, keyLength: number): string[] {
-  if (keyLength <= 1) return [recordId]
-  const parts: string[] = []
-  let rest = recordId
-  for (let i = 0; i < keyLength - 1; i++) {
-    const at = rest.indexOf('/')
-    if (at < 0) break
-    parts.push(rest.slice(0, at))
-    rest = rest.slice(at + 1)
-  }
-  parts.push(rest)
-  return parts
-}
-
 /** Per logged table, the keys its changes name, once each, in the order of their first change. */
 export function changedKeys(byName: ReadonlyMap<string, Table>, changes: readonly LoggedChange[]): Map<Table, string[][]> {
   const ids = new Map<Table, Set<string>>()
@@ -80,7 +66,7 @@ export function changedKeys(byName: ReadonlyMap<string, Table>, changes: readonl
     set.add(c.record_id)
   }
   const pkLength = (t: Table) => t.spec.primaryKey.length
-  return new Map([...ids].map(([t, set]) => [t, [...set].map((id) => keyOf(id, pkLength(t)))]))
+  return new Map([...ids].map(([t, set]) => [t, [...set].map((id) => decodeChangeKey(id, pkLength(t)))]))
 }
 
 /** The parent ids whose child rows a change of these keys replaces: the last column of each key. */

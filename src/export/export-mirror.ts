@@ -6,8 +6,6 @@
 // row as it is at the snapshot; a deleted record's row carries its deleted_at. A child table's file
 // holds the current child rows of every changed parent: a loader replaces the children of each
 // parent id in the parent's file with them.
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
 import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
 import { firstKeptSeq } from '../store/change-log-consumers.js'
@@ -21,15 +19,13 @@ import {
   tableRows,
   tablesChangedBetween,
 } from '../store/mirror-snapshot.js'
-import { ExportBusyError, fileError, isSystemError, onFile, OutDirLock, removeLeftovers, WORK_PREFIX } from './out-dir.js'
-import { duckdbType, ParquetWriters } from './parquet-writer.js'
-import { csvWriter, jsonlWriter, type RowWriter } from './text-writers.js'
-import { CHANGE_COLUMNS, nullableWhenExported, typed, type Coercions, type Typed } from './values.js'
+import { stagedExport } from './staged-export.js'
+import { CHANGE_COLUMNS } from './values.js'
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'jsonl'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
 
-export const MANIFEST_FILE = 'manifest.json'
+export { MANIFEST_FILE } from './staged-export.js'
 
 export interface ExportOptions {
   format: ExportFormat
@@ -59,6 +55,8 @@ export interface ExportedTable {
   nulledColumns: { column: string; values: number; example: string }[]
   primaryKey: readonly string[]
   columns: { name: string; kind: ColumnSpec['kind']; type: string; nullable: boolean }[]
+  /** An export over several accounts (export-accounts.ts): the file's rows of each account, by id. */
+  rowsByAccount?: Record<string, number>
 }
 
 export interface ExportManifest {
@@ -77,9 +75,7 @@ export class ExportUsageError extends Error {}
 /** The changes asked for are no longer in change_log (retention pruned them): exit 1, a full export is needed. */
 export class ExportPrunedError extends Error {}
 
-const EXTENSIONS: Readonly<Record<ExportFormat, string>> = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' }
-
-interface Plan {
+export interface Plan {
   table: TableSpec
   columns: readonly ColumnSpec[]
   /** The file's rows, read from the snapshot (the columns' values in order). */
@@ -96,29 +92,9 @@ export async function exportMirror(
   catalog: readonly TableSpec[] | ((sqlite: Sqlite) => readonly TableSpec[]),
   options: ExportOptions,
 ): Promise<ExportManifest> {
-  const mode = options.fileMode ?? 0o640
-  const out = options.outDir
-  // A folder it creates is closed to others (umask permitting); the files' own mode is set below.
-  onFile('create the folder', out, () => mkdirSync(out, { recursive: true, mode: 0o750 }))
-  const lock = OutDirLock.acquire(out, new Date(options.now).toISOString())
-  let work: string | undefined
-  let parquet: ParquetWriters | undefined
-  try {
-    removeLeftovers(out)
-    // A manifest left by an earlier export into this folder would vouch for files being replaced; the
-    // files it listed that this export does not write again are removed before the new manifest.
-    const manifestFile = path.join(out, MANIFEST_FILE)
-    const previous = previousFiles(manifestFile)
-    onFile('remove the earlier', manifestFile, () => rmSync(manifestFile, { force: true }))
-    // Every file (the manifest too) is written in a folder only the owner can enter (mkdtemp: 0700),
-    // given its mode, then renamed into place: DuckDB creates its file with the umask's mode, and a
-    // rename replaces whatever is at the target (a link too) instead of writing through it.
-    work = onFile('create a work folder in', out, () => mkdtempSync(path.join(out, WORK_PREFIX)))
-    const staged = work
-    parquet = options.format === 'parquet' ? await ParquetWriters.open() : undefined
-    const writers = parquet
+  return stagedExport(options, (open) =>
     // One read transaction: the first read fixes the snapshot every later read sees.
-    return await inReadSnapshot(sqlite, async () => {
+    inReadSnapshot(sqlite, async () => {
       const seq = snapshotSeq(sqlite)
       const afterSeq = options.afterSeq ?? null
       if (afterSeq !== null && afterSeq > seq)
@@ -134,95 +110,25 @@ export async function exportMirror(
       const plans = plan(sqlite, typeof catalog === 'function' ? catalog(sqlite) : catalog, options, seq)
       const tables: ExportedTable[] = []
       for (const p of plans) {
-        const file = `${p.table.name}.${EXTENSIONS[options.format]}`
-        const target = path.join(out, file)
-        const partial = path.join(staged, file)
-        const writer: RowWriter = await onFileAsync('write', target, async () =>
-          writers !== undefined
-            ? await writers.writer(partial, p.columns)
-            : options.format === 'csv'
-              ? csvWriter(partial, p.columns, mode)
-              : jsonlWriter(partial, p.columns, mode),
-        )
-        const coerced: Coercions[] = p.columns.map(() => ({ count: 0 }))
-        const kinds = p.columns.map((c) => c.kind)
-        let rows = 0
-        const values: Typed[] = new Array<Typed>(kinds.length)
-        try {
-          for (const cells of p.rows()) {
-            for (let i = 0; i < kinds.length; i++) values[i] = typed(kinds[i]!, cells[i] ?? null, coerced[i]!)
-            writer.row(values)
-            rows++
-          }
-        } catch (err) {
-          // A write of the file's (ENOSPC); an error of the mirror's passes as it is.
-          throw isSystemError(err) ? fileError(err, 'write', target) : err
-        }
-        await onFileAsync('write', target, () => writer.close())
-        onFile('move into place', target, () => {
-          chmodSync(partial, mode)
-          renameSync(partial, target)
-        })
-        const exported: ExportedTable = {
-          name: p.table.name,
-          file,
-          rows,
-          nulledValues: coerced.reduce((n, c) => n + c.count, 0),
-          nulledColumns: p.columns.flatMap((c, i) => {
-            const { count, example } = coerced[i]!
-            return count === 0 ? [] : [{ column: c.name, values: count, example: example ?? '' }]
-          }),
-          primaryKey: p.table.primaryKey,
-          columns: p.columns.map((c) => ({ name: c.name, kind: c.kind, type: duckdbType(c.kind), nullable: nullableWhenExported(c) })),
-        }
+        const file = await open(p.table.name, p.table.primaryKey, p.columns)
+        for (const cells of p.rows()) file.row(cells)
+        const exported = await file.close()
         tables.push(exported)
         await options.onTable?.(exported)
       }
-      const files = new Set(tables.map((t) => t.file))
-      for (const f of previous) if (!files.has(f)) onFile('remove', path.join(out, f), () => rmSync(path.join(out, f), { force: true }))
       const manifest: ExportManifest = { format: options.format, exportedAt: new Date(options.now).toISOString(), seq, afterSeq, tables }
-      const partial = path.join(staged, MANIFEST_FILE)
-      onFile('write', manifestFile, () => {
-        writeFileSync(partial, JSON.stringify(manifest, null, 2) + '\n', { mode, flag: 'wx' })
-        chmodSync(partial, mode)
-      })
-      // The lock was taken over by another export (a race on a stale lock): its files may be mixed with these.
-      if (!lock.held())
-        throw new ExportBusyError(`another export took over ${out} while this one wrote; no manifest.json was written by this one`)
-      onFile('move into place', manifestFile, () => renameSync(partial, manifestFile))
       return manifest
-    })
-  } finally {
-    parquet?.close()
-    if (work !== undefined) rmSync(work, { recursive: true, force: true })
-    lock.release()
-  }
+    }),
+  )
 }
 
-async function onFileAsync<T>(action: string, file: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn()
-  } catch (err) {
-    throw fileError(err, action, file)
-  }
-}
-
-/** The files the manifest of an earlier export lists (plain names in the folder only), or none. */
-function previousFiles(manifestFile: string): string[] {
-  try {
-    // Only a file this command could have written: a link planted in its place is not read through.
-    if (!lstatSync(manifestFile).isFile()) return []
-    const m = JSON.parse(readFileSync(manifestFile, 'utf8')) as Partial<ExportManifest>
-    return (m.tables ?? [])
-      .map((t) => t.file)
-      .filter((f): f is string => typeof f === 'string' && f !== '' && path.basename(f) === f && !f.startsWith('.') && f !== MANIFEST_FILE)
-  } catch {
-    // None, or not a manifest this command wrote: nothing is known about the files beside it.
-    return []
-  }
-}
-
-function plan(sqlite: Sqlite, catalog: readonly TableSpec[], options: ExportOptions, seq: number): Plan[] {
+/** The tables to write and how to read each (`options.tables`, `afterSeq`: what they select). */
+export function plan(
+  sqlite: Sqlite,
+  catalog: readonly TableSpec[],
+  options: Pick<ExportOptions, 'tables' | 'afterSeq'>,
+  seq: number,
+): Plan[] {
   const objects = mirrorObjects(sqlite)
   const byName = new Map(catalog.map((t) => [t.name, t]))
   const afterSeq = options.afterSeq

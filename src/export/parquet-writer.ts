@@ -71,8 +71,11 @@ export class ParquetWriters {
     }
   }
 
+  private tables = 0
+
+  /** Several writers may be open at once (an export over several accounts), each on its own table. */
   async writer(file: string, columns: readonly ColumnSpec[]): Promise<RowWriter> {
-    const table = 'staging'
+    const table = `staging_${++this.tables}`
     await this.connection.run(`DROP TABLE IF EXISTS ${table}`)
     await this.connection.run(
       `CREATE TABLE ${table} (${columns.map((c) => `${quoteIdentifier(c.name)} ${duckdbType(c.kind)}`).join(', ')})`,

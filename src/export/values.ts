@@ -27,6 +27,14 @@ export const CHANGE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'change_op', kind: 'text', nullable: false, description: 'The latest change: upsert or delete.' },
 ]
 
+/** The column in front of each row of an export over several accounts (export-accounts.ts), first in the key too. */
+export const ACCOUNT_COLUMN: ColumnSpec = {
+  name: 'account_id',
+  kind: 'text',
+  nullable: false,
+  description: "The id of the account the row is from (the config file's accounts list).",
+}
+
 /** A value typed by its kind; `json` keeps the text it was read from beside the parsed value. */
 export type Typed =
   | { kind: 'text'; value: string }

@@ -6,6 +6,7 @@
 import type { SqlCell } from '../model/rows.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import { quoteIdentifier } from '../model/sql-names.js'
+import { changeKeySql } from '../model/change-key.js'
 import { lastChangeSeq } from './change-log-consumers.js'
 import type { Sqlite } from './mirror-database.js'
 import { mirrorQuery, rows } from './typed-query.js'
@@ -127,9 +128,7 @@ export function changedRows(
   const match =
     table.parent !== undefined
       ? `t.${quoteIdentifier(table.parent.column)} = c.record_id`
-      : ownerKey.length === 1
-        ? `t.${quoteIdentifier(ownerKey[0]!)} = c.record_id`
-        : `(${ownerKey.map((k) => `t.${quoteIdentifier(k)}`).join(` || '/' || `)}) = c.record_id`
+      : `(${changeKeySql(ownerKey, 't.')}) = c.record_id`
   const sql =
     `SELECT c.seq, l.op, ${columnList(table.columns, 't.')}
        FROM (SELECT record_id, max(seq) AS seq FROM change_log WHERE table_name = ? AND seq > ? AND seq <= ? GROUP BY record_id) c

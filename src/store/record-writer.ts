@@ -9,6 +9,7 @@
 import type { RecordRow, SqlCell } from '../model/rows.js'
 import type { Sqlite } from './mirror-database.js'
 import { quoteIdentifier } from '../model/sql-names.js'
+import { encodeChangeKey } from '../model/change-key.js'
 
 export interface UpsertOptions {
   /** Canonical time of the write (synced_at, change_log.changed_at). */
@@ -68,7 +69,7 @@ export class RecordWriter {
 
   /** The id change_log names: the record id, prefixed with the scope value when there is one. */
   private logId(id: string): string {
-    return this.scope === undefined ? id : `${this.scope.value}/${id}`
+    return this.scope === undefined ? id : encodeChangeKey([this.scope.value, id])
   }
 
   upsert(rows: readonly RecordRow[], options: UpsertOptions): WriteResult {

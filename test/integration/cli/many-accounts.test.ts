@@ -3,11 +3,12 @@
 // account's key, mirror and webhook path; `accounts`, `status` and `doctor` cover every account.
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { readSecretsFile, secretsPathFor } from '../../../src/store/secrets-file.js'
 import { compareMirror } from '../../support/compare-mirror.js'
 import { query } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
+import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
@@ -225,5 +226,25 @@ describe('every account', () => {
     const wrong = await cli(['webhooks', 'register', '--account', 'north', '--url', 'http://127.0.0.1:9/webhooks/south'])
     expect(wrong.code).toBe(2)
     expect(wrong.stderr).toContain('ends with the path of account south; account north takes its deliveries at /webhooks/north')
+  })
+})
+
+describe('replicate --account', () => {
+  test("two accounts replicate into one schema, each account's rows under its own account_id", async () => {
+    const url = await createDatabase(inject('postgresUrl'))
+    const pgEnv = { ...env, FSM_POSTGRES_URL: url }
+    for (const id of ['north', 'south']) {
+      const r = await runCli(['--config', config, 'replicate', '--account', id], pgEnv)
+      expect(r.code, r.stderr).toBe(0)
+    }
+    const rows = await pgQuery<{ account_id: string; n: string }>(
+      url,
+      'SELECT account_id, count(*) AS n FROM fsm.clients GROUP BY account_id ORDER BY account_id',
+    )
+    const mirrored = (id: string) => String(query(mirrorOf(id), 'SELECT count(*) AS n FROM clients')[0]!.n)
+    expect(rows).toEqual([
+      { account_id: 'north', n: mirrored('north') },
+      { account_id: 'south', n: mirrored('south') },
+    ])
   })
 })

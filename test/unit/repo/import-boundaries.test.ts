@@ -21,6 +21,7 @@ type Layer =
   | 'src/catalog'
   | 'src/export'
   | 'src/destination'
+  | 'src/coordination'
   | 'src/daemon'
   | 'src/cli'
   | 'emulator'
@@ -47,8 +48,10 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   'src/export': [...BASE, 'src/store', 'connectors'],
   // The Postgres destination reads the mirror and the declarations; the daemon and the CLI run it.
   'src/destination': MIDDLE,
-  'src/daemon': [...ENGINE, 'src/destination'],
-  'src/cli': [...ENGINE, 'src/destination', 'src/daemon', 'src/catalog', 'src/export'],
+  // Membership and leases in the destination's Postgres server: they need nothing of the engine.
+  'src/coordination': BASE,
+  'src/daemon': [...ENGINE, 'src/destination', 'src/coordination'],
+  'src/cli': [...ENGINE, 'src/destination', 'src/coordination', 'src/daemon', 'src/catalog', 'src/export'],
   // Written from the API's specification alone, so it shares no misreading with the product.
   emulator: [],
 }

@@ -43,6 +43,11 @@ const ALLOWED: readonly Allowance[] = [
     why: "Postgres statements (DDL, upserts, information_schema and pg_catalog queries) run on the warehouse's pg client, never on the mirror",
   },
   {
+    file: /^src\/coordination\/(?:coordination-schema|leases|membership|request-starts)\.ts$/,
+    text: /./,
+    why: "the replicas' membership and leases live in the destination's Postgres server, never in the mirror",
+  },
+  {
     file: 'src/export/parquet-writer.ts',
     text: /^(?:DROP|CREATE) TABLE /,
     why: "DuckDB statements on the export's own in-memory DuckDB, which writes the Parquet files; never on the mirror",

@@ -54,6 +54,11 @@ const ALLOWED: readonly Allowance[] = [
     sources: ['setTimeout', 'performance.now'],
     why: "pacing shares the event loop with the intake's sockets: slices are measured and rests waited in real time (rules in pacing.ts)",
   },
+  {
+    file: 'src/coordination/monotonic.ts',
+    sources: ['performance.now'],
+    why: 'how long a replica may act on a lease is measured on a clock that never steps (docs/sharding.md, Clocks)',
+  },
   { file: 'src/daemon/retention-job.ts', sources: ['performance.now'], why: "the pass's duration for its log line, a measurement" },
   { file: 'src/store/incremental-vacuum.ts', sources: ['performance.now'], why: "a VACUUM's duration for its log line, a measurement" },
   {
