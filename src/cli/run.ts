@@ -1,8 +1,14 @@
-// `fsm-sync run`: the daemon. Stops cleanly on SIGTERM/SIGINT/SIGHUP (exit 0); a second signal, or
-// a stop that overruns its budget, ends the process at once with exit 1.
+// `fsm-sync run`: the daemon, over every account of the config. Stops cleanly on SIGTERM/SIGINT
+// (exit 0); a second one, or a stop that overruns its budget, ends the process at once with exit 1.
+// A change of the config file (or an account's key file) is applied within seconds, and at once on
+// SIGHUP (config-watch.ts; docs/accounts.md).
+import { readFileSync } from 'node:fs'
+import type { AccountConfig, LoadedConfig } from '../config/index.js'
+import { ConfigWatch } from '../daemon/config-watch.js'
 import { startDaemon } from '../daemon/daemon.js'
+import { systemClock } from '../model/clock.js'
 import type { Command } from './command.js'
-import { STOP_SIGNALS, stopWithin } from './stop-signals.js'
+import { DAEMON_STOP_SIGNALS, RELOAD_SIGNAL, stopWithin } from './stop-signals.js'
 import { streamOption } from './stream-option.js'
 
 /** The daemon exits within 10 s of SIGTERM (docs/commands.md); leave a margin to end. */
@@ -13,20 +19,52 @@ export const runCommand: Command = {
   run: async (args, ctx) => {
     const logger = ctx.logger()
     const named = (args.stream as string[] | undefined) ?? []
-    // A flag is above the environment and the file (docs/configuration.md); the names were checked while parsing.
-    const config = named.length > 0 ? { ...ctx.config(), streams: named } : ctx.config()
-    const daemon = await startDaemon(config, { logger })
-    // The app's clock (create-app.ts): the stop budget and the exit deadlines are counted on it.
-    const clock = daemon.app.clock
-    ctx.io.stderr.write(`fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${daemon.app.config.webhooks.path})\n`)
+    // A flag is above the environment and the file (docs/configuration.md), for every account; the names were checked while parsing.
+    const withFlags = (loaded: LoadedConfig): LoadedConfig =>
+      named.length === 0
+        ? loaded
+        : {
+            ...loaded,
+            config: { ...loaded.config, streams: named },
+            accounts: loaded.accounts.map((a) => ({ id: a.id, config: { ...a.config, streams: named } })),
+          }
+    const { config, accounts, listed } = withFlags(ctx.accounts())
+    const daemon = await startDaemon(config, { logger, accounts, listed })
+    // The stop budget and the exit deadlines are counted on the daemon's clock (the system's).
+    const clock = systemClock
+    ctx.io.stderr.write(
+      `fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${config.webhooks.path}); ${accounts.length} account${accounts.length === 1 ? '' : 's'}\n`,
+    )
+    const file = (args.config as string | undefined) ?? ctx.io.env.FSM_CONFIG
+    const watch =
+      file === undefined || file === ''
+        ? undefined
+        : new ConfigWatch<Watched>({
+            path: file,
+            load: () => Promise.resolve(watched(withFlags(ctx.accounts({ fresh: true })), file)),
+            apply: async (next) => {
+              const diff = await daemon.applyAccounts(next.accounts)
+              logger.info(diff, 'the accounts list is applied')
+            },
+            files: (value) => value.keyFiles,
+            clock,
+            logger,
+          })
+    const ignore = () => logger.info(`${RELOAD_SIGNAL}: no config file (FSM_CONFIG, --config) to read again; nothing changes`)
+    if (watch !== undefined) await watch.start(watched({ config, accounts, listed }, file!))
+    else process.on(RELOAD_SIGNAL, ignore)
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       const first = (s: NodeJS.Signals) => {
-        for (const other of STOP_SIGNALS) process.off(other, first)
+        for (const other of DAEMON_STOP_SIGNALS) process.off(other, first)
         resolve(s)
       }
-      for (const s of STOP_SIGNALS) process.on(s, first)
+      for (const s of DAEMON_STOP_SIGNALS) process.on(s, first)
     })
     logger.warn({ signal }, 'stop requested')
+    // A SIGHUP while stopping changes nothing (and must not end the process by its default action).
+    process.on(RELOAD_SIGNAL, () => undefined)
+    process.off(RELOAD_SIGNAL, ignore)
+    await watch?.stop()
     // process.exit waits for worker and thread-pool threads; one held by the kernel in a sync that
     // never returns would keep the process alive past the budget. Then only SIGKILL ends it.
     const exit = (code: number) => {
@@ -40,7 +78,7 @@ export const runCommand: Command = {
       logger.flush()
       exit(1)
     }
-    await stopWithin(() => daemon.stop(), { clock, budgetMs: STOP_BUDGET_MS, overrun: force })
+    await stopWithin(() => daemon.stop(), { clock, budgetMs: STOP_BUDGET_MS, overrun: force, names: DAEMON_STOP_SIGNALS })
     if (daemon.stuck()) {
       exit(1)
       return 1
@@ -49,4 +87,24 @@ export const runCommand: Command = {
     clock.setTimer(1000, () => process.exit(process.exitCode ?? 0), { background: true })
     return 0
   },
+}
+
+/** What the watcher compares and applies: the accounts, and the key files they were read from. */
+interface Watched {
+  accounts: readonly AccountConfig[]
+  keyFiles: readonly string[]
+}
+
+function watched(loaded: LoadedConfig, file: string): Watched {
+  return { accounts: loaded.accounts, keyFiles: keyFiles(file) }
+}
+
+/** The `apiKeyFile`s the config file's accounts name (the file was just loaded and validated). */
+function keyFiles(file: string): string[] {
+  try {
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { accounts?: { apiKeyFile?: unknown }[] }
+    return (Array.isArray(doc.accounts) ? doc.accounts : []).flatMap((a) => (typeof a?.apiKeyFile === 'string' ? [a.apiKeyFile] : []))
+  } catch {
+    return []
+  }
 }

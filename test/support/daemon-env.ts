@@ -39,8 +39,8 @@ export interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-export function startRun(env: Record<string, string>, args: readonly string[] = []): Running {
-  const child = spawnCli(['run', ...args], env)
+export function startRun(env: Record<string, string>, args: readonly string[] = [], cwd?: string): Running {
+  const child = spawnCli(['run', ...args], env, cwd)
   let out = ''
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d))
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d))

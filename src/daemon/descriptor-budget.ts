@@ -1,0 +1,59 @@
+// The file descriptors a daemon's accounts need against the process's soft limit (`ulimit -n`),
+// told once at start (docs/accounts.md, File descriptors). The figures are src/store/README.md's
+// "What an open mirror costs", plus the account's connection to the upstream.
+import { readFileSync } from 'node:fs'
+import type { Logger } from '../log/logger.js'
+
+/**
+ * Per account: the mirror's writer (database, -wal, -shm) and its checkpoint connection (2 more), and
+ * about 3 connections to the upstream while it syncs (idle ones close). Measured with 20 accounts in
+ * one process: 5 mirror files each, and about 4 upstream sockets each just after their first sweep.
+ */
+export const DESCRIPTORS_PER_ACCOUNT = 8
+/** The process: stdio, the event loop, the thread pool, the listener, the checkpoint thread, and room for probes and webhook senders. */
+export const DESCRIPTORS_BASE = 100
+
+export function descriptorsNeeded(accounts: number): number {
+  return DESCRIPTORS_BASE + DESCRIPTORS_PER_ACCOUNT * accounts
+}
+
+/** The soft and hard "Max open files" of a /proc/<pid>/limits text; undefined when absent. */
+export function parseOpenFileLimits(text: string): { soft: number; hard: number } | undefined {
+  const line = text.split('\n').find((l) => l.startsWith('Max open files'))
+  const m = line === undefined ? null : /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/.exec(line)
+  if (m === null) return undefined
+  const value = (v: string) => (v === 'unlimited' ? Number.POSITIVE_INFINITY : Number(v))
+  return { soft: value(m[1]!), hard: value(m[2]!) }
+}
+
+/** The one line to log when `accounts` need more than the soft limit allows; undefined when they fit. */
+export function descriptorShortfall(accounts: number, limits: { soft: number; hard: number }): string | undefined {
+  const need = descriptorsNeeded(accounts)
+  if (need <= limits.soft) return undefined
+  const raise =
+    need <= limits.hard
+      ? `raise it up to the hard limit (${limits.hard}) before starting: \`ulimit -n ${need}\`, LimitNOFILE=${need} (systemd) or --ulimit nofile=${need}:${need} (Docker)`
+      : `the hard limit (${limits.hard}) is below that too: raise both, e.g. LimitNOFILE=${need} (systemd) or --ulimit nofile=${need}:${need} (Docker)`
+  return (
+    `${accounts} accounts need about ${need} file descriptors (${DESCRIPTORS_PER_ACCOUNT} each plus ${DESCRIPTORS_BASE}), ` +
+    `but the soft limit (ulimit -n) is ${limits.soft}: accounts past it fail to open ("too many open files") and are retried; ${raise}`
+  )
+}
+
+/** Logs the shortfall once (Linux: reads /proc/self/limits; elsewhere nothing is checked). */
+export function checkDescriptors(
+  accounts: number,
+  logger: Logger,
+  readLimits: () => string = () => readFileSync('/proc/self/limits', 'utf8'),
+): void {
+  let limits
+  try {
+    limits = parseOpenFileLimits(readLimits())
+  } catch {
+    return
+  }
+  if (limits === undefined) return
+  const shortfall = descriptorShortfall(accounts, limits)
+  if (shortfall === undefined) logger.debug({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft }, 'file descriptors suffice')
+  else logger.warn({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft, hard: limits.hard }, shortfall)
+}

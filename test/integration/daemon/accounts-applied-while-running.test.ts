@@ -1,0 +1,74 @@
+// A new accounts list applied to a running daemon (Daemon.applyAccounts, what the config watcher and
+// SIGHUP call): the added account starts and syncs, the removed one stops with its mirror left on
+// disk, a changed one restarts alone; the others keep their runtime, their runs and their owner.
+import { existsSync } from 'node:fs'
+import { expect, test } from 'vitest'
+import { startDaemon } from '../../../src/daemon/daemon.js'
+import type { AccountRuntime } from '../../../src/daemon/account-runtime.js'
+import { accountsEnv, capturedLogger, compareAccount } from '../../support/accounts-env.js'
+import { until } from '../../support/daemon-env.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
+
+const counts = { clients: 5, jobs: 4, visitsPerJob: 1, invoices: 2, customRecords: 0 }
+
+const runs = (r: AccountRuntime) =>
+  r.app.mirror.sqlite.prepare(`SELECT id, outcome, owner_id AS owner FROM sync_runs ORDER BY id`).all() as {
+    id: number
+    outcome: string
+    owner: string
+  }[]
+
+test('applyAccounts adds one account and removes another while the others keep running, uninterrupted', async () => {
+  const emu = await emulatorEnv({ accounts: 3, counts })
+  const [a, b, c] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0], (typeof emu.accounts)[0]]
+  const env = accountsEnv(emu)
+  const first = env.load([a, b])
+  const { logger } = capturedLogger('warn')
+  const daemon = await startDaemon(first.config, { logger, accounts: first.accounts, listed: true })
+  try {
+    await Promise.all([...daemon.accounts.values()].map((r) => r.firstSweep))
+    const kept = daemon.accounts.get(a.id)!
+    const removed = daemon.accounts.get(b.id)!
+    const before = runs(kept)
+    expect(before.length).toBeGreaterThan(0)
+
+    // Two applies at once run one after the other: the second finds nothing left to do.
+    const next = env.load([a, c]).accounts
+    const [diff, again] = await Promise.all([daemon.applyAccounts(next), daemon.applyAccounts(next)])
+    expect(diff).toEqual({ added: [c.id], removed: [b.id], changed: [] })
+    expect(again).toEqual({ added: [], removed: [], changed: [] })
+    expect([...daemon.accounts.keys()].sort()).toEqual([a.id, c.id])
+
+    // The removed account stopped cleanly; its mirror stays on disk.
+    expect(removed.app.mirror.sqlite.open).toBe(false)
+    expect(removed.stuck()).toBe(false)
+    expect(existsSync(removed.app.mirror.path)).toBe(true)
+    // The added one syncs its account.
+    await daemon.accounts.get(c.id)!.firstSweep
+    expect((await compareAccount(daemon.accounts.get(c.id)!, c)).mismatches).toEqual([])
+
+    // The kept account was not touched: the same runtime, its sweeps still going under the same owner, no run interrupted.
+    expect(daemon.accounts.get(a.id)).toBe(kept)
+    expect(kept.sweeps?.failure).toBeUndefined()
+    await until('a new sweep of the kept account', () => runs(kept).length > before.length + 2)
+    const after = runs(kept)
+    expect(after.slice(0, before.length).map((r) => r.id)).toEqual(before.map((r) => r.id))
+    expect(new Set(after.map((r) => r.owner))).toEqual(new Set(before.map((r) => r.owner)))
+    expect(after.filter((r) => r.outcome === 'interrupted')).toEqual([])
+
+    // A changed account restarts alone.
+    const addedRuntime = daemon.accounts.get(c.id)!
+    expect(await daemon.applyAccounts(env.load([{ handle: a, rateLimit: 5000 }, c]).accounts)).toEqual({
+      added: [],
+      removed: [],
+      changed: [a.id],
+    })
+    expect(daemon.accounts.get(a.id)).not.toBe(kept)
+    expect(daemon.accounts.get(a.id)!.app.config.rateLimit).toBe(5000)
+    expect(kept.app.mirror.sqlite.open).toBe(false)
+    expect(daemon.accounts.get(c.id)).toBe(addedRuntime)
+    expect(runs(addedRuntime).filter((r) => r.outcome === 'interrupted')).toEqual([])
+  } finally {
+    await daemon.stop()
+  }
+}, 120_000)
