@@ -10,6 +10,7 @@ import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/background-checkpoints.js'
 import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
+import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import { createDestinationPool, type PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
@@ -86,6 +87,19 @@ export interface DaemonOptions {
   listed?: boolean
 }
 
+/**
+ * Sharded: a delivery for an account of the list that another replica holds is not acknowledged
+ * (503, the sender may try again): until deliveries are shared through Postgres, only the owner
+ * applies them, and its sweeps catch the change meanwhile (docs/sharding.md, Webhooks).
+ */
+function elsewhere(id: string): IntakeHandler {
+  return (_req, res) => {
+    res
+      .writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' })
+      .end(JSON.stringify({ error: `account ${id} runs on another replica: send again later` }))
+  }
+}
+
 export async function startDaemon(config: Config, options: DaemonOptions): Promise<Daemon> {
   const { logger } = options
   // Checkpoints on one worker thread for the process (the writer's own, on the event loop, stalled
@@ -127,7 +141,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
-    webhookHandler: (id) => set.webhookHandler(id),
+    webhookHandler: (id) => set.webhookHandler(id) ?? (sharded && list.some((a) => a.id === id) ? elsewhere(id) : undefined),
     webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
     onDrop: () => processMetrics.listener.connectionsDropped++,
     onUnknownAccount: () => processMetrics.listener.unknownAccount++,

@@ -4,6 +4,7 @@
 // time plus 10 s, and every account ends synced in its owner's mirror.
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { keyVariable } from '../../support/accounts-env.js'
 import { query, startRun, until, type Running } from '../../support/daemon-env.js'
@@ -14,6 +15,7 @@ import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 const ACCOUNTS = 60
+let accountsFile: object
 const LEASE_SECONDS = 6
 const COUNTS = { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 }
 
@@ -77,13 +79,15 @@ beforeAll(async () => {
   file = path.join(tempDir(), 'config.json')
   writeFileSync(
     file,
-    JSON.stringify({
-      rateLimit: 100_000,
-      schedules: idleSchedules({ sweep: 'continuous' }),
-      destination: { postgres: { url } },
-      sharding: { enabled: 'on', leaseSeconds: LEASE_SECONDS },
-      accounts: emu.accounts.map((a) => ({ id: a.id, apiKeyEnv: keyVariable(a) })),
-    }),
+    JSON.stringify(
+      (accountsFile = {
+        rateLimit: 100_000,
+        schedules: idleSchedules({ sweep: 'continuous' }),
+        destination: { postgres: { url } },
+        sharding: { enabled: 'on', leaseSeconds: LEASE_SECONDS },
+        accounts: emu.accounts.map((a) => ({ id: a.id, apiKeyEnv: keyVariable(a) })),
+      }),
+    ),
   )
   for (const name of ['r1', 'r2', 'r3']) start(name)
 }, 60_000)
@@ -110,6 +114,12 @@ describe('three replicas, 60 accounts', () => {
       expect(ids.length, name).toBeLessThanOrEqual(24)
     }
     await until('every account synced by its owner', () => allSynced(['r1', 'r2', 'r3']), 60_000)
+    // A delivery for an account another replica holds is not acknowledged here.
+    const other = by.get('r2')![0]!
+    const r1 = /listening on (http:\/\/[^ ]+) /.exec(running.get('r1')!.output())![1]!
+    const res = await request(`${r1}/webhooks/${other}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+    expect(res.statusCode).toBe(503)
+    await res.body.dump()
   }, 90_000)
 
   test('SIGTERM hands the replica’s accounts over at once: none is left held by it when it exits', async () => {
@@ -151,4 +161,21 @@ describe('three replicas, 60 accounts', () => {
     console.log(`takeover after SIGKILL: ${mine.length} accounts owned again ${((Date.now() - t0) / 1000).toFixed(1)} s after the kill`)
     await until('every account synced by r1', () => allSynced(['r1']), 60_000)
   }, 90_000)
+
+  test('a reload of the accounts list: accounts taken out of it stop and their leases are released', async () => {
+    const gone = emu.accounts.slice(0, 5).map((a) => a.id)
+    const kept = emu.accounts.slice(5).map((a) => ({ id: a.id, apiKeyEnv: keyVariable(a) }))
+    writeFileSync(file, JSON.stringify({ ...accountsFile, accounts: kept }))
+    running.get('r1')!.child.kill('SIGHUP')
+    await until('the removed accounts released', async () => {
+      const held = (await owners()).get('r1') ?? []
+      return held.length === ACCOUNTS - gone.length && gone.every((id) => !held.includes(id))
+    })
+    const rows = await pgQuery<{ owner: string | null }>(
+      url,
+      `SELECT owner FROM fsm_coordination.account_leases WHERE account_id = ANY($1)`,
+      [gone],
+    )
+    expect(rows.map((r) => r.owner)).toEqual(gone.map(() => null))
+  }, 60_000)
 })
