@@ -293,7 +293,7 @@ export class PostgresDestination {
     const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
-    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written

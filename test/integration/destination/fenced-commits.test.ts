@@ -129,4 +129,24 @@ describe('warehouse commits fenced by the lease', () => {
     expect(refusals).toHaveLength(1)
     expect(await warehouse('other')).toEqual({ rows: [], state: [] })
   })
+
+  test("a state row from before mirror identities is not claimed for this mirror once the lease is another's", async () => {
+    const [a, b] = [replica('a3'), replica('b3')]
+    const [lease] = await acquireLeases(db, t, a, ['legacy'], 60_000)
+    const first = fencedDestination('legacy', a, lease!.epoch)
+    first.d.start()
+    await until(() => first.d.status().cursor === lastChangeSeq(m.sqlite), 'the first catch-up')
+    await first.d.stop()
+    // As an older release left it: no mirror identity; then another replica takes the account.
+    await pgQuery(url, `UPDATE wh._fsm_sync_state SET mirror_id = NULL WHERE account_id = 'legacy'`)
+    await db.query(`UPDATE ${t.leases} SET expires_at = now() WHERE account_id = 'legacy'`)
+    await acquireLeases(db, t, b, ['legacy'], 60_000)
+    const before = await warehouse('legacy')
+    const again = fencedDestination('legacy', a, lease!.epoch)
+    again.d.start()
+    await until(() => again.d.status().state === 'stopped', 'the destination to stop')
+    expect(again.refusals).toHaveLength(1)
+    expect(await pgQuery(url, `SELECT mirror_id FROM wh._fsm_sync_state WHERE account_id = 'legacy'`)).toEqual([{ mirror_id: null }])
+    expect(await warehouse('legacy')).toEqual(before)
+  })
 })
