@@ -121,11 +121,21 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
   const rows = runtimes.reduce((s, r) => s + (r.app.mirror.sqlite.prepare('SELECT count(*) AS n FROM clients').get() as { n: number }).n, 0)
   await sleep(settleMs)
   const requestsBefore = await requestsOf(spec)
+  const checks = () =>
+    runtimes.reduce(
+      (a, r) => {
+        const s = r.checkpoints.stats()
+        return { passes: a.passes + s.passes, micros: a.micros + s.micros }
+      },
+      { passes: 0, micros: 0 },
+    )
+  const checksBefore = checks()
   const cpu = process.cpuUsage()
   const t2 = performance.now()
   await sleep(quietMs)
   const quietCpu = process.cpuUsage(cpu)
   const quietMsActual = performance.now() - t2
+  const checksAfter = checks()
   const requestsAfter = await requestsOf(spec)
   const quiet = sample()
   const active = resources()
@@ -155,6 +165,9 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
       quiet,
       quietMs: quietMsActual,
       quietCpuMicros: quietCpu.user + quietCpu.system,
+      quietCpuSystemMicros: quietCpu.system,
+      checkpointPasses: checksAfter.passes - checksBefore.passes,
+      checkpointMicros: checksAfter.micros - checksBefore.micros,
       requests: requestsAfter.map((x, i) => x - requestsBefore[i]!),
       active,
       ready,

@@ -37,6 +37,10 @@ export interface Run {
   quiet: Sample
   quietMs: number
   quietCpuMicros: number
+  quietCpuSystemMicros: number
+  /** Passes of the checkpoint thread over the quiet period that checkpointed (not skipped as idle), and their wall time. */
+  checkpointPasses: number
+  checkpointMicros: number
   requests: number[]
   active: Record<string, number>
   ready: number
@@ -132,6 +136,13 @@ export default async function accountCost(): Promise<BenchResult> {
       },
       { metric: `${r.n} accounts: CPU per account, idle`, value: s.cpuPerAccountMicrosPerSecond, unit: 'µs/s', goal: '' },
       { metric: `${r.n} accounts: process CPU, idle`, value: s.cpuCores, unit: 'cores', ...goal1000(r, s.cpuCores, 1) },
+      { metric: `${r.n} accounts: checkpoints per account per minute, idle`, value: s.checkpointsPerMinute, unit: 'passes', goal: '' },
+      {
+        metric: `${r.n} accounts: the checkpoint thread's time in passes, idle (wall, syncs included)`,
+        value: s.checkpointThreadBusy,
+        unit: 's/s',
+        goal: '',
+      },
       { metric: `${r.n} accounts: first backfill of all (${ROWS} rows each)`, value: s.backfillSeconds, unit: 's', goal: '' },
     )
   }
@@ -173,6 +184,8 @@ export function summary(r: Run) {
     requestsPerMinuteMax: round(Math.max(...rpm)),
     cpuPerAccountMicrosPerSecond: round(r.quietCpuMicros / quietS / r.n, 0),
     cpuCores: round(r.quietCpuMicros / quietS / 1e6, 3),
+    checkpointsPerMinute: round((r.checkpointPasses * 60) / quietS / r.n, 1),
+    checkpointThreadBusy: round(r.checkpointMicros / quietS / 1e6, 3),
     backfillSeconds: round(r.backfillMs / 1000, 1),
     openSeconds: round(r.openMs / 1000, 1),
     heapUsedMiB: round(r.quiet.heapUsed / MiB, 1),
