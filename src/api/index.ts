@@ -26,6 +26,8 @@ export {
 export { pageWalk, type PageWalkOptions, type WalkPage } from './page-walk.js'
 export { parseResetHeader, readRateLimitHeaders } from './rate-limit-headers.js'
 export {
+  FencedError,
+  isFenced,
   PRIORITIES,
   RequestGovernor,
   type GovernorOptions,

@@ -8,7 +8,7 @@ import { parseInstant } from '../model/timestamps.js'
 import { explainMirrorError, openMirror } from '../store/mirror-database.js'
 import { accountActivity, statusReport, type AccountActivity, type StreamStatus } from '../store/status-report.js'
 import { syncHistory } from '../store/sync-history.js'
-import { STATUS_STREAMS } from '../../connectors/status-streams.js'
+import { STATUS_STREAMS } from './status-streams.js'
 
 /**
  * `ok`: synced, no stream's last run failed. `failing`: a stream's last error is newer than its last

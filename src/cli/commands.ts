@@ -93,6 +93,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import('./accounts.js')).accountsCommand,
   },
   {
+    command: 'replicas',
+    describe:
+      'The replicas sharing the accounts (from the coordination tables in FSM_POSTGRES_URL): state, heartbeat, accounts held; accounts waiting for an owner',
+    load: async () => (await import('./replicas.js')).replicasCommand,
+  },
+  {
     command: 'healthcheck',
     describe: "Exit 0 when the configured daemon's /healthz (or /readyz) answers OK, 1 with the reason otherwise (the image's HEALTHCHECK)",
     load: async () => (await import('./healthcheck.js')).healthcheckCommand,

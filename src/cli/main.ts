@@ -105,7 +105,7 @@ export async function parseArgs(
 const ACCOUNT_OPTION = 'the id of the account to work on (required when the config file lists several)'
 
 async function runCommand(run: Command['run'], args: Args, io: Io): Promise<number> {
-  const [{ loadAccounts, postgresSecrets }, { createLogger }, { STREAM_CHOICE }, { chooseAccount }] = await Promise.all([
+  const [{ loadAccounts, postgresSecrets }, { createLogger, SecretValues }, { STREAM_CHOICE }, { chooseAccount }] = await Promise.all([
     import('../config/index.js'),
     import('../log/logger.js'),
     import('../../connectors/selection.js'),
@@ -114,14 +114,21 @@ async function runCommand(run: Command['run'], args: Args, io: Io): Promise<numb
   const perAccount = ACCOUNT_COMMANDS.has(String(args._[0]))
   let loaded: LoadedConfig | undefined
   let logger: Logger | undefined
-  const load = () =>
-    loadAccounts({
+  // Every account's key and secrets, also those a reload reads later (`run`: a new account, a
+  // rotated key): a line about one must not show another's either.
+  const secrets = new SecretValues()
+  const load = () => {
+    const l = loadAccounts({
       flags: args,
       env: io.env,
       file: args.config as string | undefined,
       streams: STREAM_CHOICE,
       warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
     })
+    const all = [l.config, ...l.accounts.map((a) => a.config)]
+    secrets.add(all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)]))
+    return l
+  }
   const ctx: CommandContext = {
     io,
     accounts: (options) => (options?.fresh === true ? load() : (loaded ??= load())),
@@ -129,16 +136,8 @@ async function runCommand(run: Command['run'], args: Args, io: Io): Promise<numb
     config: () => (perAccount ? ctx.account().config : ctx.accounts().config),
     logger: () => {
       if (logger !== undefined) return logger
-      const { config: top, accounts, listed } = ctx.accounts()
-      // Every account's key and secrets: a line about one must not show another's either.
-      const all = [top, ...accounts.map((a) => a.config)]
-      const base = createLogger({
-        level: top.logLevel,
-        secrets: [
-          ...new Set(all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets])),
-          ...postgresSecrets(top.destination.postgres.url),
-        ],
-      })
+      const { config: top, listed } = ctx.accounts()
+      const base = createLogger({ level: top.logLevel, secrets })
       const named = typeof args.account === 'string' && listed ? args.account : undefined
       return (logger = named === undefined ? base : base.child({ account: named }))
     },

@@ -17,7 +17,7 @@ import { coversEvery } from './account-choice.js'
 import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
 import type { ConsumerLag } from '../store/change-log-consumers.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/consumer-name.js'
-import { STATUS_STREAMS } from '../../connectors/status-streams.js'
+import { STATUS_STREAMS } from './status-streams.js'
 
 export const statusCommand: Command = {
   builder: (y) => jsonOption(y),

@@ -11,6 +11,9 @@ import { monotonicClock, type Monotonic } from './monotonic.js'
 import { readPriorStarts, recordStarts, type PriorStarts, type StartsRecord } from './request-starts.js'
 import { assign } from './rendezvous.js'
 
+/** How long a lease lasts, and how long a replica counts as live after its last heartbeat. */
+export const DEFAULT_LEASE_TTL_MS = 15_000
+
 export type StopReason = 'lost' | 'expired' | 'handover' | 'shutdown' | 'displaced'
 
 export interface CoordinatorOptions {
@@ -56,7 +59,7 @@ export class Coordinator {
 
   constructor(options: CoordinatorOptions) {
     this.#o = options
-    this.#ttlMs = options.ttlMs ?? 15_000
+    this.#ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS
     this.#local = new LocalLeases(this.#ttlMs, options.marginMs ?? Math.round(this.#ttlMs / 5))
     this.#now = options.monotonic ?? monotonicClock
   }

@@ -1,5 +1,6 @@
 // What a Postgres destination is given (its options) and what it reports (its status, a catch-up's
 // summary); the name it registers under in change_log_consumers is in consumer-name.ts.
+import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { TableSpec } from '../model/table-spec.js'
@@ -35,6 +36,21 @@ export interface PostgresDestinationOptions {
   limits?: SessionLimits
   /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
   waitReportMs?: number
+  /**
+   * The fencing check (docs/sharding.md, Wiring): run as the first statement of every transaction
+   * that writes this account's rows, cursor or state. An error whose `code` is `LEASE_LOST` means
+   * another replica owns the account now: the transaction rolls back and the destination stops for
+   * good (a new owner, a new destination). Any other error is a failure like any statement's.
+   */
+  fence?: Fence
+}
+
+/** Checks, inside the caller's transaction, that this replica still owns the account; throws when not. */
+export type Fence = (client: pg.ClientBase) => Promise<void>
+
+/** The fence refused: another replica owns the account (coordination's LeaseLost carries this code). */
+export function leaseLost(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === 'LEASE_LOST'
 }
 
 export interface DestinationStatus {

@@ -15,6 +15,7 @@ export { POSTGRES_CONSUMER, destinationConsumerName } from './consumer-name.js'
 export { DestinationError } from './postgres-errors.js'
 export { destinationTables } from './destination-tables.js'
 export { DestinationPool } from './destination-pool.js'
+export type { Fence } from './destination-options.js'
 
 type PostgresSettings = Config['destination']['postgres']
 
@@ -40,7 +41,9 @@ export function createPostgresDestination(
   mirror: Mirror,
   logger: Logger,
   clock: Clock,
-  options: Partial<Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry' | 'waitReportMs' | 'accountId' | 'pool'>> = {},
+  options: Partial<
+    Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry' | 'waitReportMs' | 'accountId' | 'pool' | 'fence'>
+  > = {},
 ): PostgresDestination | undefined {
   const settings = config.destination.postgres
   if (settings.url === undefined) return undefined

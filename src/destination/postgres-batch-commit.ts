@@ -6,6 +6,7 @@ import { writeBatch, type WriteBatchOptions } from './postgres-batch-writer.js'
 import { DestinationError } from './postgres-errors.js'
 import { lockStateRow, moveStateRow } from './postgres-state-row.js'
 import type { WrittenState } from './replica-state.js'
+import type { Fence } from './destination-options.js'
 
 export interface CommitOptions extends WriteBatchOptions {
   /** The cursor the batch was read from, and the one it moves to. */
@@ -15,6 +16,8 @@ export interface CommitOptions extends WriteBatchOptions {
   otherMirror: (theirs: string) => DestinationError
   /** The time recorded as updated_at (ISO). */
   now: string
+  /** The fencing check, the transaction's first statement (destination-options.ts). */
+  fence?: Fence | undefined
 }
 
 /** Commits the batch; `written` (the caller's copy) is brought to what is written. Rolls back and throws on failure. */
@@ -26,6 +29,7 @@ export async function commitBatch(
   const { client, schema, accountId } = o
   await client.query('BEGIN')
   try {
+    await o.fence?.(client)
     const state = await lockStateRow(client, schema, accountId)
     // Another mirror took the replica over (replicate --reseed from it) while this one followed.
     const theirs = state?.mirrorId

@@ -24,7 +24,7 @@ import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
 import { claimStateRow, readStateRow } from './postgres-state-row.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from './consumer-name.js'
-import type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } from './destination-options.js'
+import { leaseLost, type CatchUpSummary, type DestinationStatus, type PostgresDestinationOptions } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
 import { ReplicaConnections } from './replica-connections.js'
 import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
@@ -41,7 +41,8 @@ function hash(value: unknown): string {
 }
 
 export class PostgresDestination {
-  readonly #options: Required<Omit<PostgresDestinationOptions, 'pool'>>
+  readonly #options: Required<Omit<PostgresDestinationOptions, 'pool' | 'fence'>>
+  readonly #fence: PostgresDestinationOptions['fence']
   readonly #pool: DestinationPool
   /** A pool of its own (none given): ended with the destination. */
   readonly #ownPool: boolean
@@ -81,6 +82,7 @@ export class PostgresDestination {
       ...options,
       accountId: options.accountId ?? DEFAULT_ACCOUNT,
     }
+    this.#fence = options.fence
     const o = this.#options
     this.#ownPool = options.pool === undefined
     this.#pool = options.pool ?? new DestinationPool({ url: o.url, limits: o.limits, clock: o.clock, maxConnections: 1 })
@@ -235,6 +237,16 @@ export class PostgresDestination {
         if (outcome.kind === 'idle') await this.#options.clock.sleep(this.#options.pollMs, signal).catch(() => undefined)
       } catch (err) {
         if (signal.aborted) break
+        if (leaseLost(err)) {
+          // Another replica owns the account now: its transaction rolled back; nothing more is written from here.
+          this.#log.warn(
+            { reason: err instanceof Error ? err.message : String(err) },
+            'the destination stops: this replica no longer owns the account (fenced), its last batch was rolled back',
+          )
+          await this.#conn.dropSession()
+          this.#health.state = 'stopped'
+          break
+        }
         const e = this.#explain(err)
         this.#health.recordError(e, { oneShot: false })
         needsPrepare = true
@@ -281,7 +293,7 @@ export class PostgresDestination {
     const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
-    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId)
+    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
@@ -350,6 +362,7 @@ export class PostgresDestination {
       viewsHash: (types) => this.#viewsHash(types),
       rebuildViews: (types) => this.#rebuildViews(client, types),
       now: () => new Date(this.#options.clock.now()).toISOString(),
+      fence: this.#fence,
     })
     const { rows, seq } = loaded
     this.#loadedAt = loaded.loadedAt
@@ -436,6 +449,7 @@ export class PostgresDestination {
         mirrorId: this.#mirrorId,
         otherMirror: (theirs) => this.#otherMirror(theirs),
         now: new Date(this.#options.clock.now()).toISOString(),
+        fence: this.#fence,
       },
       batch,
       written,

@@ -16,6 +16,7 @@ import { ACCOUNT_COLUMN, qualified, type ObjectType } from './postgres-ddl.js'
 import { writeLoadedStateRow } from './postgres-state-row.js'
 import { copyLineEncoder, copyLineSql, type OnNotInstant } from './postgres-types.js'
 import { emptyWritten, type WrittenState } from './replica-state.js'
+import type { Fence } from './destination-options.js'
 
 export interface LoadOptions {
   client: pg.Client
@@ -33,6 +34,8 @@ export interface LoadOptions {
   rebuildViews: (types: readonly ObjectType[]) => Promise<boolean>
   /** The time to record as loaded_at, read once the rows are copied (ISO). */
   now: () => string
+  /** The fencing check, the transaction's first statement (destination-options.ts). */
+  fence?: Fence | undefined
 }
 
 export interface Loaded {
@@ -50,6 +53,7 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
   const { client, sqlite, schema } = o
   try {
     await client.query('BEGIN')
+    await o.fence?.(client)
     // The account's rows are deleted (row locks only: the other accounts write on, readers see the old
     // rows until the commit) before the mirror's read snapshot opens: a wait on Postgres never holds
     // the mirror's write-ahead log from its checkpoints.

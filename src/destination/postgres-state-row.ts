@@ -4,6 +4,7 @@ import type pg from 'pg'
 import { qualified, STATE_TABLE } from './postgres-ddl.js'
 import { fingerprintsJson, parseWritten, type WrittenState } from './replica-state.js'
 import { POSTGRES_CONSUMER } from './consumer-name.js'
+import type { Fence } from './destination-options.js'
 
 export interface StateRow {
   cursor: number
@@ -36,12 +37,36 @@ export async function readStateRow(client: pg.Client, schema: string, accountId:
   }
 }
 
-/** A replica from before the mirror's identity was recorded: the first mirror that feeds it is its own. */
-export async function claimStateRow(client: pg.Client, schema: string, accountId: string, mirrorId: string | undefined): Promise<void> {
-  await client.query(
-    `UPDATE ${qualified(schema, STATE_TABLE)} SET mirror_id = $2 WHERE id = $1 AND account_id = $3 AND mirror_id IS NULL`,
-    [POSTGRES_CONSUMER, mirrorId, accountId],
-  )
+/**
+ * A replica from before the mirror's identity was recorded: the first mirror that feeds it is its
+ * own. With a fence, in a transaction the fence opens (destination-options.ts).
+ */
+export async function claimStateRow(
+  client: pg.Client,
+  schema: string,
+  accountId: string,
+  mirrorId: string | undefined,
+  fence?: Fence,
+): Promise<void> {
+  const claim = () =>
+    client.query(`UPDATE ${qualified(schema, STATE_TABLE)} SET mirror_id = $2 WHERE id = $1 AND account_id = $3 AND mirror_id IS NULL`, [
+      POSTGRES_CONSUMER,
+      mirrorId,
+      accountId,
+    ])
+  if (fence === undefined) {
+    await claim()
+    return
+  }
+  await client.query('BEGIN')
+  try {
+    await fence(client)
+    await claim()
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw err
+  }
 }
 
 /** Locks the row for the batch's transaction; its cursor and mirror, or undefined when it is gone. */

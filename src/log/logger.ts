@@ -53,10 +53,30 @@ export const REDACT_PATHS = [
   '*.headers["x-service-signature"]',
 ]
 
+/**
+ * Values that must never appear in a log line, whatever field holds them. A set that grows: a key
+ * first read by a reload of the configuration (a new account, a rotated key) is added while the
+ * logger runs. Values shorter than 8 characters are too common to scrub.
+ */
+export class SecretValues {
+  readonly #values = new Set<string>()
+  constructor(values: Iterable<string> = []) {
+    this.add(values)
+  }
+  add(values: Iterable<string>): void {
+    for (const v of values) if (v.length >= 8) this.#values.add(v)
+  }
+  scrub(line: string): string {
+    let out = line
+    for (const s of this.#values) if (out.includes(s)) out = out.split(s).join('[Redacted]')
+    return out
+  }
+}
+
 export interface LoggerOptions {
   level?: string
   /** Values that must never appear in a log line, whatever field holds them. */
-  secrets?: readonly string[]
+  secrets?: readonly string[] | SecretValues
   destination?: DestinationStream
 }
 
@@ -80,12 +100,7 @@ function dropStacks(value: Record<string, unknown>, depth: number): Record<strin
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 8)
-  const scrub = (line: string): string => {
-    let out = line
-    for (const s of secrets) out = out.split(s).join('[Redacted]')
-    return out
-  }
+  const secrets = options.secrets instanceof SecretValues ? options.secrets : new SecretValues(options.secrets)
   const pino = loadPino()
   let logger: Logger | undefined = undefined
   const debugging = () => logger?.isLevelEnabled('debug') === true
@@ -97,7 +112,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[Redacted]' },
       formatters: { level: (label) => ({ level: label }) },
-      hooks: secrets.length === 0 ? {} : { streamWrite: scrub },
+      hooks: { streamWrite: (line) => secrets.scrub(line) },
     },
     options.destination ?? pino.destination({ dest: 2, sync: false }),
   )

@@ -1,5 +1,5 @@
 // The arithmetic of a backfill estimate (docs/sweeping.md, Progress), shared by the sweep's live line
-// (src/sync/progress.ts) and `status` (src/store/status-report.ts), which reads the figures a
+// (src/sync/progress.ts) and the status report (src/store/status-report.ts), which reads the figures a
 // running sweep stored in its run's row. Pure.
 
 /** What is left of a backfill, over every stream it walks. */
@@ -84,7 +84,7 @@ export function plural(n: number, noun: string): string {
 
 /**
  * A count with thousands separators, the same in every locale (as en-US writes it). Whole numbers
- * without the locale machinery: its first use costs about 10 ms, and `status` prints one at start.
+ * without the locale machinery: its first use costs about 10 ms, and a command that prints one at start pays it.
  */
 export function count(n: number): string {
   return Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',') : n.toLocaleString('en-US')

@@ -1,7 +1,7 @@
 // What a stream is, as data: every stream fsm-sync runs is one of these shapes, told apart by
 // `kind`, and connectors/index.ts lists them all (STREAMS, the registry). Everything that needs to
 // know the streams (the selection of the config's `streams`, the sweep order, reconciliation, the
-// webhook routes, `status`) reads the registry instead of naming streams itself.
+// webhook routes, the status report) reads the registry instead of naming streams itself.
 import type { DiscoveryItem, ObjectSchema } from './custom-objects.js'
 import type { Payload, RecordRow, SqlCell } from './rows.js'
 import type { TableSpec } from './table-spec.js'
@@ -131,16 +131,6 @@ export interface TriggerStream {
 }
 
 export type StreamDeclaration = RecordStream | ReferenceStream | MetadataStream | CustomObjectsStream | FeedStream | TriggerStream
-
-/** Which table each stream's rows are counted in by `status` (connectors/status-streams.ts derives it). */
-export interface StatusStreams {
-  /** Stream → its table; `tombstones: false` for a feed, whose rows are never deleted. */
-  readonly tables: ReadonlyMap<string, { readonly table: string; readonly tombstones: boolean }>
-  /** Streams listed even before their first run. */
-  readonly always: readonly string[]
-  /** `<stream>:<slug>` streams (one custom object each), counted by slug in `table`. */
-  readonly perObject: { readonly stream: string; readonly table: string; readonly scope: string }
-}
 
 /** The kinds the config's `streams` (and `--stream`) select; feeds and triggers run on their schedules. */
 export const SELECTABLE_KINDS: readonly StreamDeclaration['kind'][] = ['records', 'reference', 'metadata', 'objects']

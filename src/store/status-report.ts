@@ -1,6 +1,5 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
 import { quoteIdentifier } from '../model/sql-names.js'
-import type { StatusStreams } from '../model/streams.js'
 import type { Sqlite } from './mirror-database.js'
 import type { SyncStateTable } from './mirror-schema.js'
 import { streamFreshness } from './stream-freshness.js'
@@ -12,6 +11,16 @@ import { readRunProgress, type RunProgress } from './sync-state.js'
 import { parseInstant } from '../model/timestamps.js'
 import { inboxCounts } from './webhook-inbox-store.js'
 import { destinationLags, type ConsumerLag } from './change-log-consumers.js'
+
+/** Which table each stream's rows are counted in by `status` (src/cli/status-streams.ts derives it from the registry). */
+export interface StatusStreams {
+  /** Stream → its table; `tombstones: false` for a feed, whose rows are never deleted. */
+  readonly tables: ReadonlyMap<string, { readonly table: string; readonly tombstones: boolean }>
+  /** Streams listed even before their first run. */
+  readonly always: readonly string[]
+  /** `<stream>:<slug>` streams (one custom object each), counted by slug in `table`. */
+  readonly perObject: { readonly stream: string; readonly table: string; readonly scope: string }
+}
 
 export interface StreamStatus {
   stream: string

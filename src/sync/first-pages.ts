@@ -6,6 +6,7 @@
 // counts the request as its own: the batch makes no request it would not have made.
 import type { ApiResponse } from '../api/api-client.js'
 import { ApiError } from '../api/errors.js'
+import { isFenced } from '../api/governor/index.js'
 import { extractRows } from '../api/page-rows.js'
 import { ListMetaSchema } from '../api/response-schemas.js'
 import { queryString, type Query } from '../api/routes.js'
@@ -80,7 +81,8 @@ export async function readFirstPages(ctx: SyncContext, streams: readonly RecordS
         rowsRemaining: total === undefined ? undefined : Math.max(0, total - rowsOf(response, stream.route)),
       })
     } catch (error) {
-      if (stopped(ctx)) break
+      // Stopped, or fenced (the lease passed on: each walk meets the same refusal, nothing sent).
+      if (stopped(ctx) || isFenced(error)) break
       // A failure (after the client's retries) is the walk's first answer too, as if it had asked.
       pages.set(stream.name, { ...asked(), answer: { ok: false, error: error instanceof Error ? error : new Error(String(error)) } })
       if (error instanceof ApiError && error.kind === 'unauthorized') break

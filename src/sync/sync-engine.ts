@@ -48,12 +48,16 @@ export async function runReconciliations(ctx: SyncContext, selection: Selection)
 /** The code of a run that failed because the upstream refused the API key (401). */
 export const KEY_REJECTED = 'API_UNAUTHORIZED'
 
-/** Runs `steps` one after the other until the signal stops them or the key is rejected (the rest: skipped). */
+/**
+ * Runs `steps` one after the other until the signal stops them, the account's lease is lost (a run
+ * interrupted as FENCED: the rest are not started) or the key is rejected (the rest: skipped).
+ */
 async function inTurn(ctx: SyncContext, steps: readonly Step[]): Promise<RunResult[]> {
   const results: RunResult[] = []
   for (const [i, step] of steps.entries()) {
     if (ctx.signal?.aborted === true) break
     results.push(...[await step.run()].flat())
+    if (results.some((r) => r.errorCode === 'FENCED')) break
     const rejected = results.find((r) => r.errorCode === KEY_REJECTED)
     if (rejected !== undefined) {
       results.push(...steps.slice(i + 1).map((s) => skipped(s, rejected)))

@@ -1,5 +1,6 @@
 // The bookkeeping every run shares: a sync_runs row from start to end, the stream's last success or
 // last error in sync_state, and one RunResult. Each kind of run supplies only its work.
+import { isFenced } from '../api/governor/index.js'
 import { isoNow } from '../model/timestamps.js'
 import type { RunKind } from '../store/sync-state.js'
 import { CountingSource } from './counting-source.js'
@@ -47,10 +48,12 @@ export async function trackedRun(
     const r = await work({ source, runId, committed })
     result = { ...r, outcome: r.outcome ?? 'success' }
   } catch (err) {
-    if (ctx.signal?.aborted === true) {
-      // Stopped on purpose (SIGTERM, Ctrl-C): not a failure; the next run resumes from the checkpoint.
+    if (ctx.signal?.aborted === true || isFenced(err)) {
+      // Stopped on purpose (SIGTERM, Ctrl-C), or the account's lease passed to another replica
+      // (FENCED, nothing sent): not a failure; the next run, here or there, resumes from the checkpoint.
       ctx.logger.info({ stream, kind, reason: describeError(err) }, `${kind} interrupted; it resumes from its checkpoint`)
-      result = { outcome: 'interrupted', rows: committed.rows, error: describeError(err) }
+      const fenced = isFenced(err) ? { errorCode: 'FENCED' } : {}
+      result = { outcome: 'interrupted', rows: committed.rows, error: describeError(err), ...fenced }
     } else {
       ctx.logger.error({ err, stream, kind }, `${kind} failed`)
       // Pages committed before the failure stay committed: count them.

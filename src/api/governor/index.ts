@@ -5,3 +5,4 @@ export { PRIORITIES, type GovernorOptions, type GovernorState, type Priority, ty
 export type { BudgetChange } from './adaptive-limit.js'
 export { RequestGovernor, type BudgetWait, type RequestGovernorOptions, type SharedWindow, type Slot } from './request-governor.js'
 export { BudgetShare, type BudgetShareOptions } from './budget-share.js'
+export { FencedError, isFenced } from './fenced.js'

@@ -9,6 +9,7 @@
 import { abortReason, systemClock, type Clock } from '../../model/clock.js'
 import { GovernorCore, type GovernorOptions, type GovernorState, type Priority, type RateObservation, type Ticket } from './core.js'
 import type { BudgetChange } from './adaptive-limit.js'
+import { FencedError } from './fenced.js'
 
 export interface Slot {
   /** When the start was granted (clock ms). */
@@ -55,6 +56,12 @@ export interface RequestGovernorOptions extends GovernorOptions {
   shared?: SharedWindow
   /** Told whenever the adaptive budget moves (for a log line). */
   onBudgetChange?: (change: BudgetChange) => void
+  /**
+   * Asked immediately before each start is granted (after every wait for the budget): false when
+   * this replica no longer owns the account. Then nothing starts, no start is recorded, and every
+   * waiting request fails with FencedError (docs/sharding.md, Wiring). Without it, always yes.
+   */
+  permit?: () => boolean
 }
 
 export class RequestGovernor {
@@ -63,6 +70,7 @@ export class RequestGovernor {
   readonly #waiters = new Map<number, Waiter>()
   readonly #onBudgetChange: ((change: BudgetChange) => void) | undefined
   readonly #shared: SharedWindow | undefined
+  readonly #permit: () => boolean
   #timerAt: number | undefined
   #cancelTimer: (() => void) | undefined
 
@@ -71,6 +79,7 @@ export class RequestGovernor {
     this.#core = new GovernorCore({ priorStartsBefore: this.#clock.now(), ...options })
     this.#onBudgetChange = options.onBudgetChange
     this.#shared = options.shared
+    this.#permit = options.permit ?? (() => true)
   }
 
   get limit(): number {
@@ -88,6 +97,7 @@ export class RequestGovernor {
    */
   acquire(priority: Priority, signal?: AbortSignal, who?: string): Promise<Slot> {
     if (signal?.aborted === true) return Promise.reject(abortReason(signal))
+    if (!this.#permit()) return Promise.reject(new FencedError())
     return new Promise<Slot>((resolve, reject) => {
       const ticket = this.#core.enqueue(priority, this.#clock.now())
       const waiter: Waiter = {
@@ -148,6 +158,7 @@ export class RequestGovernor {
   #pump(): void {
     const now = this.#clock.now()
     if (this.#shared === undefined) {
+      if (this.#fenced(now)) return
       const { started, wakeAt } = this.#core.poll(now)
       for (const ticket of started) this.#grant(ticket, now)
       this.#arm(wakeAt)
@@ -160,6 +171,7 @@ export class RequestGovernor {
         this.#arm(at)
         return
       }
+      if (this.#fenced(now)) return
       const claim = this.#shared.claim(this.#core.effectiveLimit, this.#core.guardedWindowMs)
       if (!claim.granted) {
         this.#core.defer(Math.max(claim.retryAt, now + 1))
@@ -173,6 +185,25 @@ export class RequestGovernor {
       }
       for (const ticket of started) this.#grant(ticket, now)
     }
+  }
+
+  /**
+   * The permit's check, just before starts would be granted at `now` (only when one may start: a
+   * request still waiting for the budget is asked again when its turn comes). When refused, every
+   * waiting request fails with FencedError and is removed; nothing is started or recorded.
+   */
+  #fenced(now: number): boolean {
+    if (this.#waiters.size === 0) return false
+    const at = this.#core.readyAt(now)
+    if (at === undefined || at > now || this.#permit()) return false
+    for (const [id, waiter] of this.#waiters) {
+      this.#waiters.delete(id)
+      this.#core.cancel(waiter.ticket)
+      waiter.signal?.removeEventListener('abort', waiter.onAbort)
+      waiter.reject(new FencedError())
+    }
+    this.#arm(undefined)
+    return true
   }
 
   #grant(ticket: Ticket, now: number): void {

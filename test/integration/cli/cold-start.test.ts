@@ -137,6 +137,15 @@ describe('what a command loads', () => {
     ])
   })
 
+  test('replicas: the driver only once the command reads Postgres; no daemon, store or replication modules', async () => {
+    // No FSM_POSTGRES_URL: the usage error comes before the driver is loaded.
+    const r = await modulesLoaded(['replicas'])
+    expect(r.code).toBe(2)
+    const names = loaded(r.modules)
+    for (const n of ['pg', 'duckdb', 'kysely', 'sqlite', 'migrations', 'daemon', 'destination'] as const) expect(names).not.toContain(n)
+    expect(r.modules).toContain('src/cli/replicas.ts')
+  })
+
   test('accounts: what status reads, per account, no migrations, query builder, logger, Postgres driver, DuckDB or daemon', async () => {
     const r = await modulesLoaded(['accounts'])
     expect(r.code).toBe(0)

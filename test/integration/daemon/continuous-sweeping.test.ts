@@ -3,7 +3,7 @@
 // shows each stream's staleness in /metrics and status; the sweeps never start more than their
 // share of the budget in any window (fake time, starts counted where the client takes its slot);
 // an idle account costs little, and a change after an idle hour is still found within the bound.
-import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
+import { STATUS_STREAMS } from '../../../src/cli/status-streams.js'
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
 import { FakeClock } from '../../support/fake-clock.js'

@@ -10,7 +10,7 @@ import { statusReport } from '../../../src/store/status-report.js'
 import { registerEndpoint } from '../../../src/webhooks/registration.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
-import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
+import { STATUS_STREAMS } from '../../../src/cli/status-streams.js'
 
 describe('stream selection holds for webhooks and delivery-gap sweeps', () => {
   test('deliveries of unselected streams get 200, are kept marked skipped, and the gap check sweeps only selected streams', async () => {

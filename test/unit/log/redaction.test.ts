@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import { describe, expect, test } from 'vitest'
-import { createLogger } from '../../../src/log/logger.js'
+import { createLogger, SecretValues } from '../../../src/log/logger.js'
 
 const KEY = 'svc_live_aaaabbbbccccddddeeeeffff00001111'
 const SECRET = 'whsec_super_secret_value_123456'
@@ -47,5 +47,24 @@ describe('logs never carry a secret', () => {
     logger.info({ stream: 'jobs', rows: 100 }, 'page stored')
     const line = JSON.parse(text().trim()) as Record<string, unknown>
     expect(line).toMatchObject({ level: 'info', stream: 'jobs', rows: 100, msg: 'page stored', service: 'fsm-sync' })
+  })
+
+  test('a key added after the logger was made (a reload of the accounts) is scrubbed from then on', () => {
+    const secrets = new SecretValues([KEY])
+    const lines: string[] = []
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString('utf8'))
+        cb()
+      },
+    })
+    const logger = createLogger({ level: 'info', secrets, destination })
+    const later = 'svc_live_9999888877776666555544443333'
+    secrets.add([later, 'short'])
+    logger.info(`keys ${KEY} and ${later}, a short word`)
+    const out = lines.join('')
+    expect(out).not.toContain(KEY)
+    expect(out).not.toContain(later)
+    expect(out).toContain('a short word')
   })
 })

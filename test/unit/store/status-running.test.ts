@@ -2,7 +2,7 @@
 // writes (sync-state.ts, setRunProgress), on a real mirror; a run whose process no longer beats is
 // shown as gone, and left out of the estimate.
 import { afterEach, expect, test } from 'vitest'
-import { STATUS_STREAMS } from '../../../connectors/status-streams.js'
+import { STATUS_STREAMS } from '../../../src/cli/status-streams.js'
 import { RunOwnerStore } from '../../../src/store/run-owners.js'
 import { statusReport } from '../../../src/store/status-report.js'
 import { SyncStateStore } from '../../../src/store/sync-state.js'

@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'vitest'
 import { FakeClock } from '../../../support/fake-clock.js'
 import { RequestGovernor, type Slot } from '../../../../src/api/governor/request-governor.js'
+import { FencedError } from '../../../../src/api/governor/fenced.js'
 
 function setup(limitPerMinute = 60, extra: Partial<ConstructorParameters<typeof RequestGovernor>[0]> = {}) {
   const clock = new FakeClock()
@@ -166,5 +167,58 @@ describe('RequestGovernor', () => {
     expect(starts).toEqual([0, 30_000, 50_000])
     // Asked only when a start was due: at t0, twice at t0 (granted, refused), then at each retry.
     expect(claims).toEqual([0, 0, 30_000, 30_000, 50_000])
+  })
+
+  test('the permit is asked after the wait for the budget: a refusal then fails every waiting request with FencedError, nothing starts', async () => {
+    let owned = true
+    const asked: number[] = []
+    const { clock, governor, t0 } = setup(60, {
+      permit: () => {
+        asked.push(clock.now() - t0)
+        return owned
+      },
+    })
+    const starts: number[] = []
+    const results = Array.from({ length: 5 }, () =>
+      governor.acquire('sweep').then(
+        (slot) => {
+          starts.push(slot.startedAt - t0)
+          slot.release()
+          return 'started'
+        },
+        (err: unknown) => (err instanceof FencedError ? 'fenced' : 'other'),
+      ),
+    )
+    await clock.advance(1_500)
+    expect(starts).toEqual([0, 1_000])
+    // The lease passes while the third waits for its slot (due at 2 s): the check at 2 s says no.
+    owned = false
+    await clock.advance(10_000)
+    expect(await Promise.all(results)).toEqual(['started', 'started', 'fenced', 'fenced', 'fenced'])
+    expect(asked.at(-1)).toBe(2_000)
+    expect(governor.state()).toMatchObject({ sentLastMinute: 2, inFlight: 0, queued: { sweep: 0 } })
+    await expect(governor.acquire('webhook')).rejects.toBeInstanceOf(FencedError)
+    expect(governor.waiting()).toEqual([])
+  })
+
+  test('with a shared window, a refused permit claims nothing there', async () => {
+    let owned = true
+    const claims: number[] = []
+    const { clock, governor, t0 } = setup(60, {
+      permit: () => owned,
+      shared: {
+        claim: () => {
+          claims.push(clock.now() - t0)
+          return { granted: true }
+        },
+      },
+    })
+    const first = await governor.acquire('sweep')
+    first.release()
+    const second = governor.acquire('sweep').catch((err: unknown) => err)
+    owned = false
+    await clock.advance(5_000)
+    expect(await second).toBeInstanceOf(FencedError)
+    expect(claims).toEqual([0])
   })
 })

@@ -1,9 +1,9 @@
 // What `fsm-sync status` counts for each stream, derived from the registry: the table a stream's
 // rows land in (its first declared table); every stream with a table of its own is listed, even
 // before its first run (the snapshot streams included).
-import type { StatusStreams } from '../src/model/streams.js'
-import { customObjects, customRecordsTable } from './custom-objects.js'
-import { STREAMS } from './index.js'
+import { customObjects, customRecordsTable } from '../../connectors/custom-objects.js'
+import { STREAMS } from '../../connectors/index.js'
+import type { StatusStreams } from '../store/status-report.js'
 
 export const STATUS_STREAMS: StatusStreams = {
   tables: new Map(
