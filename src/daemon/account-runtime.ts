@@ -6,7 +6,7 @@ import { RECORD_STREAMS } from '../../connectors/index.js'
 import { selectStreams } from '../../connectors/selection.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { SCHEDULE_CONTINUOUS, SCHEDULE_OFF, type Config } from '../config/index.js'
-import { createPostgresDestination, type DestinationPool, type PostgresDestination } from '../destination/index.js'
+import { createPostgresDestination, type DestinationPool, type Fence, type PostgresDestination } from '../destination/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/background-checkpoints.js'
@@ -41,10 +41,16 @@ export interface AccountRuntimeDeps {
   id?: string
   /** The account's share of the process's webhook body budget (webhooks/body-budget.ts); default: a budget of its own. */
   bodyBudget?: BodyBudget
-  /** This replica's lease on the account, when replicas share the accounts (replica.ts): seeds and records its governor's window. */
-  lease?: LeaseHooks
+  /** This replica's lease on the account, when replicas share the accounts (replica.ts). */
+  lease?: AccountLease
   /** The process's Postgres connections, shared by every account's destination (destination.postgres.maxConnections). */
   destinationPool?: DestinationPool
+}
+
+/** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
+export interface AccountLease extends LeaseHooks {
+  /** Run first in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
+  fence: Fence
 }
 
 export interface AccountStatus {
@@ -180,6 +186,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const destination = createPostgresDestination(config, app.mirror, logger, app.clock, {
     accountId: id,
     ...(deps.destinationPool === undefined ? {} : { pool: deps.destinationPool }),
+    ...(deps.lease === undefined ? {} : { fence: deps.lease.fence }),
   })
   if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({

@@ -168,10 +168,11 @@ export class AccountSet {
    * Takes an account in for a replica that acquired its lease (docs/sharding.md): like add, but one
    * that cannot open is kept apart and retried as a listed account is; one already in the set (an
    * older lease) is stopped first, since a new lease means a new runtime. `extra` goes to the runtime.
+   * Skipped when, at its turn, the lease is no longer `held` (handed over while opens queued).
    */
-  adopt(a: AccountConfig, extra: Partial<AccountRuntimeDeps>): Promise<void> {
+  adopt(a: AccountConfig, extra: Partial<AccountRuntimeDeps>, held: () => boolean = () => true): Promise<void> {
     return this.inTurn(async () => {
-      if (this.closed) return
+      if (this.closed || !held()) return
       const old = this.entries.get(a.id)
       if (old !== undefined) await this.retire(old)
       const e = { ...this.entry(a), extra }

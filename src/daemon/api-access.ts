@@ -38,6 +38,8 @@ export interface LeaseHooks {
   priorStarts: readonly number[]
   /** Told of every start, so that the next owner can count this one's last window. */
   onStart: (at: number) => void
+  /** Asked just before each start: false once this replica may no longer act on the account (FencedError). */
+  permit: () => boolean
 }
 
 export function createApiAccess(
@@ -64,7 +66,7 @@ export function createApiAccess(
     clock,
     limitPerMinute: config.rateLimit,
     priorStarts,
-    ...(options.lease === undefined ? {} : { onStart: options.lease.onStart }),
+    ...(options.lease === undefined ? {} : { onStart: options.lease.onStart, permit: options.lease.permit }),
     shared: {
       claim: (limit, windowMs) => {
         try {

@@ -1,7 +1,8 @@
 // One replica of a sharded `fsm-sync run` (docs/sharding.md): the Coordinator, over the destination's
 // Postgres server, says which accounts of the list run here. Each lease acquired adds that account's
-// runtime, its governor seeded with the previous owner's last minute; each loss or handover removes
-// it at once; a graceful stop stops the runtimes first, then hands every lease over.
+// runtime, its governor seeded with the previous owner's last minute and both its governor and its
+// destination fenced by the lease's epoch; each loss or handover removes it at once; a graceful
+// stop stops the runtimes first, then hands every lease over.
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
@@ -9,6 +10,7 @@ import type { AccountConfig, Config } from '../config/index.js'
 import { ensureCoordinationSchema } from '../coordination/coordination-schema.js'
 import { Coordinator } from '../coordination/coordinator.js'
 import { seedStarts } from '../coordination/handover-budget.js'
+import { assertLease } from '../coordination/leases.js'
 import type { StartsRecord } from '../coordination/request-starts.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
@@ -98,7 +100,21 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       logger.info({ account: account.id, epoch: lease.epoch, priorStarts: priorStarts.length }, 'account acquired: it runs on this replica')
       // Not awaited: the heartbeat goes on while the mirror opens (the set runs its changes in turn,
       // so a stop of this account waits for this open).
-      void set.adopt(account, { lease: { priorStarts, onStart: (t) => void recent(at, t).push(t) } })
+      const { accountId, epoch } = lease
+      const held = () => coordinator.validEpoch(accountId) === epoch
+      void set.adopt(
+        account,
+        {
+          lease: {
+            priorStarts,
+            onStart: (t) => void recent(at, t).push(t),
+            // The epoch, not only a lease: a runtime of epoch 3 must not act for epoch 4.
+            permit: held,
+            fence: (client) => assertLease(client, tables, accountId, name, epoch),
+          },
+        },
+        held,
+      )
     },
     onStop: async (accountId, reason) => {
       logger.info({ account: accountId, reason }, 'account leaves this replica: its runtime stops')

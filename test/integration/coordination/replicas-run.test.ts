@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { assign } from '../../../src/coordination/rendezvous.js'
 import { keyVariable } from '../../support/accounts-env.js'
 import { query, startRun, until, type Running } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
@@ -16,6 +17,7 @@ import { tempDir } from '../../support/temp-mirror.js'
 
 const ACCOUNTS = 60
 let accountsFile: object
+let startedAt = 0
 const LEASE_SECONDS = 6
 const COUNTS = { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 }
 
@@ -70,8 +72,11 @@ async function allSynced(live: readonly string[]): Promise<boolean> {
       const jobs = query(db, 'SELECT count(*) AS n FROM jobs')[0]?.n
       if (clients === COUNTS.clients && jobs === COUNTS.jobs) synced++
     }
+  const counts = Object.fromEntries([...by].map(([k, v]) => [k, v.length]))
+  lastUnsynced = synced === ACCOUNTS ? '' : `${synced} of ${ACCOUNTS} synced; accounts held: ${JSON.stringify(counts)}`
   return synced === ACCOUNTS
 }
+let lastUnsynced = ''
 
 beforeAll(async () => {
   emu = await emulatorEnv({ accounts: ACCOUNTS, counts: COUNTS })
@@ -83,16 +88,21 @@ beforeAll(async () => {
       (accountsFile = {
         rateLimit: 100_000,
         schedules: idleSchedules({ sweep: 'continuous' }),
+        // Two streams keep 60 accounts' work small on two cores; allSynced checks these.
+        streams: ['clients', 'jobs'],
         destination: { postgres: { url } },
         sharding: { enabled: 'on', leaseSeconds: LEASE_SECONDS },
         accounts: emu.accounts.map((a) => ({ id: a.id, apiKeyEnv: keyVariable(a) })),
       }),
     ),
   )
+  startedAt = Date.now()
   for (const name of ['r1', 'r2', 'r3']) start(name)
 }, 60_000)
 
 afterAll(async () => {
+  // Said when a wait for every account synced gave up.
+  if (lastUnsynced !== '') console.log(`last look at the accounts: ${lastUnsynced}`)
   for (const r of running.values()) r.child.kill('SIGKILL')
   await Promise.all([...running.values()].map((r) => r.exited))
   await emu.close()
@@ -101,14 +111,21 @@ afterAll(async () => {
 // The tests run in order on one set of replicas: each leaves the state the next starts from.
 describe('three replicas, 60 accounts', () => {
   test('ownership is balanced: each replica holds within 20 % of 20 accounts, and every account is synced', async () => {
+    // Replicas starting one after the other first take more, then hand over: wait for the rendezvous.
+    const wanted = assign(
+      emu.accounts.map((a) => a.id),
+      ['r1', 'r2', 'r3'],
+    )
     const by = await until(
-      'all 60 accounts owned',
+      'every account owned by its rendezvous replica',
       async () => {
         const o = await owners()
-        return [...o.values()].flat().length === ACCOUNTS && o.size === 3 ? o : undefined
+        const settled = [...wanted].every(([id, r]) => o.get(r)?.includes(id) === true)
+        return settled ? o : undefined
       },
-      60_000,
+      75_000,
     )
+    console.log(`all 60 accounts owned ${((Date.now() - startedAt) / 1000).toFixed(1)} s after the replicas were started`)
     for (const [name, ids] of by) {
       expect(ids.length, name).toBeGreaterThanOrEqual(16)
       expect(ids.length, name).toBeLessThanOrEqual(24)
@@ -120,6 +137,46 @@ describe('three replicas, 60 accounts', () => {
     const res = await request(`${r1}/webhooks/${other}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
     expect(res.statusCode).toBe(503)
     await res.body.dump()
+  }, 90_000)
+
+  test('SIGSTOP past the lease, then SIGCONT: the paused replica stops the accounts it lost and starts no request for them until it owns them again', async () => {
+    const mine = (await owners()).get('r2') ?? []
+    expect(mine.length).toBeGreaterThan(0)
+    const run = running.get('r2')!
+    run.child.kill('SIGSTOP')
+    await until(
+      'its accounts owned by r1 and r3',
+      async () => {
+        const o = await owners()
+        return mine.every((id) => o.get('r1')?.includes(id) === true || o.get('r3')?.includes(id) === true)
+      },
+      (LEASE_SECONDS + 10) * 1000,
+    )
+    const resumedAt = Date.now()
+    run.child.kill('SIGCONT')
+    const lost = () =>
+      run
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; account?: string; reason?: string })
+        .filter((l) => l.msg === 'account leaves this replica: its runtime stops' && (l.reason === 'expired' || l.reason === 'lost'))
+        .map((l) => l.account)
+    await until('the paused replica stops every account it lost', () => mine.every((id) => lost().includes(id)))
+    // Rendezvous gives them back to it once it heartbeats again, under a new epoch.
+    await until('its accounts back', async () => {
+      const held = (await owners()).get('r2') ?? []
+      return mine.every((id) => held.includes(id))
+    })
+    const back = await pgQuery<{ account_id: string; at: string }>(
+      url,
+      `SELECT account_id, floor(extract(epoch FROM acquired_at) * 1000)::bigint AS at FROM fsm_coordination.account_leases WHERE owner = 'r2'`,
+    )
+    for (const { account_id: id, at } of back) {
+      const db = path.join(dirs.get('r2')!, id, 'mirror.db')
+      const starts = query(db, 'SELECT count(*) AS n FROM request_starts WHERE at_ms >= ? AND at_ms < ?', resumedAt, Number(at))[0]?.n
+      expect(starts, id).toBe(0)
+    }
   }, 90_000)
 
   test('SIGTERM hands the replica’s accounts over at once: none is left held by it when it exits', async () => {
