@@ -1,9 +1,15 @@
 // The secret store: every signing secret the upstream issued for our endpoint (spec, Webhook
 // management: POST returns it once; a PUT that changes the url issues a new one). It lives in its
-// own 0600 file next to the mirror (src/store/secrets-file.ts), never in the mirror, which
+// own 0600 file next to the mirror (src/store/repositories/secrets-file.ts), never in the mirror, which
 // warehouse readers may be given; no table, log line or output ever holds a secret. A superseded
 // secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
-import { readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
+import {
+  readSecretsFile,
+  secretsFileStamp,
+  secretsPathFor,
+  writeSecretsFile,
+  type SecretEntry,
+} from '../store/repositories/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
 import { parseInstant } from '../model/timestamps.js'
 

@@ -1,7 +1,7 @@
 // integration_status (migration 0006): the last status read of each calendar integration, or why
 // the last read failed. One row per integration, written after each trigger: typed queries.
-import type { Sqlite } from './mirror-database.js'
-import { mirrorQuery, run } from './typed-query.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { mirrorQuery, run } from '../sqlite/typed-query.js'
 
 /** A status as read from the integration's status route. */
 export interface IntegrationStatusRead {

@@ -3,8 +3,8 @@
 // and is left out), and the expected staleness of a change made upstream without a webhook (one
 // only a sweep finds). `status` and the daemon's /metrics both read it here, so they agree.
 // docs/sweeping.md, Continuous sweeping, says what the figure means.
-import type { Sqlite } from './mirror-database.js'
-import { parseInstant } from '../model/timestamps.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { parseInstant } from '../../model/timestamps.js'
 
 /** Recent sweeps of a stream the figure is taken from. */
 export const FRESHNESS_SWEEPS = 20

@@ -3,10 +3,10 @@
 // from `previous` to `next`, logged in change_log like any other change. Raw statements, prepared at first use: the
 // webhook processor runs them for each such delivery.
 import type { Statement } from 'better-sqlite3'
-import type { Sqlite } from './mirror-database.js'
-import { quoteIdentifier } from '../model/sql-names.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
 
-export class StatusWriter {
+export class RecordStatusWriter {
   readonly #sqlite: Sqlite
   readonly #table: string
   readonly #column: string

@@ -17,12 +17,12 @@
 // one a second, and only a stream's last few feed its staleness figure (stream-freshness.ts).
 // calendar_changes: rows fetched more than `calendarChangesDays` ago (the feed's resume point lives
 // in sync_state, so nothing is read twice). change_log: rows older than `changeLogDays` that every
-// registered consumer has read (src/store/change-log-consumers.ts); unset, change_log keeps everything.
+// registered consumer has read (src/store/repositories/change-log-consumers.ts); unset, change_log keeps everything.
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pruneHorizon } from './change-log-consumers.js'
-import { freeUnusedPages } from './incremental-vacuum.js'
-import type { Sqlite } from './mirror-database.js'
-import { quoteIdentifier } from '../model/sql-names.js'
+import { freeUnusedPages } from '../sqlite/incremental-vacuum.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
 
 /** Whole days, or "off": that table keeps everything. */
 export type RetentionDays = number | 'off'

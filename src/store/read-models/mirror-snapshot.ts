@@ -3,13 +3,13 @@
 // declared table (TableSpec) in key order, the rows of the records changed after a seq. The tables
 // are the declared ones (docs/tables.md), named at run time, so these are raw prepared statements:
 // each reads a whole table or a batch of changes, the hot path of both readers.
-import type { SqlCell } from '../model/rows.js'
-import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { quoteIdentifier } from '../model/sql-names.js'
-import { changeKeySql } from '../model/change-key.js'
-import { lastChangeSeq } from './change-log-consumers.js'
-import type { Sqlite } from './mirror-database.js'
-import { mirrorQuery, rows } from './typed-query.js'
+import type { SqlCell } from '../../model/rows.js'
+import type { ColumnSpec, TableSpec } from '../../model/table-spec.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
+import { changeKeySql } from '../../model/change-key.js'
+import { lastChangeSeq } from '../repositories/change-log-consumers.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { mirrorQuery, rows } from '../sqlite/typed-query.js'
 
 const columnList = (columns: readonly ColumnSpec[], prefix = '') => columns.map((c) => `${prefix}${quoteIdentifier(c.name)}`).join(', ')
 

@@ -1,8 +1,8 @@
 // calendar_changes (migration 0008): the change records read from a calendar's feed, one row each.
 // A page of at most a hundred records after each trigger: typed queries.
-import type { Sqlite } from './mirror-database.js'
-import type { CalendarChangesTable } from './mirror-schema.js'
-import { mirrorQuery, run } from './typed-query.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import type { CalendarChangesTable } from '../sqlite/mirror-schema.js'
+import { mirrorQuery, run } from '../sqlite/typed-query.js'
 
 /** A change record as the feed's reader maps it; the integration and fetch time are the store's. */
 export type CalendarChange = Omit<CalendarChangesTable, 'integration' | 'fetched_at'>

@@ -3,10 +3,10 @@
 import fs from 'node:fs'
 import { MirrorError } from './mirror-error.js'
 
-export type MirrorFaultKind = 'full' | 'corrupt' | 'io' | 'readonly' | 'unopenable' | 'not-a-database'
+export type FileFaultKind = 'full' | 'corrupt' | 'io' | 'readonly' | 'unopenable' | 'not-a-database'
 
-export interface MirrorFault {
-  kind: MirrorFaultKind
+export interface FileFault {
+  kind: FileFaultKind
   /** What is wrong, for a person. */
   what: string
   /** What to do. */
@@ -17,7 +17,7 @@ const REBUILD =
   'restore it from a backup, or move it aside and run `fsm-sync sync` to build a new one (then `fsm-sync webhooks register` again)'
 
 /** The fault an error from better-sqlite3 (or the file system) reveals, or undefined for any other error. */
-export function mirrorFault(err: unknown): MirrorFault | undefined {
+export function fileFault(err: unknown): FileFault | undefined {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : ''
   const message = err instanceof Error ? err.message : String(err)
   const base = code.split('_').slice(0, 2).join('_')
@@ -78,11 +78,11 @@ export function mirrorLocked(err: unknown): boolean {
 export function explainMirrorError(file: string, err: unknown): Error {
   const cause = err instanceof MirrorError && err.cause !== undefined ? err.cause : err
   // Already explained: a migration that failed on its own, or no file there at all.
-  if (err instanceof MirrorError && (!fs.existsSync(file) || (err.code !== 'MIRROR_OPEN_FAILED' && mirrorFault(cause) === undefined)))
+  if (err instanceof MirrorError && (!fs.existsSync(file) || (err.code !== 'MIRROR_OPEN_FAILED' && fileFault(cause) === undefined)))
     return err
   const shape = fileShape(file)
   if (shape !== undefined) return new MirrorError('MIRROR_UNREADABLE', `the mirror ${file} ${shape}`, { cause })
-  const fault = mirrorFault(cause)
+  const fault = fileFault(cause)
   if (fault === undefined) return err instanceof Error ? err : new Error(String(err))
   const code = fault.kind === 'corrupt' || fault.kind === 'not-a-database' ? 'MIRROR_CORRUPT' : 'MIRROR_UNREADABLE'
   return new MirrorError(code, `the mirror ${file}: ${fault.what}: ${fault.fix}`, { cause })

@@ -1,9 +1,9 @@
 // Whether anything was ever synced into a mirror: what the commands that read or extend a mirror
 // (`status`, `query`, `reconcile`, `trigger`) check first, so that one pointed at the wrong file (a
 // container on the wrong volume) fails instead of creating an empty mirror and succeeding quietly.
-import type { Sqlite } from './mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 
-export interface SyncHistory {
+export interface MirrorUse {
   /**
    * A sweep or a reference read once succeeded (a `success` row of kind `sweep` or `reference` in
    * `sync_runs`), or a sweep stored a page (a cursor in `sync_state`: retention may have removed the
@@ -17,7 +17,7 @@ export interface SyncHistory {
   running: number
 }
 
-export function syncHistory(sqlite: Sqlite): SyncHistory {
+export function mirrorUse(sqlite: Sqlite): MirrorUse {
   const tables = new Set(
     sqlite
       .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('sync_runs', 'sync_state', 'webhook_inbox')`)

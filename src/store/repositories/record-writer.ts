@@ -6,10 +6,10 @@
 // together or not at all. Inside the caller's transaction it adds no savepoint, which the sweeps
 // and the webhook processor's fast path avoid on purpose; a caller that goes on after a failed
 // write takes its own savepoint, as the processor's careful path does.
-import type { RecordRow, SqlCell } from '../model/rows.js'
-import type { Sqlite } from './mirror-database.js'
-import { quoteIdentifier } from '../model/sql-names.js'
-import { encodeChangeKey } from '../model/change-key.js'
+import type { RecordRow, SqlCell } from '../../model/rows.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
+import { encodeChangeKey } from '../../model/change-key.js'
 
 export interface UpsertOptions {
   /** Canonical time of the write (synced_at, change_log.changed_at). */

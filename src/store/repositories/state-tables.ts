@@ -3,8 +3,8 @@
 // test (test/integration/store/declared-tables.test.ts) checks every table of the mirror against a
 // declaration, and readers that list the mirror's tables (the schema catalog) need no other list.
 // The account's data is declared by the connectors (connectors/index.ts, DATA_TABLES).
-import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { MIGRATION_TABLE } from './migration-runner.js'
+import type { ColumnKind, ColumnSpec, TableSpec } from '../../model/table-spec.js'
+import { MIGRATION_TABLE } from '../migrations/migration-runner.js'
 
 const c = (name: string, kind: ColumnKind, nullable: boolean, description: string, declaredType?: string): ColumnSpec => ({
   name,
@@ -124,7 +124,7 @@ export const STATE_TABLES: readonly TableSpec[] = [
   ),
   state(
     'change_log_consumers',
-    'Readers of change_log that retention waits for: a destination, or a consumer a user registered (src/store/change-log-consumers.ts).',
+    'Readers of change_log that retention waits for: a destination, or a consumer a user registered (src/store/repositories/change-log-consumers.ts).',
     ['name'],
     [
       c('name', 'text', false, 'The consumer (`postgres:<host>:<port>:<database>:<schema>` for a Postgres destination).'),
@@ -162,7 +162,7 @@ export const STATE_TABLES: readonly TableSpec[] = [
   ),
   state(
     MIGRATION_TABLE,
-    'The migrations applied to the mirror (the table kysely created; src/store/migration-runner.ts).',
+    'The migrations applied to the mirror (the table kysely created; src/store/migrations/migration-runner.ts).',
     ['name'],
     [
       c('name', 'text', false, 'The migration name.', 'varchar(255)'),

@@ -2,12 +2,12 @@
 // reconciliation or trigger (sync_runs). Cursor writes are synchronous so that the engine can put
 // them in the same transaction as the page they cover (docs/guarantees.md, Killed at any moment).
 import { z } from 'zod'
-import type { Sqlite } from './mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 import { parseStoredCursor, type StoredCursor } from './stored-cursor.js'
 
-import type { RunKind, RunOutcome, SyncStateTable } from './mirror-schema.js'
+import type { RunKind, RunOutcome, SyncStateTable } from '../sqlite/mirror-schema.js'
 
-export type { RunKind, RunOutcome } from './mirror-schema.js'
+export type { RunKind, RunOutcome } from '../sqlite/mirror-schema.js'
 
 /** A stream's row; its cursor is read only through `readCursor`, with the schema of its kind. */
 export interface StreamState {

@@ -1,9 +1,9 @@
 // custom_object_types: discovery item, schema fields and pipeline per slug, and the view built from
 // them. A schema change rebuilds the view in the same transaction that stores the schema.
-import type { DiscoveryItem, ObjectSchema } from '../model/custom-objects.js'
-import { quoteIdentifier } from '../model/sql-names.js'
+import type { DiscoveryItem, ObjectSchema } from '../../model/custom-objects.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
 import { viewName, viewStatements } from './custom-object-views.js'
-import type { Sqlite } from './mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 
 export interface StoredType {
   slug: string

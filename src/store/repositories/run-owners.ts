@@ -1,10 +1,10 @@
 // The processes that own runs (run_owners): one row per live process, refreshed by one UPDATE per
 // heartbeat, never one per run or per row. A few statements a minute: typed queries.
-import type { Sqlite } from './mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 import type { ProcessIdentity, RunOwner } from './owner-liveness.js'
 import type { Selectable } from 'kysely'
-import type { RunOwnersTable } from './mirror-schema.js'
-import { firstRow, mirrorQuery, run } from './typed-query.js'
+import type { RunOwnersTable } from '../sqlite/mirror-schema.js'
+import { firstRow, mirrorQuery, run } from '../sqlite/typed-query.js'
 
 export class RunOwnerStore {
   readonly #sqlite: Sqlite

@@ -1,9 +1,9 @@
 // Reading what happened, for reports: finished runs from sync_runs and the position of change_log.
 // The writes of both belong to the sync (sync-state.ts) and the record writer; nothing here writes.
 // Not on a hot path (a status report, the demo's activity line every few seconds): typed queries.
-import type { Sqlite } from './mirror-database.js'
-import type { RunKind, RunOutcome } from './sync-state.js'
-import { firstRow, mirrorQuery, rows, type RowOf } from './typed-query.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import type { RunKind, RunOutcome } from '../repositories/sync-state.js'
+import { firstRow, mirrorQuery, rows, type RowOf } from '../sqlite/typed-query.js'
 
 /** A finished run, as reports show it. */
 export interface FinishedRun {

@@ -1,16 +1,16 @@
 // What `fsm-sync status` shows, read from the mirror alone (it may run beside the daemon).
-import { quoteIdentifier } from '../model/sql-names.js'
-import type { Sqlite } from './mirror-database.js'
-import type { SyncStateTable } from './mirror-schema.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import type { SyncStateTable } from '../sqlite/mirror-schema.js'
 import { streamFreshness } from './stream-freshness.js'
-import { estimateBackfill, type BackfillEstimate } from '../model/backfill-estimate.js'
-import { STALE_AFTER_MS } from './owner-liveness.js'
+import { estimateBackfill, type BackfillEstimate } from '../../model/backfill-estimate.js'
+import { STALE_AFTER_MS } from '../repositories/owner-liveness.js'
 import { RunHistory } from './run-history.js'
-import { RunOwnerStore } from './run-owners.js'
-import { readRunProgress, type RunProgress } from './sync-state.js'
-import { parseInstant } from '../model/timestamps.js'
-import { inboxCounts } from './webhook-inbox-store.js'
-import { destinationLags, type ConsumerLag } from './change-log-consumers.js'
+import { RunOwnerStore } from '../repositories/run-owners.js'
+import { readRunProgress, type RunProgress } from '../repositories/sync-state.js'
+import { parseInstant } from '../../model/timestamps.js'
+import { inboxCounts } from '../repositories/webhook-inbox-store.js'
+import { destinationLags, type ConsumerLag } from '../repositories/change-log-consumers.js'
 
 /** Which table each stream's rows are counted in by `status` (src/cli/status-streams.ts derives it from the registry). */
 export interface StatusStreams {

@@ -1,7 +1,7 @@
 // webhook_state: small values the webhook side keeps by key (the delivery-gap cursor). Read and
 // written a few times an hour: typed queries.
-import type { Sqlite } from './mirror-database.js'
-import { firstRow, mirrorQuery, run } from './typed-query.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { firstRow, mirrorQuery, run } from '../sqlite/typed-query.js'
 
 export class WebhookStateStore {
   readonly #sqlite: Sqlite

@@ -2,8 +2,8 @@
 // writer: which rows are live (reconciliation, complete snapshots) and, for custom records, which
 // object a record id belongs to. Tables are named at run time (a stream's table), so these are
 // plain statements with the name quoted, as in record-writer.ts.
-import type { Sqlite } from './mirror-database.js'
-import { quoteIdentifier } from '../model/sql-names.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { quoteIdentifier } from '../../model/sql-names.js'
 
 /** Only the rows where `column` holds `value` (custom_records of one slug), as RecordWriter's scope. */
 export interface TableScope {

@@ -1,6 +1,6 @@
 // The mirror's identity: a random id created once by a migration (0015), the same for the life of
 // the mirror file. A destination records it in its replica and refuses to be fed by another mirror.
-import type { Sqlite } from './mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 
 /** The mirror's id. */
 export function mirrorId(sqlite: Sqlite): string {

@@ -6,7 +6,7 @@
 // only a checkpoint that completes between two commits restarts the log. Why, and what an idle
 // mirror costs: src/store/README.md, "Checkpoints".
 import type { Worker } from 'node:worker_threads'
-import type { Logger } from '../log/logger.js'
+import type { Logger } from '../../log/logger.js'
 import { CHECKPOINT_COUNTERS as FIELDS, type CheckpointCommand, type CheckpointWorkerMessage } from './checkpoint-protocol.js'
 import type { Sqlite } from './mirror-database.js'
 import { startModuleWorker } from './module-worker.js'

@@ -4,8 +4,8 @@
 // here and run raw: each runs once per delivery (the insert on intake, the reads and marks in the
 // processor), the measured hot path of bench/webhook-intake.bench.ts.
 import { isUtf8 } from 'node:buffer'
-import type { Sqlite } from './mirror-database.js'
-import { firstRow, mirrorQuery } from './typed-query.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { firstRow, mirrorQuery } from '../sqlite/typed-query.js'
 
 /** A verified delivery as intake hands it over. */
 export interface InboxDelivery {

@@ -5,8 +5,8 @@
 // one 60 s window against a budget of 60 across a restart.
 // Processes running at the same time (the daemon and a cron `reconcile`) share it too: each start
 // is claimed here in one short write transaction, so together they never pass the limit.
-import type { Sqlite } from './mirror-database.js'
-import { systemClock } from '../model/clock.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { systemClock } from '../../model/clock.js'
 
 /** Inserts between prunes: the table stays near one window's worth of rows. */
 const PRUNE_EVERY = 64

@@ -5,8 +5,8 @@
 // read them and they are older than `retention.changeLogDays`; a consumer further behind than
 // `retention.changeLogHoldDays` stops holding rows back, and a destination that finds its next
 // change pruned loads itself again from a snapshot. A destination never loaded holds nothing back.
-import { parseInstant } from '../model/timestamps.js'
-import type { Sqlite } from './mirror-database.js'
+import { parseInstant } from '../../model/timestamps.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 
 export type ConsumerKind = 'destination' | 'user'
 

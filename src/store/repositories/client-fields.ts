@@ -1,9 +1,9 @@
 // client_fields (migration 0007): the client schema's custom fields, behind the client_properties
 // view. Replaced whole on every discovery (a few dozen rows): typed queries.
-import type { SqlCell } from '../model/rows.js'
-import type { Sqlite } from './mirror-database.js'
-import type { ClientFieldsTable } from './mirror-schema.js'
-import { mirrorQuery, run } from './typed-query.js'
+import type { SqlCell } from '../../model/rows.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import type { ClientFieldsTable } from '../sqlite/mirror-schema.js'
+import { mirrorQuery, run } from '../sqlite/typed-query.js'
 
 /** A field as the schema route gives it, mapped; its sync time is the store's. */
 export type ClientField = Omit<ClientFieldsTable, 'synced_at'>

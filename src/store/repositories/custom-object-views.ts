@@ -5,7 +5,7 @@
 // The names are the same in the mirror and in the Postgres destination (src/destination/postgres-ddl.ts),
 // and unique in both: SQLite compares identifiers without case, and Postgres cuts them at 63 bytes.
 import { createHash } from 'node:crypto'
-import { quoteIdentifier, quoteText } from '../model/sql-names.js'
+import { quoteIdentifier, quoteText } from '../../model/sql-names.js'
 
 export interface FieldDescriptor {
   name: string

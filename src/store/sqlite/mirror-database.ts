@@ -8,15 +8,15 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import type { Logger } from '../log/logger.js'
-import { runMigrations, type Migrations } from './migration-runner.js'
-import type { MigrationHooks } from './migrations/types.js'
+import type { Logger } from '../../log/logger.js'
+import { runMigrations, type Migrations } from '../migrations/migration-runner.js'
+import type { MigrationHooks } from '../migrations/types.js'
 import { MirrorError } from './mirror-error.js'
-import { explainMirrorError } from './mirror-fault.js'
-import { SECRETS_FILE_MODE } from './secrets-file.js'
+import { explainMirrorError } from './file-faults.js'
+import { SECRETS_FILE_MODE } from '../repositories/secrets-file.js'
 
 export { MirrorError } from './mirror-error.js'
-export { explainMirrorError } from './mirror-fault.js'
+export { explainMirrorError } from './file-faults.js'
 
 export type Sqlite = Database.Database
 
@@ -59,8 +59,8 @@ type Migrating = Awaited<ReturnType<typeof loadMigrating>>
 
 async function loadMigrating() {
   const [{ MIGRATION_HOOKS, MIGRATIONS }, { secretsLeftInMirror }] = await Promise.all([
-    import('./migrations/index.js'),
-    import('./migrations/0011-secrets-file.js'),
+    import('../migrations/index.js'),
+    import('../migrations/0011-secrets-file.js'),
   ])
   return { MIGRATION_HOOKS, MIGRATIONS, secretsLeftInMirror }
 }

@@ -9,7 +9,7 @@
 // - Another host (two containers on one volume): pids mean nothing here; a heartbeat older than
 //   the bound is gone.
 
-import { parseInstant } from '../model/timestamps.js'
+import { parseInstant } from '../../model/timestamps.js'
 
 /** Silence after which an owner on another host (or a reused pid) is taken for gone: six missed beats of 10 s. */
 export const STALE_AFTER_MS = 60_000
