@@ -1,0 +1,144 @@
+// Each account's webhook signing secrets, shared through Postgres (docs/sharding.md, Webhooks): the
+// owner publishes what its secrets file holds, and any replica reads them to verify a delivery for an
+// account it does not own. Sealed with FSM_SECRETS_KEY when it is set (secrets-key.ts). A reader
+// keeps what it read and reads again on NOTIFY, past a TTL, or when a signature did not verify.
+import type { Clock } from '../model/clock.js'
+import type { Queryable } from './coordination-schema.js'
+import { SECRETS_KEY_VARIABLE, SecretsKeyError, type SecretsKey } from './secrets-key.js'
+import type { WebhookTables } from './webhook-schema.js'
+
+/** One issued secret, as the account's secrets file keeps it (without the endpoint's url). */
+export interface SharedSecretEntry {
+  endpointId: string
+  secret: string
+  createdAt: string
+  supersededAt: string | null
+}
+
+/** Stores the account's secrets (sealed when `key` is set) and notifies the readers, in one statement. */
+export async function publishSecrets(
+  db: Queryable,
+  t: WebhookTables,
+  key: SecretsKey | undefined,
+  accountId: string,
+  entries: readonly SharedSecretEntry[],
+): Promise<void> {
+  const plain = Buffer.from(JSON.stringify(entries.map(pick)), 'utf8')
+  const value = key === undefined ? plain : key.seal(accountId, plain)
+  await db.query(
+    `WITH up AS (
+       INSERT INTO ${t.secrets} (account_id, secrets, encrypted, updated_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (account_id) DO UPDATE SET secrets = excluded.secrets, encrypted = excluded.encrypted, updated_at = now()
+       RETURNING account_id)
+     SELECT pg_notify($4, account_id) FROM up`,
+    [accountId, value, key !== undefined, t.secretsChannel],
+  )
+}
+
+/** The account's published secrets; undefined when none were published. Throws SecretsKeyError. */
+export async function readSecrets(
+  db: Queryable,
+  t: WebhookTables,
+  key: SecretsKey | undefined,
+  accountId: string,
+): Promise<SharedSecretEntry[] | undefined> {
+  const r = await db.query<{ secrets: Buffer; encrypted: boolean }>(`SELECT secrets, encrypted FROM ${t.secrets} WHERE account_id = $1`, [
+    accountId,
+  ])
+  const row = r.rows[0]
+  if (row === undefined) return undefined
+  if (row.encrypted && key === undefined)
+    throw new SecretsKeyError(
+      'SECRETS_KEY_MISSING',
+      `the shared webhook secrets of account ${accountId} are encrypted, and ${SECRETS_KEY_VARIABLE} is not set on this replica`,
+    )
+  // A row in the clear while a key is set: published before the key was (a rolling change); accepted.
+  const plain = row.encrypted ? key!.open(accountId, row.secrets) : row.secrets
+  return (JSON.parse(plain.toString('utf8')) as SharedSecretEntry[]).map(pick)
+}
+
+const pick = (e: SharedSecretEntry): SharedSecretEntry => ({
+  endpointId: e.endpointId,
+  secret: e.secret,
+  createdAt: e.createdAt,
+  supersededAt: e.supersededAt,
+})
+
+export interface SharedSecretsOptions {
+  db: Queryable
+  tables: WebhookTables
+  key: SecretsKey | undefined
+  clock: Clock
+  /** Read again in the background when older than this (default 30 s); NOTIFY usually comes first. */
+  ttlMs?: number
+  /** At most one read per account this often on a signature that did not verify (default 1 s). */
+  minRefreshMs?: number
+}
+
+interface Cached {
+  entries: SharedSecretEntry[]
+  readAt: number
+}
+
+/** A replica's reader, shared by every account it does not own. */
+export class SharedSecrets {
+  readonly #o: SharedSecretsOptions
+  readonly #cache = new Map<string, Cached>()
+  readonly #reading = new Map<string, Promise<SharedSecretEntry[]>>()
+  /** The owner side: the JSON last published per account, so an unchanged file is not published again. */
+  readonly #published = new Map<string, string>()
+
+  constructor(options: SharedSecretsOptions) {
+    this.#o = options
+  }
+
+  /** What was read last (empty before the first read); starts a read in the background when stale. */
+  cached(accountId: string): readonly SharedSecretEntry[] {
+    const c = this.#cache.get(accountId)
+    if (c === undefined || this.#o.clock.now() - c.readAt >= (this.#o.ttlMs ?? 30_000)) void this.#read(accountId).catch(() => undefined)
+    return c?.entries ?? []
+  }
+
+  /**
+   * Reads the account's secrets now, unless they were read less than minRefreshMs ago (a flood of
+   * forged deliveries costs one read a second). Concurrent callers share one read.
+   */
+  async refresh(accountId: string): Promise<readonly SharedSecretEntry[]> {
+    const c = this.#cache.get(accountId)
+    if (c !== undefined && this.#o.clock.now() - c.readAt < (this.#o.minRefreshMs ?? 1_000)) return c.entries
+    return this.#read(accountId)
+  }
+
+  /** A NOTIFY said the account's secrets changed: the next use reads them again. */
+  invalidate(accountId: string): void {
+    this.#cache.delete(accountId)
+  }
+
+  /** The owner's side: publishes the account's entries unless they equal what it published last. */
+  async publish(accountId: string, entries: readonly SharedSecretEntry[], force = false): Promise<boolean> {
+    const json = JSON.stringify(entries.map(pick))
+    if (!force && this.#published.get(accountId) === json) return false
+    await publishSecrets(this.#o.db, this.#o.tables, this.#o.key, accountId, entries)
+    this.#published.set(accountId, json)
+    return true
+  }
+
+  /** The account left this replica: its next takeover publishes again. */
+  forgetPublished(accountId: string): void {
+    this.#published.delete(accountId)
+  }
+
+  #read(accountId: string): Promise<SharedSecretEntry[]> {
+    const inFlight = this.#reading.get(accountId)
+    if (inFlight !== undefined) return inFlight
+    const readAt = this.#o.clock.now()
+    const p = readSecrets(this.#o.db, this.#o.tables, this.#o.key, accountId)
+      .then((entries) => {
+        this.#cache.set(accountId, { entries: entries ?? [], readAt })
+        return entries ?? []
+      })
+      .finally(() => this.#reading.delete(accountId))
+    this.#reading.set(accountId, p)
+    return p
+  }
+}
