@@ -112,6 +112,8 @@ export class SharedSecrets {
   /** A NOTIFY said the account's secrets changed: the next use reads them again. */
   invalidate(accountId: string): void {
     this.#cache.delete(accountId)
+    // A read in flight may have started before the change: its answer is not kept.
+    this.#reading.delete(accountId)
   }
 
   /** The owner's side: publishes the account's entries unless they equal what it published last. */
@@ -134,10 +136,12 @@ export class SharedSecrets {
     const readAt = this.#o.clock.now()
     const p = readSecrets(this.#o.db, this.#o.tables, this.#o.key, accountId)
       .then((entries) => {
-        this.#cache.set(accountId, { entries: entries ?? [], readAt })
+        if (this.#reading.get(accountId) === p) this.#cache.set(accountId, { entries: entries ?? [], readAt })
         return entries ?? []
       })
-      .finally(() => this.#reading.delete(accountId))
+      .finally(() => {
+        if (this.#reading.get(accountId) === p) this.#reading.delete(accountId)
+      })
     this.#reading.set(accountId, p)
     return p
   }

@@ -143,6 +143,44 @@ describe('the shared secrets table', () => {
   })
 })
 
+describe("a reader's cache of the shared secrets", () => {
+  test('the owner publishes only a change, and a NOTIFY brings it to the readers', async () => {
+    const { db, c, t } = await fresh()
+    const owner = new SharedSecrets({ db, tables: t, key: undefined, clock: systemClock })
+    const reader = new SharedSecrets({ db: pool(), tables: t, key: undefined, clock: systemClock, ttlMs: 3_600_000 })
+    expect(await owner.publish('acct-a', [entry(SECRET)])).toBe(true)
+    expect(await owner.publish('acct-a', [entry(SECRET)])).toBe(false)
+    expect(await reader.refresh('acct-a')).toEqual([entry(SECRET)])
+    const changed: string[] = []
+    const relay = new InboxRelay({
+      db,
+      connect: listenClient,
+      coordination: c,
+      tables: t,
+      me: replica('reader'),
+      epochOf: () => undefined,
+      deliver: () => Promise.resolve(),
+      onSecretsChanged: (a) => {
+        changed.push(a)
+        reader.invalidate(a)
+      },
+      onError: () => undefined,
+      clock: systemClock,
+    })
+    closers.push(() => relay.stop())
+    await relay.start()
+    const rotated = [entry(SECRET, 'ep-1', '2026-11-27T00:00:00.000Z'), entry('whsec_rotated_9876543210', 'ep-2')]
+    expect(await owner.publish('acct-a', rotated)).toBe(true)
+    while (changed.length === 0) await new Promise((r) => setTimeout(r, 10))
+    expect(changed).toEqual(['acct-a'])
+    // Invalidated: the next use starts a read, and the one after sees the rotation.
+    expect(reader.cached('acct-a')).toEqual([])
+    while (reader.cached('acct-a').length === 0) await new Promise((r) => setTimeout(r, 10))
+    expect(reader.cached('acct-a')).toEqual(rotated)
+    await relay.stop()
+  })
+})
+
 /** An intake for `accountId` as a replica that does not own it serves it: shared secrets, shared inbox. */
 async function relayIntake(db: pg.Pool, t: WebhookTables, accountId: string, key?: SecretsKey) {
   const shared = new SharedSecrets({ db, tables: t, key, clock: systemClock, minRefreshMs: 0 })
