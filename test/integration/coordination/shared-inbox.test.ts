@@ -1,187 +1,30 @@
-// The shared webhook path of sharded mode against the real Postgres server of the suite: the
-// secrets table only the daemon's role reads, sealed with FSM_SECRETS_KEY; a delivery for an account
+// The shared webhook inbox against the real Postgres server of the suite: a delivery for an account
 // this replica does not own, verified with the shared secret and answered 200 only once committed;
 // and the owner's relay moving it into its local SQLite inbox exactly once, fenced by its epoch.
-import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
-import { ensureCoordinationSchema, type CoordinationTables } from '../../../src/coordination/coordination-schema.js'
+import type pg from 'pg'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { InboxRelay } from '../../../src/coordination/inbox-relay.js'
 import { acquireLeases, releaseLeases } from '../../../src/coordination/leases.js'
-import { registerReplica, type ReplicaIdentity } from '../../../src/coordination/membership.js'
+import { registerReplica } from '../../../src/coordination/membership.js'
 import { SecretsKey } from '../../../src/coordination/secrets-key.js'
-import { markTaken, pendingDeliveries, storeDelivery, type PendingDelivery } from '../../../src/coordination/shared-inbox.js'
-import { publishSecrets, readSecrets, SharedSecrets } from '../../../src/coordination/shared-secrets.js'
-import { ensureWebhookSchema, type WebhookTables } from '../../../src/coordination/webhook-schema.js'
+import { markTaken, pendingDeliveries, pruneTaken, storeDelivery, type PendingDelivery } from '../../../src/coordination/shared-inbox.js'
+import { publishSecrets, SharedSecrets } from '../../../src/coordination/shared-secrets.js'
+import type { WebhookTables } from '../../../src/coordination/webhook-schema.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { systemClock } from '../../../src/model/clock.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { createIntakeHandler } from '../../../src/webhooks/intake-handler.js'
 import { activeSecretsOf } from '../../../src/webhooks/secret-store.js'
 import { sign } from '../../../src/webhooks/signature.js'
-import { createDatabase, POSTGRES_PASSWORD, withDatabase } from '../../support/postgres-server.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+import { delivery, entry, KEY, replica, SECRET, sharedWebhooksEnv } from './shared-webhooks-env.js'
 
 const logger = createLogger({ level: 'silent' })
-const SECRET = 'whsec_shared_current_0123456789abcdef'
-const KEY = 'a-random-key-for-the-replicas-0123456789'
-let url: string
-let schemas = 0
-const closers: (() => Promise<unknown>)[] = []
+const env = sharedWebhooksEnv('fsm_shared_inbox')
+const { client, closers, fresh, listenClient, pool } = env
 
-async function client(connectionString = url): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString })
-  await c.connect()
-  closers.push(() => c.end())
-  return c
-}
-
-/** A relay's LISTEN connection: the relay ends it. */
-async function listenClient(): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  return c
-}
-
-function pool(max = 4): pg.Pool {
-  const p = new pg.Pool({ connectionString: url, max })
-  p.on('error', () => undefined)
-  closers.push(() => p.end())
-  return p
-}
-
-async function fresh(): Promise<{ db: pg.Client; c: CoordinationTables; t: WebhookTables }> {
-  const db = await client()
-  const schema = `webhooks_${schemas++}`
-  const c = await ensureCoordinationSchema(db, schema)
-  const { tables: t } = await ensureWebhookSchema(db, schema)
-  return { db, c, t }
-}
-
-const replica = (name: string): ReplicaIdentity => ({ name, incarnation: randomUUID() })
-const entry = (secret: string, endpointId = 'ep-1', supersededAt: string | null = null) => ({
-  endpointId,
-  secret,
-  createdAt: '2026-11-01T00:00:00.000Z',
-  supersededAt,
-})
-const delivery = (id: string): { deliveryId: string; event: string; body: Buffer; verifiedWith: string } => ({
-  deliveryId: id,
-  event: 'client.updated',
-  body: Buffer.from(JSON.stringify({ id: `c-${id}`, name: 'Ada' })),
-  verifiedWith: 'endpoint ep-1 (current)',
-})
-
-beforeAll(async () => {
-  url = await createDatabase(inject('postgresUrl'), 'fsm_shared_webhooks')
-})
-
-afterAll(async () => {
-  for (const close of closers.reverse()) await close().catch(() => undefined)
-})
-
-describe('the shared secrets table', () => {
-  test("only the daemon's role reads it, also after a GRANT or default privileges gave it away", async () => {
-    const admin = await client()
-    const suffix = `${process.pid}_${schemas}`
-    const [daemonRole, reader] = [`fsm_daemon_${suffix}`, `fsm_reader_${suffix}`]
-    const database = new URL(url).pathname.slice(1)
-    await admin.query(`CREATE ROLE ${daemonRole} LOGIN PASSWORD '${POSTGRES_PASSWORD}'`)
-    await admin.query(`CREATE ROLE ${reader} LOGIN PASSWORD '${POSTGRES_PASSWORD}'`)
-    await admin.query(`GRANT CREATE ON DATABASE "${database}" TO ${daemonRole}`)
-    const as = (role: string) => {
-      const u = new URL(withDatabase(url, database))
-      u.username = role
-      return client(u.toString())
-    }
-    const daemon = await as(daemonRole)
-    const schema = `webhooks_${schemas++}`
-    // Default privileges the user set for every table the daemon creates: they reach the new table.
-    await daemon.query(`ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO ${reader}`)
-    await ensureCoordinationSchema(daemon, schema)
-    const first = await ensureWebhookSchema(daemon, schema)
-    expect(first.revoked).toEqual([reader])
-    await publishSecrets(daemon, first.tables, undefined, 'acct-a', [entry(SECRET)])
-    // The schema's other tables stay open to what the user grants (fsm-sync replicas as a monitor).
-    await daemon.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${reader}`)
-    await daemon.query(`GRANT SELECT ON "${schema}".replicas TO ${reader}`)
-    await daemon.query(`GRANT SELECT ON "${schema}".webhook_secrets, "${schema}".webhook_inbox TO ${reader}`)
-    const other = await as(reader)
-    await expect(other.query(`SELECT * FROM "${schema}".replicas`)).resolves.toBeDefined()
-    expect((await other.query(`SELECT count(*)::int AS n FROM "${schema}".webhook_secrets`)).rows[0].n).toBe(1)
-    // The next start revokes the GRANT.
-    const again = await ensureWebhookSchema(daemon, schema)
-    expect(again.revoked).toEqual([reader])
-    await expect(other.query(`SELECT * FROM "${schema}".webhook_secrets`)).rejects.toMatchObject({ code: '42501' })
-    await expect(other.query(`SELECT * FROM "${schema}".webhook_inbox`)).rejects.toMatchObject({ code: '42501' })
-    await expect(readSecrets(daemon, again.tables, undefined, 'acct-a')).resolves.toEqual([entry(SECRET)])
-  })
-
-  test('sealed with FSM_SECRETS_KEY: the column is not the secret, a wrong or missing key names the variable', async () => {
-    const { db, t } = await fresh()
-    const key = SecretsKey.fromVariable(KEY)!
-    await publishSecrets(db, t, key, 'acct-a', [
-      entry(SECRET),
-      entry('whsec_previous_abcdef0123456789', 'ep-0', '2026-11-20T00:00:00.000Z'),
-    ])
-    const raw = (await db.query<{ secrets: Buffer; encrypted: boolean }>(`SELECT secrets, encrypted FROM ${t.secrets}`)).rows[0]!
-    expect(raw.encrypted).toBe(true)
-    expect(raw.secrets.includes(Buffer.from(SECRET))).toBe(false)
-    expect(raw.secrets.includes(Buffer.from('whsec_'))).toBe(false)
-    expect((await readSecrets(db, t, key, 'acct-a'))!.map((e) => e.secret)).toEqual([SECRET, 'whsec_previous_abcdef0123456789'])
-
-    const wrong = await readSecrets(db, t, SecretsKey.fromVariable(`${KEY}-other`), 'acct-a').catch((e: unknown) => e as Error)
-    expect(wrong).toMatchObject({ code: 'SECRETS_KEY_WRONG' })
-    expect((wrong as Error).message).toContain('FSM_SECRETS_KEY')
-    expect((wrong as Error).message).not.toContain(SECRET)
-    await expect(readSecrets(db, t, undefined, 'acct-a')).rejects.toMatchObject({ code: 'SECRETS_KEY_MISSING' })
-    // A sealed value copied onto another account does not open: the account id is bound to it.
-    await db.query(`INSERT INTO ${t.secrets} (account_id, secrets, encrypted) SELECT 'acct-b', secrets, true FROM ${t.secrets}`)
-    await expect(readSecrets(db, t, key, 'acct-b')).rejects.toMatchObject({ code: 'SECRETS_KEY_WRONG' })
-  })
-})
-
-describe("a reader's cache of the shared secrets", () => {
-  test('the owner publishes only a change, and a NOTIFY brings it to the readers', async () => {
-    const { db, c, t } = await fresh()
-    const owner = new SharedSecrets({ db, tables: t, key: undefined, clock: systemClock })
-    const reader = new SharedSecrets({ db: pool(), tables: t, key: undefined, clock: systemClock, ttlMs: 3_600_000 })
-    expect(await owner.publish('acct-a', [entry(SECRET)])).toBe(true)
-    expect(await owner.publish('acct-a', [entry(SECRET)])).toBe(false)
-    expect(await reader.refresh('acct-a')).toEqual([entry(SECRET)])
-    const changed: string[] = []
-    const relay = new InboxRelay({
-      db,
-      connect: listenClient,
-      coordination: c,
-      tables: t,
-      me: replica('reader'),
-      epochOf: () => undefined,
-      deliver: () => Promise.resolve(),
-      onSecretsChanged: (a) => {
-        changed.push(a)
-        reader.invalidate(a)
-      },
-      onError: () => undefined,
-      clock: systemClock,
-    })
-    closers.push(() => relay.stop())
-    await relay.start()
-    const rotated = [entry(SECRET, 'ep-1', '2026-11-27T00:00:00.000Z'), entry('whsec_rotated_9876543210', 'ep-2')]
-    expect(await owner.publish('acct-a', rotated)).toBe(true)
-    while (changed.length === 0) await new Promise((r) => setTimeout(r, 10))
-    expect(changed).toEqual(['acct-a'])
-    // Invalidated: the next use starts a read, and the one after sees the rotation.
-    expect(reader.cached('acct-a')).toEqual([])
-    while (reader.cached('acct-a').length === 0) await new Promise((r) => setTimeout(r, 10))
-    expect(reader.cached('acct-a')).toEqual(rotated)
-    await relay.stop()
-  })
-})
-
-/** An intake for `accountId` as a replica that does not own it serves it: shared secrets, shared inbox. */
 async function relayIntake(db: pg.Pool, t: WebhookTables, accountId: string, key?: SecretsKey) {
   const shared = new SharedSecrets({ db, tables: t, key, clock: systemClock, minRefreshMs: 0 })
   const handler = createIntakeHandler({
@@ -418,6 +261,10 @@ describe("the owner's relay", () => {
     expect(local.results).toEqual(['stored', 'stored', 'duplicate', 'duplicate'])
     expect(localIds('k-')).toEqual(['k-1', 'k-2'])
     expect(await pendingDeliveries(db, t, 'acct-a', 10)).toEqual([])
+    // Taken rows go after the replay window; one still waiting never does.
+    await storeDelivery(db, t, 'acct-a', delivery('k-3'))
+    expect(await pruneTaken(db, t, 0)).toBe(2)
+    expect((await pendingDeliveries(db, t, 'acct-a', 10)).map((d) => d.deliveryId)).toEqual(['k-3'])
   })
 
   test("only the lease's current epoch marks rows; a new owner replays what the old one took recently", async () => {
