@@ -15,24 +15,46 @@ export interface SharedSecretEntry {
   supersededAt: string | null
 }
 
-/** Stores the account's secrets (sealed when `key` is set) and notifies the readers, in one statement. */
+/**
+ * Adds the account's secrets to those published (sealed when `key` is set) and notifies the readers.
+ * A merge, never a replacement: a replica whose secrets file is older (it owned the account before a
+ * rotation) or missing (a new owner) cannot take a secret away. An entry superseded anywhere stays
+ * superseded (its grace period runs from the earliest). Compare-and-swap on `version`, so two
+ * publishers at once both land. Returns false when nothing changed.
+ */
 export async function publishSecrets(
   db: Queryable,
   t: WebhookTables,
   key: SecretsKey | undefined,
   accountId: string,
   entries: readonly SharedSecretEntry[],
-): Promise<void> {
-  const plain = Buffer.from(JSON.stringify(entries.map(pick)), 'utf8')
-  const value = key === undefined ? plain : key.seal(accountId, plain)
-  await db.query(
-    `WITH up AS (
-       INSERT INTO ${t.secrets} (account_id, secrets, encrypted, updated_at) VALUES ($1, $2, $3, now())
-       ON CONFLICT (account_id) DO UPDATE SET secrets = excluded.secrets, encrypted = excluded.encrypted, updated_at = now()
-       RETURNING account_id)
-     SELECT pg_notify($4, account_id) FROM up`,
-    [accountId, value, key !== undefined, t.secretsChannel],
-  )
+): Promise<boolean> {
+  for (;;) {
+    const current = await readRow(db, t, key, accountId)
+    const merged = mergeEntries(current?.entries ?? [], entries)
+    const sealedAsWanted = current !== undefined && current.encrypted === (key !== undefined)
+    if (sealedAsWanted && JSON.stringify(merged) === JSON.stringify(current.entries)) return false
+    const plain = Buffer.from(JSON.stringify(merged), 'utf8')
+    const value = key === undefined ? plain : key.seal(accountId, plain)
+    const r =
+      current === undefined
+        ? await db.query(
+            `WITH up AS (
+               INSERT INTO ${t.secrets} (account_id, secrets, encrypted) VALUES ($1, $2, $3)
+               ON CONFLICT (account_id) DO NOTHING RETURNING account_id)
+             SELECT pg_notify($4, account_id) FROM up`,
+            [accountId, value, key !== undefined, t.secretsChannel],
+          )
+        : await db.query(
+            `WITH up AS (
+               UPDATE ${t.secrets} SET secrets = $2, encrypted = $3, version = version + 1, updated_at = now()
+               WHERE account_id = $1 AND version = $5 RETURNING account_id)
+             SELECT pg_notify($4, account_id) FROM up`,
+            [accountId, value, key !== undefined, t.secretsChannel, current.version],
+          )
+    if (r.rowCount === 1) return true
+    // Another publisher came in between: merge with what it wrote.
+  }
 }
 
 /** The account's published secrets; undefined when none were published. Throws SecretsKeyError. */
@@ -42,9 +64,19 @@ export async function readSecrets(
   key: SecretsKey | undefined,
   accountId: string,
 ): Promise<SharedSecretEntry[] | undefined> {
-  const r = await db.query<{ secrets: Buffer; encrypted: boolean }>(`SELECT secrets, encrypted FROM ${t.secrets} WHERE account_id = $1`, [
-    accountId,
-  ])
+  return (await readRow(db, t, key, accountId))?.entries
+}
+
+async function readRow(
+  db: Queryable,
+  t: WebhookTables,
+  key: SecretsKey | undefined,
+  accountId: string,
+): Promise<{ entries: SharedSecretEntry[]; encrypted: boolean; version: string } | undefined> {
+  const r = await db.query<{ secrets: Buffer; encrypted: boolean; version: string }>(
+    `SELECT secrets, encrypted, version FROM ${t.secrets} WHERE account_id = $1`,
+    [accountId],
+  )
   const row = r.rows[0]
   if (row === undefined) return undefined
   if (row.encrypted && key === undefined)
@@ -52,10 +84,41 @@ export async function readSecrets(
       'SECRETS_KEY_MISSING',
       `the shared webhook secrets of account ${accountId} are encrypted, and ${SECRETS_KEY_VARIABLE} is not set on this replica`,
     )
-  // A row in the clear while a key is set: published before the key was (a rolling change); accepted.
+  // A row in the clear while a key is set: published before the key was (a rolling change); accepted,
+  // and sealed by the next publish.
   const plain = row.encrypted ? key!.open(accountId, row.secrets) : row.secrets
-  return (JSON.parse(plain.toString('utf8')) as SharedSecretEntry[]).map(pick)
+  return { entries: (JSON.parse(plain.toString('utf8')) as SharedSecretEntry[]).map(pick), encrypted: row.encrypted, version: row.version }
 }
+
+/** The union of two lists by (endpoint, secret), oldest first; superseded if either says so, from the earlier. */
+export function mergeEntries(a: readonly SharedSecretEntry[], b: readonly SharedSecretEntry[]): SharedSecretEntry[] {
+  const byKey = new Map<string, SharedSecretEntry>()
+  for (const e of [...a, ...b].map(pick)) {
+    const k = `${e.endpointId}\u0000${e.secret}`
+    const seen = byKey.get(k)
+    if (seen === undefined) byKey.set(k, e)
+    else
+      byKey.set(k, {
+        ...seen,
+        createdAt: earlier(seen.createdAt, e.createdAt)!,
+        supersededAt: earlier(seen.supersededAt, e.supersededAt),
+      })
+  }
+  return [...byKey.values()].sort((x, y) =>
+    x.createdAt !== y.createdAt
+      ? x.createdAt < y.createdAt
+        ? -1
+        : 1
+      : x.endpointId < y.endpointId
+        ? -1
+        : x.endpointId > y.endpointId
+          ? 1
+          : 0,
+  )
+}
+
+/** The earlier of two ISO instants of the same format; null only when both are. */
+const earlier = (x: string | null, y: string | null): string | null => (x === null ? y : y === null ? x : x < y ? x : y)
 
 const pick = (e: SharedSecretEntry): SharedSecretEntry => ({
   endpointId: e.endpointId,
@@ -116,13 +179,16 @@ export class SharedSecrets {
     this.#reading.delete(accountId)
   }
 
-  /** The owner's side: publishes the account's entries unless they equal what it published last. */
+  /**
+   * The side holding a secrets file (the owner, a replica where `webhooks register` ran): adds its
+   * entries to the published ones unless they equal what it published last; true when that changed them.
+   */
   async publish(accountId: string, entries: readonly SharedSecretEntry[], force = false): Promise<boolean> {
     const json = JSON.stringify(entries.map(pick))
     if (!force && this.#published.get(accountId) === json) return false
-    await publishSecrets(this.#o.db, this.#o.tables, this.#o.key, accountId, entries)
+    const changed = await publishSecrets(this.#o.db, this.#o.tables, this.#o.key, accountId, entries)
     this.#published.set(accountId, json)
-    return true
+    return changed
   }
 
   /** The account left this replica: its next takeover publishes again. */

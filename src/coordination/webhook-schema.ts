@@ -32,11 +32,13 @@ export function webhookTables(schema = DEFAULT_COORDINATION_SCHEMA): WebhookTabl
 export function webhookDdl(t: WebhookTables): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS ${t.schema}`,
-    // secrets: the JSON list of the account's secrets, or its AES-256-GCM sealing (shared-secrets.ts).
+    // secrets: the JSON list of the account's secrets, or its AES-256-GCM sealing (shared-secrets.ts);
+    // version: what a publisher read, so that two publishing at once merge instead of one losing.
     `CREATE TABLE IF NOT EXISTS ${t.secrets} (
       account_id text PRIMARY KEY,
       secrets bytea NOT NULL,
       encrypted boolean NOT NULL,
+      version bigint NOT NULL DEFAULT 1,
       updated_at timestamptz NOT NULL DEFAULT now()
     )`,
     // taken_at: moved into the owner's local inbox, by the owner of lease epoch taken_epoch.

@@ -62,7 +62,7 @@ describe('the shared secrets table', () => {
     expect(raw.encrypted).toBe(true)
     expect(raw.secrets.includes(Buffer.from(SECRET))).toBe(false)
     expect(raw.secrets.includes(Buffer.from('whsec_'))).toBe(false)
-    expect((await readSecrets(db, t, key, 'acct-a'))!.map((e) => e.secret)).toEqual([SECRET, 'whsec_previous_abcdef0123456789'])
+    expect((await readSecrets(db, t, key, 'acct-a'))!.map((e) => e.secret)).toEqual(['whsec_previous_abcdef0123456789', SECRET])
 
     const wrong = await readSecrets(db, t, SecretsKey.fromVariable(`${KEY}-other`), 'acct-a').catch((e: unknown) => e as Error)
     expect(wrong).toMatchObject({ code: 'SECRETS_KEY_WRONG' })
@@ -72,6 +72,41 @@ describe('the shared secrets table', () => {
     // A sealed value copied onto another account does not open: the account id is bound to it.
     await db.query(`INSERT INTO ${t.secrets} (account_id, secrets, encrypted) SELECT 'acct-b', secrets, true FROM ${t.secrets}`)
     await expect(readSecrets(db, t, key, 'acct-b')).rejects.toMatchObject({ code: 'SECRETS_KEY_WRONG' })
+  })
+})
+
+describe('publishing', () => {
+  test('merges: a stale or empty secrets file takes nothing away, and publishers at once both land', async () => {
+    const { db, t } = await fresh()
+    const key = SecretsKey.fromVariable(KEY)!
+    const old = entry('whsec_old_0123456789abcdef', 'ep-1')
+    const rotated = [
+      entry('whsec_old_0123456789abcdef', 'ep-1', '2026-11-27T00:00:00.000Z'),
+      { ...entry('whsec_new_0123456789abcdef', 'ep-2'), createdAt: '2026-11-27T00:00:00.000Z' },
+    ]
+    expect(await publishSecrets(db, t, key, 'acct-a', [old])).toBe(true)
+    expect(await publishSecrets(db, t, key, 'acct-a', rotated)).toBe(true)
+    // The replica that owned the account before the rotation publishes its file at a takeover; a new
+    // owner without a file publishes nothing.
+    expect(await publishSecrets(db, t, key, 'acct-a', [old])).toBe(false)
+    expect(await publishSecrets(db, t, key, 'acct-a', [])).toBe(false)
+    expect(await readSecrets(db, t, key, 'acct-a')).toEqual(rotated)
+    // Two replicas publishing different endpoints at once: both kept (the version is compared and swapped).
+    const [p1, p2] = [pool(), pool()]
+    const extra = (n: number) => ({ ...entry(`whsec_extra_${n}_0123456789`, `ep-x${n}`), createdAt: `2026-11-28T00:00:0${n}.000Z` })
+    await Promise.all([1, 2, 3, 4].map((n) => publishSecrets(n % 2 === 0 ? p1 : p2, t, key, 'acct-a', [extra(n)])))
+    expect((await readSecrets(db, t, key, 'acct-a'))!.map((e) => e.endpointId)).toEqual([
+      'ep-1',
+      'ep-2',
+      'ep-x1',
+      'ep-x2',
+      'ep-x3',
+      'ep-x4',
+    ])
+    // A row published in the clear before the key was set is sealed by the next publish.
+    await publishSecrets(db, t, undefined, 'acct-b', [old])
+    expect(await publishSecrets(db, t, key, 'acct-b', [old])).toBe(true)
+    expect((await db.query(`SELECT encrypted FROM ${t.secrets} WHERE account_id = 'acct-b'`)).rows).toEqual([{ encrypted: true }])
   })
 })
 
