@@ -7,7 +7,7 @@ import type pg from 'pg'
 import type { Clock } from '../model/clock.js'
 import type { CoordinationTables, Queryable } from './coordination-schema.js'
 import type { ReplicaIdentity } from './membership.js'
-import { accountsWithPending, markTaken, pendingDeliveries, type PendingDelivery } from './shared-inbox.js'
+import { accountsWithPending, markTaken, pendingDeliveries, pruneTaken, type PendingDelivery } from './shared-inbox.js'
 import type { WebhookTables } from './webhook-schema.js'
 
 export interface InboxRelayOptions {
@@ -34,6 +34,8 @@ export interface InboxRelayOptions {
   /** At a takeover, deliveries an earlier owner took this recently are moved again (default 10 min). */
   replayMs?: number
   batch?: number
+  /** Taken deliveries are removed this long after (default 24 h, at least replayMs), checked hourly. */
+  keepTakenMs?: number
 }
 
 interface Drain {
@@ -47,6 +49,7 @@ export class InboxRelay {
   #client: pg.Client | undefined
   #closed = false
   #cancelSweep: () => void = () => undefined
+  #prunedAt: number | undefined
 
   constructor(options: InboxRelayOptions) {
     this.#o = options
@@ -68,8 +71,14 @@ export class InboxRelay {
     return this.#drain(accountId, undefined)
   }
 
-  /** One pass of the safety net: every owned account with deliveries waiting. */
+  /** One pass of the safety net: every owned account with deliveries waiting; hourly, the old taken rows go. */
   async sweep(): Promise<void> {
+    const now = this.#o.clock.now()
+    if (this.#prunedAt === undefined || now - this.#prunedAt >= 3_600_000) {
+      this.#prunedAt = now
+      const replayMs = this.#o.replayMs ?? 600_000
+      await pruneTaken(this.#o.db, this.#o.tables, Math.max(replayMs, this.#o.keepTakenMs ?? 86_400_000))
+    }
     const accounts = (await accountsWithPending(this.#o.db, this.#o.tables)).filter((a) => this.#o.epochOf(a) !== undefined)
     await Promise.all(accounts.map((a) => this.drain(a).catch((err: unknown) => this.#o.onError(err, a))))
   }

@@ -5,7 +5,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type pg from 'pg'
 import { beforeAll, describe, expect, test } from 'vitest'
-import { InboxRelay } from '../../../src/coordination/inbox-relay.js'
+import { InboxRelay, type InboxRelayOptions } from '../../../src/coordination/inbox-relay.js'
 import { acquireLeases, releaseLeases } from '../../../src/coordination/leases.js'
 import { registerReplica } from '../../../src/coordination/membership.js'
 import { SecretsKey } from '../../../src/coordination/secrets-key.js'
@@ -237,8 +237,9 @@ describe("the owner's relay", () => {
     const [lease] = await acquireLeases(db, c, owner, ['acct-a'], 60_000)
     for (const id of ['k-1', 'k-2']) await storeDelivery(db, t, 'acct-a', delivery(id))
     const local = localInbox()
-    const relay = (deliver: (a: string, rows: readonly PendingDelivery[]) => Promise<void>) =>
+    const relay = (deliver: (a: string, rows: readonly PendingDelivery[]) => Promise<void>, more: Partial<InboxRelayOptions> = {}) =>
       new InboxRelay({
+        ...more,
         db,
         connect: listenClient,
         coordination: c,
@@ -261,10 +262,14 @@ describe("the owner's relay", () => {
     expect(local.results).toEqual(['stored', 'stored', 'duplicate', 'duplicate'])
     expect(localIds('k-')).toEqual(['k-1', 'k-2'])
     expect(await pendingDeliveries(db, t, 'acct-a', 10)).toEqual([])
-    // Taken rows go after the replay window; one still waiting never does.
+    // Taken rows go after the replay window, at a sweep; one still waiting never does.
     await storeDelivery(db, t, 'acct-a', delivery('k-3'))
-    expect(await pruneTaken(db, t, 0)).toBe(2)
-    expect((await pendingDeliveries(db, t, 'acct-a', 10)).map((d) => d.deliveryId)).toEqual(['k-3'])
+    expect(await pruneTaken(db, t, 60_000)).toBe(0)
+    await relay(local.deliver, { replayMs: 0, keepTakenMs: 0 }).sweep()
+    expect((await db.query(`SELECT delivery_id, taken_at IS NOT NULL AS taken FROM ${t.inbox}`)).rows).toEqual([
+      { delivery_id: 'k-3', taken: true },
+    ])
+    expect(localIds('k-')).toEqual(['k-1', 'k-2', 'k-3'])
   })
 
   test("only the lease's current epoch marks rows; a new owner replays what the old one took recently", async () => {
