@@ -12,7 +12,7 @@ import { startEmulator } from '../emulator/index.js'
 import { loadAccounts } from '../src/config/index.js'
 import { openAccountRuntime, type AccountRuntime } from '../src/daemon/account-runtime.js'
 import { createLogger } from '../src/log/logger.js'
-import { startCheckpointService } from '../src/store/background-checkpoints.js'
+import { startCheckpointService } from '../src/store/sqlite/background-checkpoints.js'
 
 export interface Spec {
   url: string

@@ -7,8 +7,8 @@ import { rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { openMirror } from '../src/store/mirror-database.js'
-import { SyncStateStore } from '../src/store/sync-state.js'
+import { openMirror } from '../src/store/sqlite/mirror-database.js'
+import { SyncStateStore } from '../src/store/repositories/sync-state.js'
 import { atMost, type BenchResult, type Figure } from './lib.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')

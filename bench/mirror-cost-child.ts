@@ -5,8 +5,8 @@ import { readdirSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createLogger } from '../src/log/logger.js'
-import { startCheckpointService } from '../src/store/background-checkpoints.js'
-import { openMirror, type Mirror } from '../src/store/mirror-database.js'
+import { startCheckpointService } from '../src/store/sqlite/background-checkpoints.js'
+import { openMirror, type Mirror } from '../src/store/sqlite/mirror-database.js'
 import { tempDir } from '../test/support/temp-mirror.js'
 
 const n = Number(process.argv[2] ?? '1')

@@ -33,7 +33,7 @@ export const RECORD_STREAMS: readonly RecordStream[] = STREAMS.filter((s): s is 
 
 /**
  * The fixed views over the account's data (each custom object's `obj_<slug>` view is generated from
- * its schema at run time: src/store/custom-object-views.ts).
+ * its schema at run time: src/store/repositories/custom-object-views.ts).
  */
 export const DATA_VIEWS: readonly TableSpec[] = [clientPropertiesView]
 

@@ -3,14 +3,14 @@
 // mirror when there is one. `fsm-sync schema`, docs/tables.md and `fsm-sync export` all read this.
 import { existsSync } from 'node:fs'
 import type { TableSpec } from '../model/table-spec.js'
-import { openMirror, type Sqlite } from '../store/mirror-database.js'
+import { openMirror, type Sqlite } from '../store/sqlite/mirror-database.js'
 import { DATA_TABLES, DATA_VIEWS } from '../../connectors/index.js'
-import { STATE_TABLES } from '../store/state-tables.js'
+import { STATE_TABLES } from '../store/repositories/state-tables.js'
 import { customObjectViewSpecs } from './custom-object-tables.js'
 
 /**
  * Every declared table and view in declaration order: the account's data (connectors/), its fixed
- * views, then the daemon's state (src/store/state-tables.ts). The one place the catalog reads
+ * views, then the daemon's state (src/store/repositories/state-tables.ts). The one place the catalog reads
  * declarations from.
  */
 export function catalogTables(): readonly TableSpec[] {

@@ -2,9 +2,9 @@
 // field list and the same column names (columnNames) that custom-object-views.ts built the views
 // from, so the catalog describes exactly the columns each view has.
 import type { ColumnKind, ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
-import { CustomObjectTypes, type TypeWithView } from '../store/custom-object-types.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/repositories/custom-object-views.js'
+import { CustomObjectTypes, type TypeWithView } from '../store/repositories/custom-object-types.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 
 /** One stored custom object type as custom_object_types holds it. */
 export type StoredObjectType = TypeWithView

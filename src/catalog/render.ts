@@ -2,7 +2,7 @@
 import type { TableSpec } from '../model/table-spec.js'
 import { mirrorType } from './column-type.js'
 import { customObjectViewSpec } from './custom-object-tables.js'
-import { MAX_VIEW_FIELDS, viewName } from '../store/custom-object-views.js'
+import { MAX_VIEW_FIELDS, viewName } from '../store/repositories/custom-object-views.js'
 
 function keyText(table: TableSpec): string {
   const key = table.primaryKey.length === 0 ? 'no key' : `key ${table.primaryKey.join(', ')}`

@@ -4,7 +4,7 @@
 import { STREAMS } from '../../connectors/index.js'
 import { OBJECT_STREAM } from '../../connectors/selection.js'
 import type { TableSpec } from '../model/table-spec.js'
-import { viewName } from '../store/custom-object-views.js'
+import { viewName } from '../store/repositories/custom-object-views.js'
 import { catalogTables } from './catalog.js'
 
 /**

@@ -5,9 +5,9 @@ import { existsSync } from 'node:fs'
 import type { AccountConfig } from '../config/index.js'
 import { formatDuration } from '../model/backfill-estimate.js'
 import { parseInstant } from '../model/timestamps.js'
-import { explainMirrorError, openMirror } from '../store/mirror-database.js'
-import { accountActivity, statusReport, type AccountActivity, type StreamStatus } from '../store/status-report.js'
-import { syncHistory } from '../store/sync-history.js'
+import { explainMirrorError, openMirror } from '../store/sqlite/mirror-database.js'
+import { accountActivity, statusReport, type AccountActivity, type StreamStatus } from '../store/read-models/status-report.js'
+import { mirrorUse } from '../store/read-models/mirror-use.js'
 import { STATUS_STREAMS } from './status-streams.js'
 
 /**
@@ -63,7 +63,7 @@ export async function accountSummary(account: AccountConfig, now: number): Promi
   try {
     const report = statusReport(mirror.sqlite, now, STATUS_STREAMS)
     const activity = accountActivity(mirror.sqlite, now)
-    const history = syncHistory(mirror.sqlite)
+    const history = mirrorUse(mirror.sqlite)
     const standing = report.streams.filter(errorStands).sort((a, b) => (a.lastErrorAt! < b.lastErrorAt! ? 1 : -1))
     const newest = standing[0]
     const stalest = Math.max(...report.streams.map((s) => s.stalenessSeconds ?? -1))

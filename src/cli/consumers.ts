@@ -1,10 +1,10 @@
 // `fsm-sync consumers list | add NAME | ack NAME SEQ | remove NAME [--force] [--json]`: the readers
-// of change_log that retention waits for (src/store/change-log-consumers.ts). A consumer added starts
+// of change_log that retention waits for (src/store/repositories/change-log-consumers.ts). A consumer added starts
 // at the newest change; it records how far it has read with `ack`. A destination's own row is moved
 // or removed only with --force.
 import type { Command } from './command.js'
-import { openMirror } from '../store/mirror-database.js'
-import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/change-log-consumers.js'
+import { openMirror } from '../store/sqlite/mirror-database.js'
+import { ChangeLogConsumers, consumerNameProblem, lastChangeSeq, type Consumer } from '../store/repositories/change-log-consumers.js'
 import { systemClock } from '../model/clock.js'
 import { CommandError, jsonOption, printResult } from './output.js'
 import { noMirrorError, requireSynced } from './require-synced.js'

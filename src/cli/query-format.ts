@@ -8,7 +8,7 @@ import { csvField, csvRecord, csvValue, jsonValue, plainText, untyped } from '..
 import { typed, type Coercions, type Typed } from '../export/values.js'
 import type { SqlCell } from '../model/rows.js'
 import type { ColumnKind } from '../model/table-spec.js'
-import type { ColumnOrigin, QueryResult, QueryRows } from '../store/read-only-query.js'
+import type { ColumnOrigin, QueryResult, QueryRows } from '../store/sqlite/read-only-query.js'
 
 export type QueryFormat = 'table' | 'json' | 'csv'
 

@@ -3,12 +3,12 @@
 // constant memory. `--param` binds the statement's parameters: `name=value` binds `:name` (or `@name`,
 // `$name`) when the statement has that parameter; any other value binds the next `?` in order.
 import type { Command } from './command.js'
-import { explainMirrorError, openMirror } from '../store/mirror-database.js'
-import { namedParameters, openReadOnlyQuery, type QueryParams } from '../store/read-only-query.js'
+import { explainMirrorError, openMirror } from '../store/sqlite/mirror-database.js'
+import { namedParameters, openReadOnlyQuery, type QueryParams } from '../store/sqlite/read-only-query.js'
 import { formatRows, TABLE_MAX_WIDTH, TABLE_WIDTH_SAMPLE, type QueryFormat } from './query-format.js'
 import { writeChunks } from './write-chunks.js'
 import { CommandError, jsonOption, PartialResultError, wantsJson } from './output.js'
-import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
+import { neverSyncedError, noMirrorError, readMirrorUse } from './require-synced.js'
 import { existsSync } from 'node:fs'
 import { count } from '../model/backfill-estimate.js'
 
@@ -78,7 +78,7 @@ export const queryCommand: Command = {
     const mirror = await openMirror(db, { readonly: true })
     const progress = { batches: 0 }
     try {
-      const history = readSyncHistory(db, mirror.sqlite)
+      const history = readMirrorUse(db, mirror.sqlite)
       if (!history.synced) throw neverSyncedError(db, history)
       const result = openReadOnlyQuery(mirror.sqlite, sql, queryParams(sql, (args.param as string[] | undefined) ?? []))
       await writeChunks(ctx.io.stdout, formatRows(result, format), progress)

@@ -2,7 +2,7 @@
 // change and exits; loads it from a snapshot first when it is new, behind what retention pruned, or
 // asked to (--reseed).
 import type { Command } from './command.js'
-import { openMirror } from '../store/mirror-database.js'
+import { openMirror } from '../store/sqlite/mirror-database.js'
 import { createPostgresDestination } from '../destination/index.js'
 import { systemClock } from '../model/clock.js'
 import { CommandError, jsonOption, printResult } from './output.js'

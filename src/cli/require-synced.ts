@@ -1,13 +1,13 @@
 // The cron trap: `reconcile`, `trigger`, `query` and `status` on a mirror nothing was ever synced
 // into. A container started on the wrong volume (Compose prefixes volume names with the project
 // name) would otherwise create an empty mirror, reconcile nothing and exit 0 night after night.
-// "Never synced" is defined in src/store/sync-history.ts: no mirror file, or a file in which no
+// "Never synced" is defined in src/store/read-models/mirror-use.ts: no mirror file, or a file in which no
 // sweep or reference read ever succeeded and no webhook delivery was applied. Those commands then exit
 // 1 with this message.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { explainMirrorError, openMirror, type Sqlite } from '../store/mirror-database.js'
-import { syncHistory, type SyncHistory } from '../store/sync-history.js'
+import { explainMirrorError, openMirror, type Sqlite } from '../store/sqlite/mirror-database.js'
+import { mirrorUse, type MirrorUse } from '../store/read-models/mirror-use.js'
 import { CommandError } from './output.js'
 
 /**
@@ -27,7 +27,7 @@ export function noMirrorError(db: string): CommandError {
   )
 }
 
-export function neverSyncedError(db: string, history: SyncHistory): CommandError {
+export function neverSyncedError(db: string, history: MirrorUse): CommandError {
   const running =
     history.running > 0 ? ` ${history.running} run(s) are in progress: the first sync has not finished yet, try again when it has.` : ''
   return new CommandError(
@@ -37,9 +37,9 @@ export function neverSyncedError(db: string, history: SyncHistory): CommandError
 }
 
 /** Reads the sync history of an open mirror; a corrupt file is reported as such (one line). */
-export function readSyncHistory(db: string, sqlite: Sqlite): SyncHistory {
+export function readMirrorUse(db: string, sqlite: Sqlite): MirrorUse {
   try {
-    return syncHistory(sqlite)
+    return mirrorUse(sqlite)
   } catch (err) {
     throw explainMirrorError(db, err)
   }
@@ -50,7 +50,7 @@ export async function requireSynced(db: string): Promise<void> {
   if (!existsSync(db)) throw noMirrorError(db)
   const mirror = await openMirror(db, { readonly: true })
   try {
-    const history = readSyncHistory(db, mirror.sqlite)
+    const history = readMirrorUse(db, mirror.sqlite)
     if (!history.synced) throw neverSyncedError(db, history)
   } finally {
     await mirror.close()

@@ -9,7 +9,7 @@ import { catalogDocument } from '../catalog/json-schema.js'
 import { schemaText } from '../catalog/render.js'
 import { streamNames, streamOfTable, tablesOfStream } from '../catalog/streams.js'
 import type { TableSpec } from '../model/table-spec.js'
-import { explainMirrorError } from '../store/mirror-database.js'
+import { explainMirrorError } from '../store/sqlite/mirror-database.js'
 import { CommandError, jsonOption, printResult } from './output.js'
 
 export const schemaCommand: Command = {

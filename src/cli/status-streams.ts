@@ -3,7 +3,7 @@
 // before its first run (the snapshot streams included).
 import { customObjects, customRecordsTable } from '../../connectors/custom-objects.js'
 import { STREAMS } from '../../connectors/index.js'
-import type { StatusStreams } from '../store/status-report.js'
+import type { StatusStreams } from '../store/read-models/status-report.js'
 
 export const STATUS_STREAMS: StatusStreams = {
   tables: new Map(

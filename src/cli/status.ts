@@ -5,17 +5,17 @@
 // With several accounts and no --account: one line per account (accounts.ts).
 import { existsSync } from 'node:fs'
 import type { Command } from './command.js'
-import { explainMirrorError, openMirror } from '../store/mirror-database.js'
+import { explainMirrorError, openMirror } from '../store/sqlite/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { schedulesOff } from '../config/index.js'
 import { packageInfo } from '../config/package-info.js'
 import { count, formatDuration, formatEstimate, plural } from '../model/backfill-estimate.js'
-import { statusReport, type RunningStatus, type StatusReport } from '../store/status-report.js'
+import { statusReport, type RunningStatus, type StatusReport } from '../store/read-models/status-report.js'
 import { parseInstant } from '../model/timestamps.js'
 import { jsonOption, printResult } from './output.js'
 import { coversEvery } from './account-choice.js'
-import { neverSyncedError, noMirrorError, readSyncHistory } from './require-synced.js'
-import type { ConsumerLag } from '../store/change-log-consumers.js'
+import { neverSyncedError, noMirrorError, readMirrorUse } from './require-synced.js'
+import type { ConsumerLag } from '../store/repositories/change-log-consumers.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from '../destination/consumer-name.js'
 import { STATUS_STREAMS } from './status-streams.js'
 
@@ -36,7 +36,7 @@ export const statusCommand: Command = {
         // A corrupt or truncated mirror: one line naming the file, the cause and the fix.
         throw explainMirrorError(config.db, err)
       }
-      const history = readSyncHistory(config.db, mirror.sqlite)
+      const history = readMirrorUse(config.db, mirror.sqlite)
       const report: StatusReport = { ...read, schedulesOff: schedulesOff(config.schedules) }
       const destination = destinationStatus(report.destinations, config.destination.postgres)
       // `version`: the release reading the mirror (docs/deployment.md, Upgrading); `synced`: see require-synced.ts.

@@ -3,11 +3,11 @@
 // the request budget from the governor. `demo` prints one line of it every few seconds; nothing
 // here runs or schedules work.
 import type { BudgetWait } from '../api/governor/index.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { streamFreshness } from '../store/stream-freshness.js'
-import { RunHistory } from '../store/run-history.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { streamFreshness } from '../store/read-models/stream-freshness.js'
+import { RunHistory } from '../store/read-models/run-history.js'
 import { parseInstant } from '../model/timestamps.js'
-import { inboxCounts } from '../store/webhook-inbox-store.js'
+import { inboxCounts } from '../store/repositories/webhook-inbox-store.js'
 import type { WebhookMetrics } from '../webhooks/metrics.js'
 
 export interface ActivityMark {

@@ -8,8 +8,8 @@ import { systemClock, type Clock } from '../model/clock.js'
 import { RequestGovernor } from '../api/governor/index.js'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { RequestLedger } from '../store/request-ledger.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { RequestLedger } from '../store/repositories/request-ledger.js'
 
 export interface ApiAccessOptions {
   /** Called after every upstream attempt (the daemon's request metrics). */

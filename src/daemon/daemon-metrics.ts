@@ -5,12 +5,13 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ResponseEvent } from '../api/api-client.js'
 import type { GovernorState } from '../api/governor/index.js'
-import type { CheckpointStats } from '../store/background-checkpoints.js'
-import type { RetentionCounts } from '../store/retention.js'
-import type { StreamState } from '../store/sync-state.js'
-import type { StreamFreshness } from '../store/stream-freshness.js'
+import type { CheckpointStats } from '../store/sqlite/background-checkpoints.js'
+import type { RetentionCounts } from '../store/repositories/retention.js'
+import type { StreamState } from '../store/repositories/sync-state.js'
+import type { StreamFreshness } from '../store/read-models/stream-freshness.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { parseInstant } from '../model/timestamps.js'
+import { mirroredCounter } from './mirrored-counter.js'
 import { systemClock } from '../model/clock.js'
 
 export interface MetricSources {
@@ -157,16 +158,7 @@ export class DaemonMetrics {
     const webhookCounters = sources.webhookCounters
     if (webhookCounters !== undefined) {
       for (const key of Object.keys(webhookCounters())) {
-        // The webhook path keeps plain numbers; mirror each into a counter when scraped.
-        new Counter({
-          name: `fsm_${key}`,
-          help: `Webhook path counter ${key}`,
-          registers,
-          collect() {
-            this.reset()
-            this.inc(webhookCounters()[key] ?? 0)
-          },
-        })
+        mirroredCounter(registers, `fsm_${key}`, `Webhook path counter ${key}`, () => webhookCounters()[key] ?? 0)
       }
     }
     const backlog = sources.webhookBacklog
@@ -182,15 +174,7 @@ export class DaemonMetrics {
     const checkpoints = sources.checkpoints
     if (checkpoints !== undefined) {
       const counter = (name: string, help: string, pick: (s: CheckpointStats) => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset()
-            this.inc(pick(checkpoints()))
-          },
-        })
+        mirroredCounter(registers, name, help, () => pick(checkpoints()))
       counter('fsm_mirror_checkpoint_passes_total', 'Background checkpoint passes (worker thread)', (s) => s.passes)
       counter('fsm_mirror_checkpoint_errors_total', 'Background checkpoint passes that failed', (s) => s.errors)
       counter(

@@ -12,10 +12,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { MIGRATIONS } from '../store/migrations/index.js'
-import { appliedMigrationCount, pageRoom, writeProbeRow } from '../store/mirror-health.js'
-import { mirrorFault } from '../store/mirror-fault.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { mainFileOf, syncWalFile } from '../store/wal-file.js'
+import { appliedMigrationCount, pageRoom, writeProbeRow } from '../store/sqlite/mirror-health.js'
+import { fileFault } from '../store/sqlite/file-faults.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { mainFileOf, syncWalFile } from '../store/sqlite/wal-file.js'
 
 export type ProbeResult = { ok: true; migrations: number } | { ok: false; reason: string }
 
@@ -85,6 +85,6 @@ async function roomLeft(sqlite: Sqlite, minRoomBytes: number): Promise<string | 
 }
 
 function describe(err: unknown, fallback: string): string {
-  const fault = mirrorFault(err)
+  const fault = fileFault(err)
   return fault === undefined ? `${fallback}: ${(err as Error).message}` : `${fault.what}: ${fault.fix}`
 }

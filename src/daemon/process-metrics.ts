@@ -2,8 +2,9 @@
 // shared listener's refusals), and the one exposition of the process's registry with every
 // account's (each account's series labelled `account`, daemon-metrics.ts), each family's HELP and
 // TYPE written once.
-import { Counter, Gauge, Registry } from 'prom-client'
+import { Gauge, Registry } from 'prom-client'
 import { packageInfo } from '../config/package-info.js'
+import { mirroredCounter } from './mirrored-counter.js'
 
 export class ProcessMetrics {
   readonly registry = new Registry()
@@ -26,15 +27,7 @@ export class ProcessMetrics {
     }).set({ version: packageInfo().version, node: process.versions.node }, 1)
     const listener = this.listener
     const counter = (name: string, help: string, key: keyof ProcessMetrics['listener']) =>
-      new Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          this.reset()
-          this.inc(listener[key])
-        },
-      })
+      mirroredCounter(registers, name, help, () => listener[key])
     counter(
       'fsm_webhook_intake_connections_dropped_total',
       "Connections the daemon's listener closed on arrival, past webhooks.maxConnections",

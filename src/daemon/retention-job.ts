@@ -10,9 +10,9 @@
 // SQLite reuses the freed pages, so the file stops growing; it just does not shrink.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../store/incremental-vacuum.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { runRetention, type RetentionSettings } from '../store/retention.js'
+import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../store/sqlite/incremental-vacuum.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { runRetention, type RetentionSettings } from '../store/repositories/retention.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import type { JobDefinition } from './scheduler.js'
 

@@ -3,7 +3,7 @@
 // and triggers touch other tables and the upstream only, and run beside them. Everything shares
 // the app's one governor.
 import { SCHEDULE_CONTINUOUS, type Config } from '../config/index.js'
-import { checkpointPassive } from '../store/mirror-health.js'
+import { checkpointPassive } from '../store/sqlite/mirror-health.js'
 import type { RunResult } from '../sync/sync-context.js'
 import { selectStreams, selectWithin } from '../../connectors/selection.js'
 import { KEY_REJECTED, runReconciliations, runSweeps } from '../sync/sync-engine.js'
@@ -31,7 +31,7 @@ export interface SyncJobDeps {
   app: App
   metrics: DaemonMetrics
   gaps: DeliveryGapCheck
-  /** True while checkpoints run on the worker thread (src/store/background-checkpoints.ts). */
+  /** True while checkpoints run on the worker thread (src/store/sqlite/background-checkpoints.ts). */
   checkpointsInBackground?: () => boolean
   /** The record serialQueue, shared with the continuous sweeps (sweep-loop.ts) when they run. */
   serialQueue?: SerialQueue

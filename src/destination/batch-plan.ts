@@ -4,7 +4,7 @@
 // whether the changes after the cursor are gone (the replica must be loaded again).
 import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
-import type { LoggedChange } from '../store/mirror-snapshot.js'
+import type { LoggedChange } from '../store/read-models/mirror-snapshot.js'
 import type { WrittenState } from './replica-state.js'
 import { decodeChangeKey } from '../model/change-key.js'
 

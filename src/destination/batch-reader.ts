@@ -1,9 +1,9 @@
 // Reads the next batch from one read snapshot of the mirror: the changes after the cursor, the rows
 // they name and their children, the tables compared by content whose fingerprint moved, and the
 // custom objects' fields when the views may need building. What to read is batch-plan.ts's decision.
-import { firstKeptSeq, lastChangeSeq } from '../store/change-log-consumers.js'
-import { CustomObjectTypes } from '../store/custom-object-types.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { firstKeptSeq, lastChangeSeq } from '../store/repositories/change-log-consumers.js'
+import { CustomObjectTypes } from '../store/repositories/custom-object-types.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import {
   changesAfter,
   childRowsOf,
@@ -13,7 +13,7 @@ import {
   tableFingerprint,
   tableRows,
   type LoggedChange,
-} from '../store/mirror-snapshot.js'
+} from '../store/read-models/mirror-snapshot.js'
 import { changedKeys, changesGone, parentIds, planBatch, snapshotRead, type Row, type Table, type TablePlan } from './batch-plan.js'
 import type { ObjectType } from './postgres-ddl.js'
 import type { WrittenState } from './replica-state.js'

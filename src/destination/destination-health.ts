@@ -3,8 +3,8 @@
 // row (change_log_consumers), so `status` reads every destination from the mirror alone.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { lastChangeSeq, nextChangeAt, type ChangeLogConsumers, type DestinationTarget } from '../store/change-log-consumers.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { lastChangeSeq, nextChangeAt, type ChangeLogConsumers, type DestinationTarget } from '../store/repositories/change-log-consumers.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { parseInstant } from '../model/timestamps.js'
 import type { DestinationStatus } from './destination-options.js'
 import type { DestinationError } from './postgres-errors.js'

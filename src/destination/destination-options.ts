@@ -4,7 +4,7 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { TableSpec } from '../model/table-spec.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { SessionLimits } from './postgres-session.js'
 import type { DestinationPool } from './destination-pool.js'
 

@@ -3,7 +3,7 @@
 // tables; the fixed views over them (DATA_VIEWS) are built beside the custom objects' views.
 import { DATA_TABLES, DATA_VIEWS } from '../../connectors/index.js'
 import type { TableSpec } from '../model/table-spec.js'
-import { STATE_TABLES } from '../store/state-tables.js'
+import { STATE_TABLES } from '../store/repositories/state-tables.js'
 
 const CHANGE_LOG = STATE_TABLES.find((t) => t.name === 'change_log')!
 

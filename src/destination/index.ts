@@ -3,7 +3,7 @@
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import type { Mirror } from '../store/mirror-database.js'
+import type { Mirror } from '../store/sqlite/mirror-database.js'
 import { DestinationPool } from './destination-pool.js'
 import { destinationTables } from './destination-tables.js'
 import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'

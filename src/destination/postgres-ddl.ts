@@ -4,7 +4,7 @@
 import { toSchema } from '../../connectors/custom-objects.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import { quoteIdentifier, quoteText } from '../model/sql-names.js'
-import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/custom-object-views.js'
+import { columnNames, viewFields, viewName, type FieldDescriptor } from '../store/repositories/custom-object-views.js'
 import { INFORMATION_SCHEMA_TYPE, pgType } from './postgres-types.js'
 
 /** The bookkeeping table: one row per account replicated into this schema. */
@@ -215,7 +215,7 @@ function fieldExpression(field: ViewField): string {
 
 /**
  * The view of one custom object over the replicated custom_records of every account that has it,
- * with the same name and column names as the mirror's view (src/store/custom-object-views.ts) plus
+ * with the same name and column names as the mirror's view (src/store/repositories/custom-object-views.ts) plus
  * account_id first: the names come from the same functions, and every name from the account is quoted.
  */
 // The fields come last: a field added upstream appends a column, which CREATE OR REPLACE VIEW allows in place.

@@ -5,7 +5,7 @@
 import type pg from 'pg'
 import type { TableSpec } from '../model/table-spec.js'
 import { destinationViews } from './destination-tables.js'
-import { viewName } from '../store/custom-object-views.js'
+import { viewName } from '../store/repositories/custom-object-views.js'
 import { quoteIdentifier, quoteText } from '../model/sql-names.js'
 import { mergeObjectTypes, OBJECT_TYPES_TABLE, objectViewSql, qualified, type ObjectType } from './postgres-ddl.js'
 import { pgType } from './postgres-types.js'

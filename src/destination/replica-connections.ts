@@ -5,7 +5,7 @@
 import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { openMirror, type Mirror } from '../store/mirror-database.js'
+import { openMirror, type Mirror } from '../store/sqlite/mirror-database.js'
 import type { DestinationHealth } from './destination-health.js'
 import type { DestinationPool, PooledSession } from './destination-pool.js'
 import { watched, withSchemaLock, type SessionLimits } from './postgres-session.js'

@@ -5,8 +5,8 @@
 // columns, so that every file is opened once with the union of them; the second writes the rows.
 import type { SqlCell } from '../model/rows.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
-import { openMirror, type Sqlite } from '../store/mirror-database.js'
-import { inReadSnapshot, snapshotSeq } from '../store/mirror-snapshot.js'
+import { openMirror, type Sqlite } from '../store/sqlite/mirror-database.js'
+import { inReadSnapshot, snapshotSeq } from '../store/read-models/mirror-snapshot.js'
 import { ExportUsageError, plan, type ExportedTable, type ExportFormat, type ExportOptions, type Plan } from './export-mirror.js'
 import { ExportFileError } from './out-dir.js'
 import { stagedExport, type TableFile } from './staged-export.js'

@@ -8,8 +8,8 @@
 // parent id in the parent's file with them.
 import type { SqlCell } from '../model/rows.js'
 import { changeTracking, type ColumnSpec, type TableSpec } from '../model/table-spec.js'
-import { firstKeptSeq } from '../store/change-log-consumers.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { firstKeptSeq } from '../store/repositories/change-log-consumers.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import {
   changedRows,
   inReadSnapshot,
@@ -18,7 +18,7 @@ import {
   snapshotSeq,
   tableRows,
   tablesChangedBetween,
-} from '../store/mirror-snapshot.js'
+} from '../store/read-models/mirror-snapshot.js'
 import { stagedExport } from './staged-export.js'
 import { CHANGE_COLUMNS } from './values.js'
 

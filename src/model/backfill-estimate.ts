@@ -1,5 +1,5 @@
 // The arithmetic of a backfill estimate (docs/sweeping.md, Progress), shared by the sweep's live line
-// (src/sync/progress.ts) and the status report (src/store/status-report.ts), which reads the figures a
+// (src/sync/progress.ts) and the status report (src/store/read-models/status-report.ts), which reads the figures a
 // running sweep stored in its run's row. Pure.
 
 /** What is left of a backfill, over every stream it walks. */

@@ -1,6 +1,6 @@
 // What a mirrored row is, independent of where it is written: the values a column takes, a record's
 // row with its child rows, and the loosely-typed upstream payload connectors map from. Connectors
-// build these (connectors/), the store writes them (src/store/record-writer.ts).
+// build these (connectors/), the store writes them (src/store/repositories/record-writer.ts).
 
 /** An upstream JSON object as received. */
 export type Payload = Readonly<Record<string, unknown>>

@@ -2,8 +2,8 @@
 // listing no longer holds get deleted_at, all in one transaction. Shared by reference data and
 // account metadata.
 import type { RecordRow } from '../model/rows.js'
-import { RecordTable } from '../store/record-tables.js'
-import { RecordWriter } from '../store/record-writer.js'
+import { RecordTable } from '../store/repositories/record-tables.js'
+import { RecordWriter } from '../store/repositories/record-writer.js'
 import { isoNow } from '../model/timestamps.js'
 import type { SyncContext } from './sync-context.js'
 

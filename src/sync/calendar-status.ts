@@ -3,8 +3,8 @@
 // A failed read is stored as the row's `error`, so `query` shows why the status is old.
 import { TRIGGERS } from '../../connectors/integrations.js'
 import type { ApiClient } from '../api/api-client.js'
-import { IntegrationStatusStore } from '../store/integration-status.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { IntegrationStatusStore } from '../store/repositories/integration-status.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { systemClock } from '../model/clock.js'
 import { canonicalTimeOrText, isoNow } from '../model/timestamps.js'
 import { describeError } from './describe-error.js'

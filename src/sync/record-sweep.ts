@@ -5,7 +5,7 @@
 import type { RecordStream } from '../model/streams.js'
 import { KeysetCursorSchema, updatedAtKeyset, type KeysetCursor } from '../api/keyset/index.js'
 import type { RecordRow } from '../model/rows.js'
-import { RecordWriter } from '../store/record-writer.js'
+import { RecordWriter } from '../store/repositories/record-writer.js'
 import { isoNow, parseInstant } from '../model/timestamps.js'
 import type { RunResult, SyncContext } from './sync-context.js'
 import { requestsFor } from '../model/backfill-estimate.js'
@@ -22,7 +22,7 @@ export interface SweepOptions {
    * committed with each page, so the next sweep goes on from there). The daemon's continuous sweeps
    * set it so a backfill takes turns with the other streams (docs/sweeping.md, Continuous sweeping). A
    * capped sweep records `details.capped`: it did not reach the end, and is not counted as a sweep
-   * to the end by `status` and the staleness figure (src/store/stream-freshness.ts).
+   * to the end by `status` and the staleness figure (src/store/read-models/stream-freshness.ts).
    */
   maxPages?: number
   /** First pages read ahead for the batch's backfills (first-pages.ts): a walk from the start takes its own as its first answer. */

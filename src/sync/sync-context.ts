@@ -1,7 +1,7 @@
 // What the engine needs to run a stream: the mirror, the upstream, the clock and a few options.
 import type { Logger } from '../log/logger.js'
-import type { Mirror } from '../store/mirror-database.js'
-import type { RunKind, SyncStateStore } from '../store/sync-state.js'
+import type { Mirror } from '../store/sqlite/mirror-database.js'
+import type { RunKind, SyncStateStore } from '../store/repositories/sync-state.js'
 import type { Upstream } from './counting-source.js'
 import type { ProgressSink } from './progress.js'
 

@@ -2,7 +2,7 @@
 // last error in sync_state, and one RunResult. Each kind of run supplies only its work.
 import { isFenced } from '../api/governor/index.js'
 import { isoNow } from '../model/timestamps.js'
-import type { RunKind } from '../store/sync-state.js'
+import type { RunKind } from '../store/repositories/sync-state.js'
 import { CountingSource } from './counting-source.js'
 import { describeError, errorCodeOf } from './describe-error.js'
 import type { RunResult, SyncContext } from './sync-context.js'

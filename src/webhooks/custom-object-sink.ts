@@ -3,9 +3,9 @@
 // newer-wins writer as the cursor walk; `object.deleted` carries only `{id}` (every *.deleted
 // does), so its slug is looked up in the mirror by id.
 import { customObjects, customRecordToRow } from '../../connectors/custom-objects.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { customRecordSlugs } from '../store/record-tables.js'
-import { RecordWriter } from '../store/record-writer.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { customRecordSlugs } from '../store/repositories/record-tables.js'
+import { RecordWriter } from '../store/repositories/record-writer.js'
 import type { ObjectSink } from './delivery-applier.js'
 
 export function customObjectSink(sqlite: Sqlite): ObjectSink {

@@ -6,9 +6,9 @@ import { reader } from '../../connectors/columns.js'
 import { customObjects } from '../../connectors/custom-objects.js'
 import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { StatusWriter } from '../store/status-writer.js'
-import { RecordWriter } from '../store/record-writer.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { RecordStatusWriter } from '../store/repositories/record-status-writer.js'
+import { RecordWriter } from '../store/repositories/record-writer.js'
 import { ALL_DELIVERIES, notSelected, type DeliverySelection } from './delivery-selection.js'
 
 /** Applies `object.*` deliveries (custom objects), by the payload's `object` slug. */
@@ -45,7 +45,7 @@ export class DeliveryApplier {
   readonly #sqlite: Sqlite
   readonly #objectSink: ObjectSink | undefined
   readonly #selection: DeliverySelection
-  readonly #statusWriters = new Map<string, StatusWriter>()
+  readonly #statusWriters = new Map<string, RecordStatusWriter>()
 
   constructor(sqlite: Sqlite, streams: readonly RecordStream[], objectSink?: ObjectSink, selection: DeliverySelection = ALL_DELIVERIES) {
     this.#sqlite = sqlite
@@ -152,7 +152,7 @@ export class DeliveryApplier {
     let changed = false
     if (typeof next === 'string' && typeof previous === 'string' && next !== previous) {
       let writer = this.#statusWriters.get(stream.name)
-      if (writer === undefined) this.#statusWriters.set(stream.name, (writer = new StatusWriter(this.#sqlite, stream.table, column)))
+      if (writer === undefined) this.#statusWriters.set(stream.name, (writer = new RecordStatusWriter(this.#sqlite, stream.table, column)))
       changed = writer.move(id, previous, next, now)
     }
     return { kind: 'applied', changed, followUp: { stream, id } }

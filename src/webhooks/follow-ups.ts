@@ -6,8 +6,8 @@ import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
 import { NotFoundError, type ApiResponse, type CallOptions } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import type { RecordWriter } from '../store/record-writer.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import type { RecordWriter } from '../store/repositories/record-writer.js'
 import type { WebhookMetrics } from './metrics.js'
 
 export interface FollowUpClient {

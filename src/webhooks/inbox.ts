@@ -21,9 +21,9 @@
 // around the inbox's own transaction, on the event loop.
 import fs from 'node:fs'
 import type { Logger } from '../log/logger.js'
-import type { Sqlite } from '../store/mirror-database.js'
-import { walFileOf } from '../store/wal-file.js'
-import { WebhookInboxStore, type InboxDelivery, type InboxRow } from '../store/webhook-inbox-store.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { walFileOf } from '../store/sqlite/wal-file.js'
+import { WebhookInboxStore, type InboxDelivery, type InboxRow } from '../store/repositories/webhook-inbox-store.js'
 import type { WebhookMetrics } from './metrics.js'
 
 export type Delivery = InboxDelivery

@@ -16,6 +16,11 @@ export interface IntakeHandlerOptions {
   inbox: { enqueue(delivery: Delivery): Promise<EnqueueResult> }
   /** Secrets accepted now (see `secretSource`); read once per event-loop turn that has requests. */
   secrets: () => readonly ActiveSecret[]
+  /**
+   * Reads the secrets afresh when none of `secrets()` verified a delivery (a replica verifying for
+   * an account it does not own, from a cache: a rotation may not have reached it yet).
+   */
+  refreshSecrets?: () => Promise<readonly ActiveSecret[]>
   /** Body cap in bytes (webhooks.maxBodyBytes, 1 MiB by default). */
   maxBodyBytes: number
   /** Deadline to receive a whole body (webhooks.bodyTimeoutMs): 408 past it. */
@@ -80,7 +85,15 @@ export function createIntakeHandler(options: IntakeHandlerOptions): IntakeHandle
       unavailable(res, err, deliveryId)
       return
     }
-    const verified = verifySignature(read.body, req.headers['x-service-signature'], secrets)
+    let verified = verifySignature(read.body, req.headers['x-service-signature'], secrets)
+    if (!verified.ok && (verified.reason === 'mismatch' || verified.reason === 'no-secret') && options.refreshSecrets !== undefined) {
+      try {
+        verified = verifySignature(read.body, req.headers['x-service-signature'], await options.refreshSecrets())
+      } catch (err) {
+        unavailable(res, err, deliveryId)
+        return
+      }
+    }
     if (!verified.ok) {
       if (metrics) metrics.intake.unauthorized++
       if (verified.reason === 'no-secret') {

@@ -13,8 +13,8 @@ import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { mirrorFault, mirrorLocked } from '../store/mirror-fault.js'
-import type { Sqlite } from '../store/mirror-database.js'
+import { fileFault, mirrorLocked } from '../store/sqlite/file-faults.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { DeliveryApplier, OBJECTS_DEFERRED_TEXTS, type ApplyOutcome, type ObjectSink } from './delivery-applier.js'
 import { FollowUps, type FollowUpClient } from './follow-ups.js'
 import type { InboxRow, WebhookInbox } from './inbox.js'
@@ -164,7 +164,7 @@ export class WebhookProcessor {
         } catch (err) {
           // The mirror failed, or another process held its lock past the busy timeout, not the
           // row: the whole slice rolls back and waits (see #loop); the row stays pending.
-          if (mirrorFault(err) !== undefined || mirrorLocked(err)) throw err
+          if (fileFault(err) !== undefined || mirrorLocked(err)) throw err
           const error = (err as Error).message
           options.inbox.markFailed(row.delivery_id, error)
           return { row, outcome: { kind: 'failed', error } }
@@ -330,7 +330,7 @@ export class WebhookProcessor {
    * acknowledged, and are applied in order once the mirror works again.
    */
   #backOff(err: unknown, head: InboxRow | undefined): void {
-    const fault = mirrorFault(err)
+    const fault = fileFault(err)
     const locked = mirrorLocked(err)
     const error =
       fault !== undefined

@@ -1,9 +1,15 @@
 // The secret store: every signing secret the upstream issued for our endpoint (spec, Webhook
 // management: POST returns it once; a PUT that changes the url issues a new one). It lives in its
-// own 0600 file next to the mirror (src/store/secrets-file.ts), never in the mirror, which
+// own 0600 file next to the mirror (src/store/repositories/secrets-file.ts), never in the mirror, which
 // warehouse readers may be given; no table, log line or output ever holds a secret. A superseded
 // secret stays accepted for a grace period so that deliveries signed before the rotation still verify.
-import { readSecretsFile, secretsFileStamp, secretsPathFor, writeSecretsFile, type SecretEntry } from '../store/secrets-file.js'
+import {
+  readSecretsFile,
+  secretsFileStamp,
+  secretsPathFor,
+  writeSecretsFile,
+  type SecretEntry,
+} from '../store/repositories/secrets-file.js'
 import type { ActiveSecret } from './signature.js'
 import { parseInstant } from '../model/timestamps.js'
 
@@ -65,12 +71,14 @@ export class SecretStore {
     if (c !== undefined && c.entries === entries && c.graceHours === graceHours && now >= c.from && now < c.until) return c.secrets
     const rows = activeEntries(entries, now, graceHours)
     const ends = rows.filter((r) => r.supersededAt !== null).map((r) => parseInstant(r.supersededAt!) + graceHours * HOUR_MS)
-    const secrets = rows.map((r) => ({
-      secret: r.secret,
-      label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})`,
-    }))
+    const secrets = activeSecretsOf(entries, now, graceHours)
     this.#cache = { entries, graceHours, from: now, until: Math.min(Number.POSITIVE_INFINITY, ...ends), secrets }
     return secrets
+  }
+
+  /** Every entry of the file, secrets included: what the owner of the account publishes to the other replicas. */
+  entries(): readonly SecretEntry[] {
+    return this.#entries()
   }
 
   /** Stores a newly issued secret, durably; every earlier one starts its grace period now. */
@@ -107,8 +115,20 @@ export class SecretStore {
   }
 }
 
+/** The secrets of `entries` accepted at `now`, newest first, labelled by endpoint (a file's, or those shared by the account's owner). */
+export function activeSecretsOf(
+  entries: readonly Pick<SecretEntry, 'endpointId' | 'secret' | 'supersededAt'>[],
+  now: number,
+  graceHours: number,
+): ActiveSecret[] {
+  return activeEntries(entries, now, graceHours).map((r) => ({
+    secret: r.secret,
+    label: `endpoint ${r.endpointId} (${r.supersededAt === null ? 'current' : 'previous'})`,
+  }))
+}
+
 /** Newest first: the current entries and those whose grace period has not ended at `now`. */
-function activeEntries(entries: readonly SecretEntry[], now: number, graceHours: number): SecretEntry[] {
+function activeEntries<E extends Pick<SecretEntry, 'supersededAt'>>(entries: readonly E[], now: number, graceHours: number): E[] {
   const since = now - graceHours * HOUR_MS
   return entries.filter((e) => e.supersededAt === null || parseInstant(e.supersededAt) > since).reverse()
 }

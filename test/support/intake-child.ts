@@ -2,7 +2,7 @@
 // the parent kills it with SIGKILL after the ack. Prints `{"url": ...}` once it listens.
 import { Writable } from 'node:stream'
 import { createLogger } from '../../src/log/logger.js'
-import { openMirror } from '../../src/store/mirror-database.js'
+import { openMirror } from '../../src/store/sqlite/mirror-database.js'
 import { startIntakeServer } from '../../src/webhooks/intake-server.js'
 import { createWebhookService } from '../../src/webhooks/webhook-service.js'
 

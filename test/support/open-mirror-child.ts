@@ -5,7 +5,7 @@
 // 1 ms before SQLite prepares it. It prints `migrating` at that first statement and `opened` once
 // the mirror is open; a pipe is written synchronously on Linux, so the parent sees them in time.
 import Database from 'better-sqlite3'
-import { openMirror } from '../../src/store/mirror-database.js'
+import { openMirror } from '../../src/store/sqlite/mirror-database.js'
 
 const file = process.argv[2]
 if (file === undefined) throw new Error('usage: open-mirror-child.ts <mirror file>')

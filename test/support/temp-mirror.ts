@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { openMirror, type Mirror } from '../../src/store/mirror-database.js'
+import { openMirror, type Mirror } from '../../src/store/sqlite/mirror-database.js'
 
 export interface TempMirror extends Mirror {
   dir: string

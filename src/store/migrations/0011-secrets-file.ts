@@ -9,8 +9,8 @@
 // removed by a checkpoint that truncates the -wal (after the commit, outside any transaction). A
 // reader holding the log may keep that checkpoint from finishing: a marker in webhook_state keeps
 // it pending until an open that can. Until then the mirror stays 0600 (mirror-database.ts).
-import type { Sqlite } from '../mirror-database.js'
-import { mergeIntoSecretsFile, secretsPathFor, type SecretEntry } from '../secrets-file.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
+import { mergeIntoSecretsFile, secretsPathFor, type SecretEntry } from '../repositories/secrets-file.js'
 import type { MigrationHooks, MigrationStatements } from './types.js'
 
 const SCRUB_KEY = 'secrets-scrub'

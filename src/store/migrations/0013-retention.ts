@@ -1,4 +1,4 @@
-// Retention of the webhook inbox (src/store/retention.ts). An applied delivery first loses its body
+// Retention of the webhook inbox (src/store/repositories/retention.ts). An applied delivery first loses its body
 // and keeps a compact row (its id guards against a replay, since nothing upstream signs a time),
 // then the row goes too. `body_dropped_at` tells the two apart, and each index below holds one of
 // the two kinds of row only, so each pass reads its oldest rows by range instead of walking past

@@ -1,4 +1,4 @@
-// Readers of change_log that retention waits for (src/store/change-log-consumers.ts): the Postgres
+// Readers of change_log that retention waits for (src/store/repositories/change-log-consumers.ts): the Postgres
 // destination registers itself, and a user registers a named consumer with `fsm-sync consumers add`.
 // `seq` is the last change the consumer has read; rows above the lowest seq are kept.
 import type { MigrationStatements } from './types.js'

@@ -1,4 +1,4 @@
-import type { Sqlite } from '../mirror-database.js'
+import type { Sqlite } from '../sqlite/mirror-database.js'
 
 /** A migration as a list of single SQL statements (better-sqlite3 prepares one statement at a time). */
 export type MigrationStatements = readonly string[]

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
 import { cleanEnv, ROOT } from '../../support/run-cli.js'
 import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 

@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
-import { readSecretsFile, secretsPathFor } from '../../../src/store/secrets-file.js'
+import { readSecretsFile, secretsPathFor } from '../../../src/store/repositories/secrets-file.js'
 import { compareMirror } from '../../support/compare-mirror.js'
 import { query } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { cliInProcess } from '../../support/cli-in-process.js'
 import { loadConfig } from '../../../src/config/index.js'
 import { mirrorChecks } from '../../../src/daemon/doctor-checks.js'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 
 let dir: string

@@ -3,7 +3,7 @@
 // it in /metrics and gives the freed pages back.
 import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempDir } from '../../support/temp-mirror.js'
 import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'

@@ -3,7 +3,7 @@
 // counted where the upstream sees them (the emulator's request log).
 import { expect, test } from 'vitest'
 import { maxInWindow } from '../../../bench/lib.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { spawnCli } from '../../support/run-cli.js'
 import { syncOnce } from '../../support/sync-env.js'

@@ -14,9 +14,9 @@ import { destinationTables } from '../../../src/destination/destination-tables.j
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { systemClock } from '../../../src/model/clock.js'
 import type { TableSpec } from '../../../src/model/table-spec.js'
-import { lastChangeSeq } from '../../../src/store/change-log-consumers.js'
+import { lastChangeSeq } from '../../../src/store/repositories/change-log-consumers.js'
 import type { RecordRow } from '../../../src/model/rows.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 

@@ -8,7 +8,7 @@ import { destinationTables } from '../../../src/destination/destination-tables.j
 import { postgresChecks } from '../../../src/destination/postgres-doctor.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { systemClock } from '../../../src/model/clock.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { createDatabase, pgQuery, withDatabase } from '../../support/postgres-server.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 

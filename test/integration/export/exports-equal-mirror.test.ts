@@ -20,9 +20,9 @@ import {
   type ExportManifest,
 } from '../../../src/export/export-mirror.js'
 import { changeTracking, type ColumnKind, type TableSpec } from '../../../src/model/table-spec.js'
-import { ChangeLogConsumers } from '../../../src/store/change-log-consumers.js'
-import { openMirror, type Mirror } from '../../../src/store/mirror-database.js'
-import { runRetention } from '../../../src/store/retention.js'
+import { ChangeLogConsumers } from '../../../src/store/repositories/change-log-consumers.js'
+import { openMirror, type Mirror } from '../../../src/store/sqlite/mirror-database.js'
+import { runRetention } from '../../../src/store/repositories/retention.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'

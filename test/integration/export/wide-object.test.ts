@@ -4,7 +4,7 @@
 import path from 'node:path'
 import { expect, test } from 'vitest'
 import type { ExportManifest } from '../../../src/export/export-mirror.js'
-import { MAX_VIEW_FIELDS } from '../../../src/store/custom-object-views.js'
+import { MAX_VIEW_FIELDS } from '../../../src/store/repositories/custom-object-views.js'
 import { cliInProcess } from '../../support/cli-in-process.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { DATA_TABLES, DATA_VIEWS } from '../../../connectors/index.js'
 import { sqliteType, type TableSpec } from '../../../src/model/table-spec.js'
-import type { Sqlite } from '../../../src/store/mirror-database.js'
-import { STATE_TABLES } from '../../../src/store/state-tables.js'
+import type { Sqlite } from '../../../src/store/sqlite/mirror-database.js'
+import { STATE_TABLES } from '../../../src/store/repositories/state-tables.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror

@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 

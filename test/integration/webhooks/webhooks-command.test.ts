@@ -2,7 +2,7 @@
 // file, the emulator upstream): the secret is stored, never printed.
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { readSecretsFile, secretsPathFor } from '../../../src/store/secrets-file.js'
+import { readSecretsFile, secretsPathFor } from '../../../src/store/repositories/secrets-file.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { cleanEnv, runCli } from '../../support/run-cli.js'
 import { tempDir } from '../../support/temp-mirror.js'

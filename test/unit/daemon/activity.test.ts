@@ -1,7 +1,7 @@
 // The demo's live line: what the daemon did between two marks, read from a real mirror.
 import { afterEach, expect, test } from 'vitest'
 import { activityMark, activitySince, formatActivity, WAIT_SHOWN_MS } from '../../../src/daemon/activity.js'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
 import { WebhookMetrics } from '../../../src/webhooks/metrics.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 

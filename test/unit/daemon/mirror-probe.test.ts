@@ -4,7 +4,7 @@
 import path from 'node:path'
 import { expect, test } from 'vitest'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 const MIB = 1024 * 1024

@@ -7,8 +7,8 @@ import Database from 'better-sqlite3'
 import { expect, test } from 'vitest'
 import { enableIncrementalVacuumAtStart, START_VACUUM_MAX_BYTES } from '../../../src/daemon/retention-job.js'
 import { createLogger } from '../../../src/log/logger.js'
-import { fileBytes, incrementalVacuumEnabled } from '../../../src/store/incremental-vacuum.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { fileBytes, incrementalVacuumEnabled } from '../../../src/store/sqlite/incremental-vacuum.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 function capture() {

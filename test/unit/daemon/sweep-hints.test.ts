@@ -4,8 +4,8 @@
 import { expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
 import { webhookHints } from '../../../src/daemon/sweep-loop.js'
-import { expectedStalenessSeconds, streamFreshness } from '../../../src/store/stream-freshness.js'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { expectedStalenessSeconds, streamFreshness } from '../../../src/store/read-models/stream-freshness.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 
 test('webhook hints: deliveries since the last call, by stream; those from before the start are not news', async () => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest'
 import { changedKeys, changesGone, planBatch, planTables, snapshotRead, type Row, type Table } from '../../../src/destination/batch-plan.js'
 import { emptyWritten } from '../../../src/destination/replica-state.js'
 import type { ColumnKind, ColumnSpec, TableSpec } from '../../../src/model/table-spec.js'
-import type { LoggedChange } from '../../../src/store/mirror-snapshot.js'
+import type { LoggedChange } from '../../../src/store/read-models/mirror-snapshot.js'
 
 const col = (name: string, kind: ColumnKind = 'text'): ColumnSpec => ({ name, kind, nullable: true, description: name })
 const spec = (name: string, columns: ColumnSpec[], rest: Partial<TableSpec> = {}): TableSpec => ({

@@ -197,7 +197,7 @@ describe('imports follow the dependency rule of docs/architecture.md', () => {
 
   test('the scan covers all three trees and resolves what it finds', () => {
     const files = new Set(edges.map((e) => e.file))
-    for (const f of ['src/cli/main.ts', 'connectors/index.ts', 'emulator/index.ts', 'src/store/record-writer.ts'])
+    for (const f of ['src/cli/main.ts', 'connectors/index.ts', 'emulator/index.ts', 'src/store/repositories/record-writer.ts'])
       expect(files, f).toContain(f)
     expect(edges.length).toBeGreaterThan(300)
   })
@@ -214,8 +214,8 @@ describe('imports follow the dependency rule of docs/architecture.md', () => {
       violations([
         edge('src/store/x.ts', 'src/daemon/daemon.ts'),
         edge('src/sync/x.ts', 'src/webhooks/inbox.ts'),
-        edge('connectors/x.ts', 'src/store/record-writer.ts'),
-        edge('connectors/x.ts', 'src/store/record-writer.ts', true),
+        edge('connectors/x.ts', 'src/store/repositories/record-writer.ts'),
+        edge('connectors/x.ts', 'src/store/repositories/record-writer.ts', true),
         edge('emulator/x.ts', 'src/store/timestamps.ts'),
         edge('src/daemon/x.ts', 'emulator/index.ts'),
         edge('src/newlayer/x.ts', 'src/log/logger.ts'),

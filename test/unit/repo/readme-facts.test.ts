@@ -9,7 +9,7 @@ import { describe, expect, test } from 'vitest'
 import { DATA_TABLES, DATA_VIEWS } from '../../../connectors/index.js'
 import { commands } from '../../../src/cli/commands.js'
 import { GLOBAL_OPTIONS } from '../../../src/cli/main.js'
-import { MAX_VIEW_FIELDS } from '../../../src/store/custom-object-views.js'
+import { MAX_VIEW_FIELDS } from '../../../src/store/repositories/custom-object-views.js'
 import { RECONCILABLE, streamOptionProblem } from '../../../src/cli/stream-option.js'
 import { configKeys, envVariables } from '../../../src/config/config-doc.js'
 import { ENV_VARIABLES, FLAG_KEYS } from '../../../src/config/index.js'
@@ -152,7 +152,7 @@ describe('README.md and docs/', () => {
       const documented = rows.flatMap((row) => ticked(row[0]!)).filter((t) => t !== 'obj_<slug>')
       for (const t of documented) expect(names, `docs/querying.md's Tables names ${t}`).toContain(t)
       for (const t of [...DATA_TABLES, ...DATA_VIEWS]) expect(documented, `docs/querying.md's Tables omits ${t.name}`).toContain(t.name)
-      // The width of a custom object's view (src/store/custom-object-views.ts).
+      // The width of a custom object's view (src/store/repositories/custom-object-views.ts).
       expect(section).toContain(`At most ${MAX_VIEW_FIELDS.toLocaleString('en-US')} field columns`)
       // The example queries name real tables and columns (a custom object's view needs the object).
       const examples = /```sql\n([\s\S]*?)```/.exec(QUERYING)![1]!

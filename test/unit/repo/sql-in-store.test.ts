@@ -43,9 +43,9 @@ const ALLOWED: readonly Allowance[] = [
     why: "Postgres statements (DDL, upserts, information_schema and pg_catalog queries) run on the warehouse's pg client, never on the mirror",
   },
   {
-    file: /^src\/coordination\/(?:coordination-schema|leases|membership|request-starts)\.ts$/,
+    file: /^src\/coordination\/(?:coordination-schema|leases|membership|request-starts|webhook-schema|shared-inbox|shared-secrets)\.ts$/,
     text: /./,
-    why: "the replicas' membership and leases live in the destination's Postgres server, never in the mirror",
+    why: "the replicas' membership, leases and shared webhook tables live in the destination's Postgres server, never in the mirror",
   },
   {
     file: 'src/export/parquet-writer.ts',

@@ -12,7 +12,7 @@ import {
   startCheckpointService,
   type BackgroundCheckpoints,
   type CheckpointService,
-} from '../../../src/store/background-checkpoints.js'
+} from '../../../src/store/sqlite/background-checkpoints.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined

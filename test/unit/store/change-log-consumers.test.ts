@@ -1,8 +1,8 @@
-// Retention of change_log with consumers (src/store/change-log-consumers.ts): rows go once they are
+// Retention of change_log with consumers (src/store/repositories/change-log-consumers.ts): rows go once they are
 // old enough and every consumer has read them; a consumer further behind than the hold stops
 // holding them back.
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { ChangeLogConsumers, consumerLag, lastChangeSeq, pruneHorizon } from '../../../src/store/change-log-consumers.js'
+import { ChangeLogConsumers, consumerLag, lastChangeSeq, pruneHorizon } from '../../../src/store/repositories/change-log-consumers.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const DAY = 86_400_000

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { CustomObjectTypes } from '../../../src/store/custom-object-types.js'
+import { CustomObjectTypes } from '../../../src/store/repositories/custom-object-types.js'
 import { mirrorCatalog } from '../../../src/catalog/catalog.js'
 import { objectViewSql } from '../../../src/destination/postgres-ddl.js'
 import { exportMirror } from '../../../src/export/export-mirror.js'
@@ -10,8 +10,8 @@ import {
   viewName,
   viewStatements,
   viewWidthNote,
-} from '../../../src/store/custom-object-views.js'
-import { openReadOnlyQuery } from '../../../src/store/read-only-query.js'
+} from '../../../src/store/repositories/custom-object-views.js'
+import { openReadOnlyQuery } from '../../../src/store/sqlite/read-only-query.js'
 import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror

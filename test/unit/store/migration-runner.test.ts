@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { Kysely, Migrator, SqliteDialect, sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { MIGRATIONS } from '../../../src/store/migrations/index.js'
-import { MirrorError, openMirror } from '../../../src/store/mirror-database.js'
+import { MirrorError, openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import { tempDir } from '../../support/temp-mirror.js'
 
 let dir: string

@@ -1,7 +1,7 @@
 // Each connection to a mirror has a bounded page cache of its own, so a process holding many
 // mirrors open stays within a known memory (src/store/README.md, "What an open mirror costs").
 import { afterEach, expect, test } from 'vitest'
-import { openMirror, READER_CACHE_KIB, WRITER_CACHE_KIB } from '../../../src/store/mirror-database.js'
+import { openMirror, READER_CACHE_KIB, WRITER_CACHE_KIB } from '../../../src/store/sqlite/mirror-database.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined

@@ -1,4 +1,4 @@
-// src/store/mirror-schema.ts is written by hand for kysely; this keeps it true to the migrations:
+// src/store/sqlite/mirror-schema.ts is written by hand for kysely; this keeps it true to the migrations:
 // every table it names must exist in a freshly migrated mirror with exactly its columns, each with
 // the type and nullability the interface says.
 import { readFileSync } from 'node:fs'
@@ -17,7 +17,7 @@ interface DeclaredColumn {
 
 /** Table -> column -> what the interface declares, read from the source with the TypeScript parser. */
 function declaredSchema(): Map<string, Map<string, DeclaredColumn>> {
-  const file = path.join(ROOT, 'src/store/mirror-schema.ts')
+  const file = path.join(ROOT, 'src/store/sqlite/mirror-schema.ts')
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
   const interfaces = new Map<string, ts.InterfaceDeclaration>()
   const aliases = new Map<string, ts.TypeNode>()
@@ -121,7 +121,7 @@ let m: TempMirror
 beforeEach(async () => (m = await tempMirror()))
 afterEach(() => m.dispose())
 
-describe('the kysely schema of the mirror (src/store/mirror-schema.ts)', () => {
+describe('the kysely schema of the mirror (src/store/sqlite/mirror-schema.ts)', () => {
   test('the parser reads the interface: tables, columns, types, nulls', () => {
     const schema = declaredSchema()
     expect(schema.size).toBeGreaterThan(5)

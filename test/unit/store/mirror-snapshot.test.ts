@@ -1,10 +1,10 @@
-// The snapshot reads `fsm-sync export` and the Postgres destination share (src/store/mirror-snapshot.ts):
+// The snapshot reads `fsm-sync export` and the Postgres destination share (src/store/read-models/mirror-snapshot.ts):
 // one read transaction that writers do not disturb, a declared table's rows by key, the records
 // changed after a seq with their latest change, rows by key and children by parent.
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { catalogTables } from '../../../src/catalog/catalog.js'
 import type { TableSpec } from '../../../src/model/table-spec.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
 import {
   changedRows,
   changesAfter,
@@ -14,8 +14,8 @@ import {
   snapshotSeq,
   tableRows,
   tablesChangedBetween,
-} from '../../../src/store/mirror-snapshot.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+} from '../../../src/store/read-models/mirror-snapshot.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const spec = (name: string): TableSpec => catalogTables().find((t) => t.name === name)!

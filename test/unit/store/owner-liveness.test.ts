@@ -1,6 +1,6 @@
 // Which owners' running runs may be abandoned: only those of a process that is gone.
 import { describe, expect, test } from 'vitest'
-import { ownerLiveness, type RunOwner } from '../../../src/store/owner-liveness.js'
+import { ownerLiveness, type RunOwner } from '../../../src/store/repositories/owner-liveness.js'
 
 const NOW = Date.parse('2026-06-01T12:00:00.000Z')
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString()

@@ -3,7 +3,7 @@
 // between the statements.
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const T = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { jobs } from '../../../connectors/jobs.js'
 import { clients } from '../../../connectors/clients.js'
-import { RecordWriter } from '../../../src/store/record-writer.js'
+import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import { canonicalTime } from '../../../src/model/timestamps.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 

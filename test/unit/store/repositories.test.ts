@@ -1,16 +1,16 @@
 // The store's repositories that no other test reaches directly, each on a real migrated mirror.
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { CalendarChangeStore } from '../../../src/store/calendar-changes.js'
-import { replaceClientFields } from '../../../src/store/client-fields.js'
-import { IntegrationStatusStore } from '../../../src/store/integration-status.js'
-import { StatusWriter } from '../../../src/store/status-writer.js'
+import { CalendarChangeStore } from '../../../src/store/repositories/calendar-changes.js'
+import { replaceClientFields } from '../../../src/store/repositories/client-fields.js'
+import { IntegrationStatusStore } from '../../../src/store/repositories/integration-status.js'
+import { RecordStatusWriter } from '../../../src/store/repositories/record-status-writer.js'
 import { MIGRATIONS } from '../../../src/store/migrations/index.js'
-import { appliedMigrationCount, pageRoom, quickCheck } from '../../../src/store/mirror-health.js'
-import { customRecordSlugs, RecordTable } from '../../../src/store/record-tables.js'
-import { RunHistory } from '../../../src/store/run-history.js'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
-import { inboxCounts, WebhookInboxStore } from '../../../src/store/webhook-inbox-store.js'
-import { WebhookStateStore } from '../../../src/store/webhook-state.js'
+import { appliedMigrationCount, pageRoom, quickCheck } from '../../../src/store/sqlite/mirror-health.js'
+import { customRecordSlugs, RecordTable } from '../../../src/store/repositories/record-tables.js'
+import { RunHistory } from '../../../src/store/read-models/run-history.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
+import { inboxCounts, WebhookInboxStore } from '../../../src/store/repositories/webhook-inbox-store.js'
+import { WebhookStateStore } from '../../../src/store/repositories/webhook-state.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror
@@ -130,7 +130,7 @@ describe('record tables', () => {
 
   test("a job's status moves only from the status it still shows, and the move is logged", () => {
     m.sqlite.prepare(`INSERT INTO jobs (id, job_status, updated_at, raw, synced_at) VALUES ('j1', 'scheduled', ?, '{}', ?)`).run(T(1), T(1))
-    const jobs = new StatusWriter(m.sqlite, 'jobs', 'job_status')
+    const jobs = new RecordStatusWriter(m.sqlite, 'jobs', 'job_status')
     expect(jobs.move('j1', 'completed', 'closed', T(2))).toBe(false)
     expect(jobs.move('j1', 'scheduled', 'in_progress', T(3))).toBe(true)
     expect(jobs.move('missing', 'scheduled', 'in_progress', T(3))).toBe(false)

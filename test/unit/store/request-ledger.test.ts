@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { RequestLedger } from '../../../src/store/request-ledger.js'
+import { RequestLedger } from '../../../src/store/repositories/request-ledger.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let m: TempMirror

@@ -3,9 +3,9 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../../../src/store/incremental-vacuum.js'
-import { openMirror } from '../../../src/store/mirror-database.js'
-import { runRetention, type RetentionSettings } from '../../../src/store/retention.js'
+import { enableIncrementalVacuum, fileBytes, incrementalVacuumEnabled } from '../../../src/store/sqlite/incremental-vacuum.js'
+import { openMirror } from '../../../src/store/sqlite/mirror-database.js'
+import { runRetention, type RetentionSettings } from '../../../src/store/repositories/retention.js'
 import { tempDir, tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 const DAY = 86_400_000

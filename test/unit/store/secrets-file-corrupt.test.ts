@@ -6,7 +6,7 @@ import path from 'node:path'
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { readSecretsFile, SecretsFileError } from '../../../src/store/secrets-file.js'
+import { readSecretsFile, SecretsFileError } from '../../../src/store/repositories/secrets-file.js'
 import { SecretStore } from '../../../src/webhooks/secret-store.js'
 import { tempDir } from '../../support/temp-mirror.js'
 

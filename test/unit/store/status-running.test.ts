@@ -3,9 +3,9 @@
 // shown as gone, and left out of the estimate.
 import { afterEach, expect, test } from 'vitest'
 import { STATUS_STREAMS } from '../../../src/cli/status-streams.js'
-import { RunOwnerStore } from '../../../src/store/run-owners.js'
-import { statusReport } from '../../../src/store/status-report.js'
-import { SyncStateStore } from '../../../src/store/sync-state.js'
+import { RunOwnerStore } from '../../../src/store/repositories/run-owners.js'
+import { statusReport } from '../../../src/store/read-models/status-report.js'
+import { SyncStateStore } from '../../../src/store/repositories/sync-state.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
 
 let mirror: TempMirror | undefined

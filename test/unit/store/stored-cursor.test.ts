@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest'
 import type { z } from 'zod'
 import { KeysetCursorSchema } from '../../../src/api/keyset/index.js'
 import { FeedCursorSchema } from '../../../src/sync/calendar-feed.js'
-import { parseStoredCursor } from '../../../src/store/stored-cursor.js'
+import { parseStoredCursor } from '../../../src/store/repositories/stored-cursor.js'
 import { ObjectCursorSchema } from '../../../src/sync/custom-object-sync.js'
 
 describe('parseStoredCursor', () => {

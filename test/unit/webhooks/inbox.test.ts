@@ -221,7 +221,7 @@ describe('the -wal file synced is the one SQLite writes', () => {
   // Review finding (2026-11-23): the path was built from the name the mirror was opened with, but
   // SQLite resolves symlinks; a stale -wal beside the link would have been synced instead.
   test('a mirror opened through a symlink: the descriptor synced is the -wal beside the real file', async () => {
-    const { openMirror } = await import('../../../src/store/mirror-database.js')
+    const { openMirror } = await import('../../../src/store/sqlite/mirror-database.js')
     const path = await import('node:path')
     const real = path.join(mirror.dir, 'real')
     const linked = path.join(mirror.dir, 'linked')
