@@ -1,4 +1,5 @@
-// `fsm-sync run`: the daemon, over every account of the config. Stops cleanly on SIGTERM/SIGINT
+// `fsm-sync run`: the daemon, over every account of the config (with `sharding.enabled`, over those
+// this replica holds: docs/sharding.md). Stops cleanly on SIGTERM/SIGINT
 // (exit 0); a second one, or a stop that overruns its budget, ends the process at once with exit 1.
 // A change of the config file (or an account's key file) is applied within seconds, and at once on
 // SIGHUP (config-watch.ts; docs/accounts.md).
@@ -33,7 +34,7 @@ export const runCommand: Command = {
     // The stop budget and the exit deadlines are counted on the daemon's clock (the system's).
     const clock = systemClock
     ctx.io.stderr.write(
-      `fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${config.webhooks.path}); ${accounts.length} account${accounts.length === 1 ? '' : 's'}\n`,
+      `fsm-sync run: listening on ${daemon.url} (/healthz, /readyz, /metrics, ${config.webhooks.path}); ${accounts.length} account${accounts.length === 1 ? '' : 's'}${daemon.replica === undefined ? '' : `, shared as replica ${daemon.replica.name}`}\n`,
     )
     const file = (args.config as string | undefined) ?? ctx.io.env.FSM_CONFIG
     const watch =

@@ -207,6 +207,12 @@ export function loadAccounts(sources: ConfigSources = {}): LoadedConfig {
         message: 'is set but destination.postgres.url (FSM_POSTGRES_URL) is not: set the URL too, e.g. postgres://user@host:5432/database',
       })
     else if (pg.password !== undefined && pg.url !== undefined) pg.url = withPostgresPassword(pg.url, pg.password)
+    if (parsed.data.sharding.enabled && pg.url === undefined && top)
+      issues.push({
+        key: name(['sharding', 'enabled']),
+        message:
+          'is on but destination.postgres.url (FSM_POSTGRES_URL) is not set: the replicas coordinate through that Postgres server; set it, or turn sharding off',
+      })
     return parsed.data
   }
 

@@ -6,6 +6,7 @@ import { HELD_SHARE, INTAKE_LIMIT_DEFAULTS } from './intake-defaults.js'
 import { cronProblem } from './cron-check.js'
 import { DestinationSchema } from './postgres-settings.js'
 import { doc, int } from './schema-parts.js'
+import { ShardingSchema } from './sharding-settings.js'
 export { postgresSecrets, postgresUrlProblem, withPostgresPassword } from './postgres-settings.js'
 
 /**
@@ -419,6 +420,7 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   destination: DestinationSchema,
+  sharding: ShardingSchema,
   schedules: z
     .strictObject({
       sweep: SweepSchedule.default(SCHEDULE_CONTINUOUS).meta(

@@ -6,7 +6,7 @@ import { RECORD_STREAMS } from '../../connectors/index.js'
 import { selectStreams } from '../../connectors/selection.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { SCHEDULE_CONTINUOUS, SCHEDULE_OFF, type Config } from '../config/index.js'
-import { createPostgresDestination, type PostgresDestination } from '../destination/index.js'
+import { createPostgresDestination, type DestinationPool, type Fence, type PostgresDestination } from '../destination/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/sqlite/background-checkpoints.js'
@@ -16,6 +16,7 @@ import type { BodyBudget } from '../webhooks/body-budget.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
+import type { LeaseHooks } from './api-access.js'
 import { createApp, type App } from './create-app.js'
 import { DaemonMetrics } from './daemon-metrics.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
@@ -40,6 +41,16 @@ export interface AccountRuntimeDeps {
   id?: string
   /** The account's share of the process's webhook body budget (webhooks/body-budget.ts); default: a budget of its own. */
   bodyBudget?: BodyBudget
+  /** This replica's lease on the account, when replicas share the accounts (replica.ts). */
+  lease?: AccountLease
+  /** The process's Postgres connections, shared by every account's destination (destination.postgres.maxConnections). */
+  destinationPool?: DestinationPool
+}
+
+/** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
+export interface AccountLease extends LeaseHooks {
+  /** Run first in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
+  fence: Fence
 }
 
 export interface AccountStatus {
@@ -96,6 +107,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     logger,
     ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     onResponse: (e) => metricsHolder.metrics?.onResponse(e),
+    ...(deps.lease === undefined ? {} : { lease: deps.lease }),
   })
   const clock = app.clock
   const now = () => clock.now()
@@ -171,7 +183,11 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
-  const destination = createPostgresDestination(config, app.mirror, logger, app.clock, { accountId: id })
+  const destination = createPostgresDestination(config, app.mirror, logger, app.clock, {
+    accountId: id,
+    ...(deps.destinationPool === undefined ? {} : { pool: deps.destinationPool }),
+    ...(deps.lease === undefined ? {} : { fence: deps.lease.fence }),
+  })
   if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
     client: app.client,

@@ -35,7 +35,7 @@ export interface AccountSetOptions {
   clock?: Clock
   checkpoints: CheckpointService
   /** What else each account's runtime takes from the process (its share of the webhook body budget). */
-  runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget'>
+  runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget' | 'destinationPool'>
 }
 
 interface Entry {
@@ -48,6 +48,8 @@ interface Entry {
   failures: number
   retryAt: number | undefined
   cancelRetry: (() => void) | undefined
+  /** What its runtime takes beyond the process's (a replica's lease on it). */
+  extra: Partial<AccountRuntimeDeps> | undefined
 }
 
 export class AccountSet {
@@ -109,8 +111,8 @@ export class AccountSet {
    * Applies a new accounts list: removed accounts stop (their mirrors stay on disk), added ones
    * open and start, changed ones restart; the others are not touched. Applies run one at a time.
    */
-  apply(next: readonly AccountConfig[]): Promise<AccountsDiff> {
-    return this.inTurn(() => this.applyNow(next))
+  apply(next: readonly AccountConfig[] | (() => readonly AccountConfig[])): Promise<AccountsDiff> {
+    return this.inTurn(() => this.applyNow(typeof next === 'function' ? next() : next))
   }
 
   /** Runs `fn` after every apply, add, remove and retry before it. */
@@ -132,7 +134,7 @@ export class AccountSet {
     this.entries.clear()
     for (const a of next) {
       const old = kept.get(a.id)
-      this.entries.set(a.id, old !== undefined && !diff.changed.includes(a.id) ? old : this.entry(a))
+      this.entries.set(a.id, old !== undefined && !diff.changed.includes(a.id) ? old : { ...this.entry(a), extra: old?.extra })
     }
     await this.openAll(
       [...diff.added, ...diff.changed].map((id) => this.entries.get(id)!),
@@ -159,6 +161,23 @@ export class AccountSet {
       }
       this.log(e).info('account added')
       return e.runtime
+    })
+  }
+
+  /**
+   * Takes an account in for a replica that acquired its lease (docs/sharding.md): like add, but one
+   * that cannot open is kept apart and retried as a listed account is; one already in the set (an
+   * older lease) is stopped first, since a new lease means a new runtime. `extra` goes to the runtime.
+   * Skipped when, at its turn, the lease is no longer `held` (handed over while opens queued).
+   */
+  adopt(a: AccountConfig, extra: Partial<AccountRuntimeDeps>, held: () => boolean = () => true): Promise<void> {
+    return this.inTurn(async () => {
+      if (this.closed || !held()) return
+      const old = this.entries.get(a.id)
+      if (old !== undefined) await this.retire(old)
+      const e = { ...this.entry(a), extra }
+      this.entries.set(a.id, e)
+      await this.openOne(e, true)
     })
   }
 
@@ -245,6 +264,7 @@ export class AccountSet {
       error: undefined,
       retryAt: undefined,
       cancelRetry: undefined,
+      extra: undefined,
     }
   }
 
@@ -254,7 +274,7 @@ export class AccountSet {
     let runtime: AccountRuntime | undefined
     try {
       prepareFolder(e.id, e.config.db)
-      runtime = await openAccountRuntime(e.config, { ...this.deps(), id: e.id })
+      runtime = await openAccountRuntime(e.config, { ...this.deps(), ...e.extra, id: e.id })
     } catch (err) {
       if (!isolate) {
         this.setState(e, 'failed')

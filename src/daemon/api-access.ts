@@ -28,6 +28,18 @@ export interface ApiAccessOptions {
    * sliding window still bounds every process on the key together.
    */
   burst?: number
+  /** The account's ownership when replicas share the accounts (docs/sharding.md): its seeded window and start record. */
+  lease?: LeaseHooks
+}
+
+/** What a replica's lease on the account gives its governor. */
+export interface LeaseHooks {
+  /** The previous owner's last window on this clock (coordination's seedStarts), counted as this governor's own. */
+  priorStarts: readonly number[]
+  /** Told of every start, so that the next owner can count this one's last window. */
+  onStart: (at: number) => void
+  /** Asked just before each start: false once this replica may no longer act on the account (FencedError). */
+  permit: () => boolean
 }
 
 export function createApiAccess(
@@ -45,7 +57,8 @@ export function createApiAccess(
       logger.warn({ err }, 'cannot claim a request start in the mirror; other processes on this key may exceed the budget with this one')
     ledgerFailed = true
   }
-  const priorStarts = ledger.recent(clock.now())
+  const fromLedger = ledger.recent(clock.now())
+  const priorStarts = options.lease === undefined ? fromLedger : [...fromLedger, ...options.lease.priorStarts].sort((a, b) => a - b)
   // Nothing to act on (the budget simply counts them): not shown at the default level.
   if (priorStarts.length > 0)
     logger.debug({ requests: priorStarts.length }, "requests started in the last minute by another process count against this one's budget")
@@ -53,6 +66,7 @@ export function createApiAccess(
     clock,
     limitPerMinute: config.rateLimit,
     priorStarts,
+    ...(options.lease === undefined ? {} : { onStart: options.lease.onStart, permit: options.lease.permit }),
     shared: {
       claim: (limit, windowMs) => {
         try {

@@ -12,7 +12,7 @@ import { openMirror, type Mirror } from '../store/sqlite/mirror-database.js'
 import { SyncStateStore } from '../store/repositories/sync-state.js'
 import type { SyncContext } from '../sync/sync-context.js'
 import { createProgress } from '../sync/progress.js'
-import { createApiAccess } from './api-access.js'
+import { createApiAccess, type LeaseHooks } from './api-access.js'
 import { RunOwnership } from './run-ownership.js'
 
 export interface App {
@@ -43,6 +43,8 @@ export interface AppOptions {
   clock?: Clock
   /** Called after every upstream attempt (the daemon's request metrics). */
   onResponse?: (event: ResponseEvent) => void
+  /** The account's lease, when replicas share the accounts (api-access.ts). */
+  lease?: LeaseHooks
 }
 
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
@@ -63,6 +65,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const { governor, client } = createApiAccess({ ...config, baseUrl, apiKey }, logger, mirror.sqlite, {
     clock,
     ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
+    ...(options.lease === undefined ? {} : { lease: options.lease }),
   })
   return {
     config,

@@ -5,13 +5,14 @@
 // sweep in flight sees the scheduler's signal between pages, so the page being written commits and
 // the run ends; the next start resumes from that checkpoint.
 import type { Server } from 'node:http'
-import type { AccountConfig, AccountsDiff, Config } from '../config/index.js'
+import { diffAccounts, type AccountConfig, type AccountsDiff, type Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
-import type { Clock } from '../model/clock.js'
+import { systemClock, type Clock } from '../model/clock.js'
 import { startCheckpointService, type BackgroundCheckpoints } from '../store/sqlite/background-checkpoints.js'
 import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
+import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
-import type { PostgresDestination } from '../destination/index.js'
+import { createDestinationPool, type PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
 import { readyOverAccounts } from './account-readiness.js'
 import { AccountSet, type AccountSetStatus } from './account-set.js'
@@ -20,6 +21,7 @@ import { checkDescriptors } from './descriptor-budget.js'
 import { closeServer, createDaemonServer, listen } from './http-server.js'
 import { exposition, ProcessMetrics } from './process-metrics.js'
 import type { App } from './create-app.js'
+import { startReplica, type Replica } from './replica.js'
 import type { Scheduler } from './scheduler.js'
 import type { SweepLoop } from './sweep-loop.js'
 
@@ -39,6 +41,8 @@ export interface Daemon {
   referenceAtStart: Promise<boolean>
   /** The continuous sweeps (`schedules.sweep` "continuous"), or undefined. */
   sweeps: SweepLoop | undefined
+  /** This replica, when `sharding.enabled`: only the accounts it holds a lease on run here. */
+  replica: Pick<Replica, 'name' | 'owned'> | undefined
   /** Every running account of the process, by id: a live view, accounts come and go in it. */
   accounts: ReadonlyMap<string, AccountRuntime>
   /**
@@ -83,6 +87,19 @@ export interface DaemonOptions {
   listed?: boolean
 }
 
+/**
+ * Sharded: a delivery for an account of the list that another replica holds is not acknowledged
+ * (503, the sender may try again): until deliveries are shared through Postgres, only the owner
+ * applies them, and its sweeps catch the change meanwhile (docs/sharding.md, Webhooks).
+ */
+function elsewhere(id: string): IntakeHandler {
+  return (_req, res) => {
+    res
+      .writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' })
+      .end(JSON.stringify({ error: `account ${id} runs on another replica: send again later` }))
+  }
+}
+
 export async function startDaemon(config: Config, options: DaemonOptions): Promise<Daemon> {
   const { logger } = options
   // Checkpoints on one worker thread for the process (the writer's own, on the event loop, stalled
@@ -93,18 +110,25 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // draws on through its share (half of it while others run), so one account's flood leaves room.
   const { maxConnections, bodyTimeoutMs, maxBufferedBytes } = config.webhooks
   const bodyBudget = new BodyBudget(maxBufferedBytes)
-  const list = options.accounts ?? [{ id: DEFAULT_ACCOUNT, config }]
+  let list = options.accounts ?? [{ id: DEFAULT_ACCOUNT, config }]
+  // Sharded: the set starts empty and takes in the accounts this replica acquires (replica.ts).
+  const sharded = config.sharding.enabled
   checkDescriptors(list.length, logger)
+  // One bound on Postgres connections for every account's destination (destination.postgres.maxConnections).
+  const destinationPool = createDestinationPool(config.destination.postgres, options.clock ?? systemClock)
   const set: AccountSet = new AccountSet({
     logger,
     checkpoints,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
-    runtimeDeps: () => ({ bodyBudget: accountBodyBudget(bodyBudget, () => set.runtimes.size) }),
+    runtimeDeps: () => ({
+      bodyBudget: accountBodyBudget(bodyBudget, () => set.runtimes.size),
+      ...(destinationPool === undefined ? {} : { destinationPool }),
+    }),
   })
   try {
-    await set.open(list, options.listed !== true)
+    await set.open(sharded ? [] : list, options.listed !== true && !sharded)
   } catch (err) {
-    await checkpoints.stop()
+    await Promise.all([checkpoints.stop(), destinationPool?.end()])
     throw err
   }
   // Today's fields are the default account's, else the first running one's.
@@ -117,7 +141,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
-    webhookHandler: (id) => set.webhookHandler(id),
+    webhookHandler: (id) => set.webhookHandler(id) ?? (sharded && list.some((a) => a.id === id) ? elsewhere(id) : undefined),
     webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
     onDrop: () => processMetrics.listener.connectionsDropped++,
     onUnknownAccount: () => processMetrics.listener.unknownAccount++,
@@ -130,7 +154,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       if (stopping) return { ready: false, reason: 'stopping' }
       const byId = await set.readiness()
       if (stopping) return { ready: false, reason: 'stopping' }
-      return readyOverAccounts(byId, options.listed !== true)
+      return readyOverAccounts(byId, options.listed !== true && !sharded)
     },
   })
   let address
@@ -138,6 +162,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
     await Promise.all([set.stop(), checkpoints.stop()])
+    await destinationPool?.end()
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, {
       cause: err,
     })
@@ -145,6 +170,15 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
   set.start()
+  let replica: Replica | undefined
+  try {
+    if (sharded) replica = await startReplica({ config, set, accounts: () => list, logger, clock: options.clock ?? systemClock })
+  } catch (err) {
+    await closeServer(server)
+    await Promise.all([set.stop(), checkpoints.stop()])
+    await destinationPool?.end()
+    throw err
+  }
   logger.info(
     { url, webhooks: config.webhooks.path, schedules: config.schedules, streams: config.streams, accounts: list.length },
     'daemon started',
@@ -156,11 +190,14 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     (stopped ??= (async () => {
       stopping = true
       logger.info('stopping: schedules end, the page in flight commits, the webhook inbox drains')
+      // Sharded: the runtimes stop first, then the leases are handed over at once (replica.ts).
+      if (replica !== undefined) await set.drain().then(() => replica?.stop())
       // The checkpoint thread stops beside the accounts: their writers checkpoint on their own meanwhile.
       await Promise.all([set.drain(), checkpoints.stop()])
       await closeServer(server)
       // Each account closes its mirror, or leaves it open when the disk does not answer.
       await set.stop()
+      await destinationPool?.end()
       logger.info('stopped cleanly')
     })())
   return {
@@ -192,11 +229,24 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     get sweeps() {
       return main().sweeps
     },
+    replica,
     accounts: set.runtimes,
-    applyAccounts: (next) => {
+    applyAccounts: async (next) => {
       // A longer list may need more descriptors than at start: said again, once per apply.
-      if (next.length > set.list().length) checkDescriptors(next.length, logger)
-      return set.apply(next)
+      if (next.length > list.length) checkDescriptors(next.length, logger)
+      if (!sharded) {
+        list = next
+        return set.apply(next)
+      }
+      // Sharded: the coordinator reads the new list at its next heartbeat; accounts held here restart
+      // when changed and stop when removed (the coordinator then releases their leases).
+      const diff = diffAccounts(list, next)
+      list = next
+      await set.apply(() => {
+        const here = new Set(set.list().map((a) => a.id))
+        return next.filter((a) => here.has(a.id))
+      })
+      return diff
     },
     addAccount: (accountConfig, id) =>
       stopping ? Promise.reject(new Error(`account ${id} not added: the daemon is stopping`)) : set.add({ id, config: accountConfig }),
