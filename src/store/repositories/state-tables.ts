@@ -4,7 +4,7 @@
 // declaration, and readers that list the mirror's tables (the schema catalog) need no other list.
 // The account's data is declared by the connectors (connectors/index.ts, DATA_TABLES).
 import type { ColumnKind, ColumnSpec, TableSpec } from '../../model/table-spec.js'
-import { MIGRATION_TABLE } from '../migrations/migration-runner.js'
+import { MIGRATION_TABLE } from '../sqlite/migration-runner.js'
 
 const c = (name: string, kind: ColumnKind, nullable: boolean, description: string, declaredType?: string): ColumnSpec => ({
   name,
@@ -162,7 +162,7 @@ export const STATE_TABLES: readonly TableSpec[] = [
   ),
   state(
     MIGRATION_TABLE,
-    'The migrations applied to the mirror (the table kysely created; src/store/migrations/migration-runner.ts).',
+    'The migrations applied to the mirror (the table kysely created; src/store/sqlite/migration-runner.ts).',
     ['name'],
     [
       c('name', 'text', false, 'The migration name.', 'varchar(255)'),

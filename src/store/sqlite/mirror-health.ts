@@ -2,7 +2,7 @@
 // ask of the mirror's file: migrations recorded, a real write, room left, page checks, a passive
 // checkpoint. The decisions (ready or not, what to tell the operator) stay with the callers.
 import type { Sqlite } from './mirror-database.js'
-import { MIGRATION_TABLE } from '../migrations/migration-runner.js'
+import { MIGRATION_TABLE } from './migration-runner.js'
 import { firstRow, mirrorQuery } from './typed-query.js'
 
 /** Migrations recorded as applied; throws when the mirror has no record of any. */

@@ -26,7 +26,7 @@ const ALLOWED: readonly Allowance[] = [
     why: 'loading the config checks that a schedule has a next run from now; nothing waits on it',
   },
   {
-    file: 'src/store/migrations/migration-runner.ts',
+    file: 'src/store/sqlite/migration-runner.ts',
     sources: ['new Date()'],
     why: 'when a migration was applied, for people reading the mirror',
   },

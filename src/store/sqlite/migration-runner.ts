@@ -10,8 +10,8 @@
 // a time; one that waited reads the record again under the lock and skips what the other applied.
 import type Database from 'better-sqlite3'
 import { quoteIdentifier } from '../../model/sql-names.js'
-import type { MigrationHooks, MigrationStatements } from './types.js'
-import { MirrorError } from '../sqlite/mirror-error.js'
+import type { MigrationHooks, MigrationStatements } from '../migrations/types.js'
+import { MirrorError } from './mirror-error.js'
 
 export const MIGRATION_TABLE = 'kysely_migration'
 
