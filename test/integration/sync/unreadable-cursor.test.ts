@@ -26,7 +26,7 @@ const GARBAGE: Record<string, string> = {
 test('garbage cursors of record streams and a custom object: sync completes, the mirror is exact, a warning is logged, the next run resumes', async () => {
   const emu = await emulatorEnv({ seed: 53, counts: { clients: 40, jobs: 30, invoices: 20, customRecords: 60 } })
   const db = path.join(tempDir(), 'mirror.db')
-  const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db })
+  const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000' })
   const streams = [...RECORD_STREAMS.map((s) => s.name), 'objects:equipment']
   const sync = async () => {
     const r = await runCli(['sync', ...streams.flatMap((s) => ['--stream', s])], env)
@@ -110,7 +110,7 @@ test("a garbage point of calendar-a's change feed: the read restarts from the fe
   const emu = await emulatorEnv({ counts: { clients: 3, jobs: 5, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const db = path.join(tempDir(), 'mirror.db')
   await syncOnce(emu, db)
-  const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db })
+  const env = cleanEnv({ FSM_BASE_URL: emu.url, FSM_API_KEY: emu.apiKey, FSM_DB: db, FSM_RATE_LIMIT: '100000' })
   const feedSince = async () => {
     const reads = (await emu.control('GET', '/requests?path=/api/v1/integrations/calendar-a/sync&method=GET')) as { query: string }[]
     await emu.control('POST', '/requests/clear')
