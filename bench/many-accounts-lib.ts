@@ -1,13 +1,15 @@
 // Helpers of many-accounts.bench.ts: the two child processes (the multi-account emulator and
 // `fsm-sync run`), what /proc says about a process, reading each account's mirror, and signed
 // webhook deliveries sent open loop at a fixed rate.
-import type { ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createRequire } from 'node:module'
+import path from 'node:path'
 import { readdirSync, readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { Pool } from 'undici'
 import { sign } from '../src/webhooks/signature.js'
-import { spawnCli, cleanEnv } from '../test/support/run-cli.js'
+import { spawnCli, cleanEnv, ROOT } from '../test/support/run-cli.js'
 
 export interface EmulatorAccountInfo {
   id: string
@@ -55,9 +57,15 @@ export async function startEmulatorChild(
   return { ...c, ...doc }
 }
 
-/** `fsm-sync run` from source, as the other benches start the daemon. */
+/**
+ * `fsm-sync run` from source, as the other benches start the daemon. FSM_BENCH_NODE_ARGS, e.g.
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof", is given to the daemon's node (diagnosis).
+ */
 export function startDaemonChild(env: Record<string, string>): Child {
-  const child = spawnCli(['run'], cleanEnv(env))
+  const extra = (process.env.FSM_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const tsx = createRequire(path.join(ROOT, 'package.json')).resolve('tsx')
+  const args = [...extra, '--import', tsx, path.join(ROOT, 'src/cli/entry.ts'), 'run']
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
   child.stdout?.resume()
   return watch(child)
 }

@@ -244,6 +244,15 @@ export default async function manyAccounts(): Promise<BenchResult> {
     const whAfter = m.procSample(pid)
     const ackP99 = m.quantile(sent.latencies, 0.99)
     log(`webhooks: ${deliveries.length} at ${WEBHOOK_RATE}/s, p99 ${r1(ackP99)} ms, statuses ${JSON.stringify(sent.statuses)}`)
+    // One scrape of /metrics and one /readyz, after everything else: their size grows with N.
+    const scrape = async (route: string): Promise<string> => {
+      const t = Date.now()
+      const text = await (await fetch(`http://127.0.0.1:${port}${route}`)).text()
+      const series = route === '/metrics' ? `, ${text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length} series` : ''
+      return `${route} answered ${r1(text.length / MiB)} MB${series} in ${r1((Date.now() - t) / 1000)} s`
+    }
+    const scrapes = [await scrape('/readyz'), await scrape('/metrics')]
+    log(scrapes.join('; '))
     // Budgets and idle requests, from every account's request log at the emulator.
     let worst = { id: '', most: 0 }
     let limited = 0
@@ -315,6 +324,7 @@ export default async function manyAccounts(): Promise<BenchResult> {
       `Steady state: after ${SETTLE_SECONDS} s of rest, ${r1(steadySeconds)} s, ${ACTIVE} accounts (every ${Math.round(N / ACTIVE)}th) each one web-app update a second (no webhook), jobs and visits most; ${changes.length} changes, ${unseen} not in the mirror 120 s after the window (counted as infinitely stale), ${writeErrors} writes refused; staleness p50 ${r1(m.quantile(stale, 0.5))}, p90 ${r1(m.quantile(stale, 0.9))}, p99 ${r1(m.quantile(stale, 0.99))}, max ${r1(Math.max(...stale))} s. Daemon CPU ${r3(cores)} cores (/proc/<pid>/stat over the window), RSS ${r1(after.rssBytes / MiB)} MiB at its end (peak since start ${r1(after.peakRssBytes / MiB)} MiB); the emulator ${r3(emuCores)} cores, ${r1(emuAfter.rssBytes / MiB)} MiB.`,
       `Requests in the steady window: the ${idleCount} idle accounts ${idleRequests} (${r3(idlePerMinute)}/min each), the ${ACTIVE} active ones ${activeRequests} (${r1(activeRequests / ACTIVE / (steadySeconds / 60))}/min each). Busiest 60 s of any account over the whole run: ${worst.most} (${worst.id}); 429s answered to the daemon: ${limited}.`,
       `Webhooks: ${deliveries.length} job.updated deliveries (real jobs of each account, signed with its secret) at ${WEBHOOK_RATE}/s open loop to /webhooks/<id>, round robin over the accounts, from this process; statuses ${JSON.stringify(sent.statuses)}; ack p50 ${r1(m.quantile(sent.latencies, 0.5))}, p90 ${r1(m.quantile(sent.latencies, 0.9))}, p99 ${r1(ackP99)}, max ${r1(Math.max(...sent.latencies))} ms from each one's scheduled time (this process sent them p99 ${r1(m.quantile(sent.lags, 0.99))} ms late, max ${r1(Math.max(...sent.lags))} ms); daemon CPU meanwhile ${r3((whAfter.cpuSeconds - whBefore.cpuSeconds) / sent.seconds)} cores.`,
+      `Read once after the webhooks: ${scrapes.join('; ')}.`,
       `The daemon's stderr: ${daemon.lines.length + daemon.dropped} lines at info; warnings and errors among the first 400: ${daemon.lines.filter((l) => /"level":(40|50|60)/.test(l)).length}.`,
     )
   } finally {
