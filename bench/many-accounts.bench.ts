@@ -6,7 +6,7 @@
 // RSS of the daemon from /proc, staleness of those changes, the budget of every account from the
 // emulator's request logs, what an idle account costs); webhook acks at 1,000 deliveries/s spread
 // over the accounts.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { compareMirror } from '../test/support/compare-mirror.js'
@@ -331,6 +331,7 @@ export default async function manyAccounts(): Promise<BenchResult> {
     mirrors.close()
     await m.stopChild(daemon)
     await m.stopChild(emu)
+    rmSync(dir, { recursive: true, force: true })
   }
   return { name: 'many-accounts', topic: 'accounts', figures, notes }
 }
