@@ -5,6 +5,7 @@
 // between the two moves them again, and the local inbox keeps a delivery id once.
 import type pg from 'pg'
 import type { Clock } from '../model/clock.js'
+import { quoteIdentifier } from '../model/sql-names.js'
 import type { CoordinationTables, Queryable } from './coordination-schema.js'
 import type { ReplicaIdentity } from './membership.js'
 import { accountsWithPending, markTaken, pendingDeliveries, pruneTaken, type PendingDelivery } from './shared-inbox.js'
@@ -162,8 +163,8 @@ export class InboxRelay {
         if (this.#o.epochOf(accountId) !== undefined) void this.drain(accountId).catch((err: unknown) => this.#o.onError(err, accountId))
       } else if (msg.channel === t.secretsChannel) this.#o.onSecretsChanged?.(accountId)
     })
-    await client.query(`LISTEN "${t.inboxChannel.replaceAll('"', '""')}"`)
-    await client.query(`LISTEN "${t.secretsChannel.replaceAll('"', '""')}"`)
+    await client.query(`LISTEN ${quoteIdentifier(t.inboxChannel)}`)
+    await client.query(`LISTEN ${quoteIdentifier(t.secretsChannel)}`)
     if (this.#closed) {
       await client.end()
       return
