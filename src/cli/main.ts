@@ -126,7 +126,14 @@ async function runCommand(run: Command['run'], args: Args, io: Io): Promise<numb
       warn: (message) => io.stderr.write(`fsm-sync: warning: ${message}\n`),
     })
     const all = [l.config, ...l.accounts.map((a) => a.config)]
-    secrets.add(all.flatMap((c) => [...(c.apiKey ? [c.apiKey] : []), ...c.webhookSecrets, ...postgresSecrets(c.destination.postgres.url)]))
+    secrets.add(
+      all.flatMap((c) => [
+        ...(c.apiKey ? [c.apiKey] : []),
+        ...c.webhookSecrets,
+        ...postgresSecrets(c.destination.postgres.url),
+        ...(c.sharding.secretsKey ? [c.sharding.secretsKey] : []),
+      ]),
+    )
     return l
   }
   const ctx: CommandContext = {

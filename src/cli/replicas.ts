@@ -36,20 +36,25 @@ export const replicasCommand: Command = {
     }
     const accounts = ctx.accounts().accounts.map((a) => a.id)
     const { replicas, leases } = await readCoordination(url)
-    const report = replicasReport(replicas, leases, accounts)
+    const report = replicasReport(replicas, leases, accounts, ctx.config().sharding.leaseSeconds * 1000)
     printResult(args, ctx.io, report, render)
     return report.waiting.length > 0 ? 1 : 0
   },
 }
 
-/** Builds the report from the two tables' rows and the configured accounts. Pure. */
-export function replicasReport(replicas: readonly ReplicaRow[], leases: readonly LeaseRow[], accounts: readonly string[]): ReplicasReport {
+/** Builds the report from the two tables' rows, the configured accounts and the lease time (sharding.leaseSeconds). Pure. */
+export function replicasReport(
+  replicas: readonly ReplicaRow[],
+  leases: readonly LeaseRow[],
+  accounts: readonly string[],
+  ttlMs = DEFAULT_LEASE_TTL_MS,
+): ReplicasReport {
   const held = leases.filter((l) => l.owner !== null && l.remainingMs > 0)
   return {
     schema: DEFAULT_COORDINATION_SCHEMA,
     replicas: replicas.map((r) => ({
       name: r.name,
-      state: r.stopping ? 'stopping' : r.silentMs < DEFAULT_LEASE_TTL_MS ? 'live' : 'silent',
+      state: r.stopping ? 'stopping' : r.silentMs < ttlMs ? 'live' : 'silent',
       heartbeatAgeMs: Math.max(0, r.silentMs),
       accounts: held.filter((l) => l.owner === r.name).map((l) => l.accountId),
     })),

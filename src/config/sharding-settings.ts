@@ -35,5 +35,14 @@ export const ShardingSchema = z
           { unit: 's', env: 'FSM_SHARDING_LEASE_SECONDS' },
         ),
       ),
+    secretsKey: z
+      .string()
+      .optional()
+      .meta(
+        doc(
+          'A secret: the key the shared webhook signing secrets are encrypted with in Postgres (docs/sharding.md, Webhooks); give every replica the same value, 16 characters or more (32 random ones advised). Unset, they are stored in the clear, readable only by the roles granted the coordination schema. Never logged.',
+          { env: 'FSM_SECRETS_KEY' },
+        ),
+      ),
   })
   .prefault({})

@@ -87,16 +87,12 @@ export interface DaemonOptions {
   listed?: boolean
 }
 
-/**
- * Sharded: a delivery for an account of the list that another replica holds is not acknowledged
- * (503, the sender may try again): until deliveries are shared through Postgres, only the owner
- * applies them, and its sweeps catch the change meanwhile (docs/sharding.md, Webhooks).
- */
+/** Sharded, before this replica has joined: a delivery for a listed account is not acknowledged yet (503). */
 function elsewhere(id: string): IntakeHandler {
   return (_req, res) => {
     res
       .writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' })
-      .end(JSON.stringify({ error: `account ${id} runs on another replica: send again later` }))
+      .end(JSON.stringify({ error: `account ${id} is not running here yet: send again later` }))
   }
 }
 
@@ -141,7 +137,10 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
-    webhookHandler: (id) => set.webhookHandler(id) ?? (sharded && list.some((a) => a.id === id) ? elsewhere(id) : undefined),
+    // Sharded: an account held elsewhere goes to the shared inbox (replica.ts).
+    webhookHandler: (id) =>
+      set.webhookHandler(id) ??
+      (sharded ? (replica === undefined ? (list.some((a) => a.id === id) ? elsewhere(id) : undefined) : replica.intake(id)) : undefined),
     webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
     onDrop: () => processMetrics.listener.connectionsDropped++,
     onUnknownAccount: () => processMetrics.listener.unknownAccount++,
@@ -157,6 +156,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       return readyOverAccounts(byId, options.listed !== true && !sharded)
     },
   })
+  let replica: Replica | undefined
   let address
   try {
     address = await listen(server, config.httpPort, config.httpHost)
@@ -170,9 +170,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${host}:${address.port}`
   set.start()
-  let replica: Replica | undefined
   try {
-    if (sharded) replica = await startReplica({ config, set, accounts: () => list, logger, clock: options.clock ?? systemClock })
+    if (sharded)
+      replica = await startReplica({ config, set, accounts: () => list, logger, clock: options.clock ?? systemClock, bodyBudget })
   } catch (err) {
     await closeServer(server)
     await Promise.all([set.stop(), checkpoints.stop()])

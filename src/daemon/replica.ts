@@ -2,7 +2,9 @@
 // Postgres server, says which accounts of the list run here. Each lease acquired adds that account's
 // runtime, its governor seeded with the previous owner's last minute and both its governor and its
 // destination fenced by the lease's epoch; each loss or handover removes it at once; a graceful
-// stop stops the runtimes first, then hands every lease over.
+// stop stops the runtimes first, then hands every lease over. A delivery for a listed account held
+// elsewhere is verified with the shared secrets and stored in the shared inbox; the owner's relay
+// moves it into the account's local inbox (docs/sharding.md, Webhooks).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
@@ -10,14 +12,24 @@ import type { AccountConfig, Config } from '../config/index.js'
 import { ensureCoordinationSchema } from '../coordination/coordination-schema.js'
 import { Coordinator } from '../coordination/coordinator.js'
 import { seedStarts } from '../coordination/handover-budget.js'
+import { InboxRelay } from '../coordination/inbox-relay.js'
 import { assertLease } from '../coordination/leases.js'
 import type { StartsRecord } from '../coordination/request-starts.js'
+import { SecretsKey } from '../coordination/secrets-key.js'
+import { storeDelivery } from '../coordination/shared-inbox.js'
+import { SharedSecrets } from '../coordination/shared-secrets.js'
+import { ensureWebhookSchema } from '../coordination/webhook-schema.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
+import type { BodyBudget } from '../webhooks/body-budget.js'
+import { createIntakeHandler, type IntakeHandler } from '../webhooks/intake-handler.js'
+import { activeSecretsOf } from '../webhooks/secret-store.js'
 import type { AccountSet } from './account-set.js'
 
 /** The governor's window, over which a new owner counts the old owner's starts. */
 const WINDOW_MS = 60_000
+/** How often the owner publishes its accounts' secrets files again when they changed (a `webhooks register`). */
+const PUBLISH_MS = 5_000
 
 export interface ReplicaOptions {
   /** The top-level configuration: `sharding` and `destination.postgres.url` (required). */
@@ -27,6 +39,8 @@ export interface ReplicaOptions {
   accounts: () => readonly AccountConfig[]
   logger: Logger
   clock: Clock
+  /** The process's webhook body budget, which the intake for accounts held elsewhere draws on too. */
+  bodyBudget?: BodyBudget
 }
 
 export interface Replica {
@@ -34,6 +48,11 @@ export interface Replica {
   name: string
   /** The accounts whose lease this replica holds and may act on now. */
   owned(): string[]
+  /**
+   * The intake of a listed account this replica does not run: verified with the secrets its owner
+   * published, stored in the shared inbox, 200 once committed. Undefined when the account is not listed.
+   */
+  intake(accountId: string): IntakeHandler | undefined
   /** Stops the owned accounts' runtimes, then releases their leases at once and leaves. */
   stop(): Promise<void>
 }
@@ -63,11 +82,18 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
   pool.on('error', (err) =>
     logger.warn({ error: err.message }, 'a coordination connection failed while idle; the next statement opens another'),
   )
-  let tables
+  let tables, w
   try {
     const client = await pool.connect()
     try {
       tables = await ensureCoordinationSchema(client)
+      const ensured = await ensureWebhookSchema(client)
+      w = ensured.tables
+      if (ensured.revoked.length > 0)
+        logger.warn(
+          { roles: ensured.revoked },
+          'privileges of other roles on the shared webhook tables were revoked: only this role reads them',
+        )
     } finally {
       client.release()
     }
@@ -84,10 +110,21 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
     while (at.length > 0 && at[0]! <= now - WINDOW_MS) at.shift()
     return at
   }
-  const coordinator = new Coordinator({
+  const key = SecretsKey.fromVariable(config.sharding.secretsKey)
+  const shared = new SharedSecrets({ db: pool, tables: w, key, clock })
+  const me = { name, incarnation: randomUUID() }
+  const warn = (what: string) => (err: unknown, accountId?: string) =>
+    logger.warn({ error: (err as Error).message, ...(accountId === undefined ? {} : { account: accountId }) }, what)
+  // The owner's secrets files, published when they changed since (publish() skips the unchanged).
+  const publish = (accountId: string) => {
+    const rt = set.runtimes.get(accountId)
+    if (rt === undefined || coordinator.validEpoch(accountId) === undefined) return Promise.resolve(false)
+    return shared.publish(accountId, rt.webhooks.secrets.entries())
+  }
+  const coordinator: Coordinator = new Coordinator({
     db: pool,
     tables,
-    me: { name, incarnation: randomUUID() },
+    me,
     accounts: () => o.accounts().map((a) => a.id),
     ttlMs,
     windowMs: WINDOW_MS,
@@ -102,7 +139,7 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       // so a stop of this account waits for this open).
       const { accountId, epoch } = lease
       const held = () => coordinator.validEpoch(accountId) === epoch
-      void set.adopt(
+      const adopted = set.adopt(
         account,
         {
           lease: {
@@ -115,9 +152,18 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
         },
         held,
       )
+      // Once its runtime runs: its secrets for the other replicas, then the deliveries they stored.
+      void adopted
+        .then(async () => {
+          if (!held() || !set.runtimes.has(accountId)) return
+          await publish(accountId)
+          await relay.takeOver(accountId, epoch)
+        })
+        .catch(warn('the takeover of the shared webhook inbox failed; its sweep moves the deliveries later'))
     },
     onStop: async (accountId, reason) => {
       logger.info({ account: accountId, reason }, 'account leaves this replica: its runtime stops')
+      shared.forgetPublished(accountId)
       await set.remove(accountId)
     },
     starts: (held) => {
@@ -129,11 +175,70 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       })
     },
   })
+  const relay = new InboxRelay({
+    db: pool,
+    connect: async () => {
+      const client = new pg.Client({ connectionString: url, keepAlive: true, application_name: `fsm-sync relay ${name}` })
+      await client.connect()
+      return client
+    },
+    coordination: tables,
+    tables: w,
+    me,
+    clock,
+    // Not before its runtime runs: the takeover moves what waited meanwhile.
+    epochOf: (a) => (set.runtimes.has(a) ? coordinator.validEpoch(a) : undefined),
+    onSecretsChanged: (a) => shared.invalidate(a),
+    onError: warn('moving deliveries from the shared webhook inbox failed; the next sweep tries again'),
+    deliver: async (a, rows) => {
+      const rt = set.runtimes.get(a)
+      if (rt === undefined) throw new Error(`account ${a} is not running here yet`)
+      await Promise.all(rows.map((d) => rt.webhooks.inbox.enqueue(d)))
+    },
+  })
   try {
+    // Registered first: the others see this replica before they take its share of the accounts.
     await coordinator.register()
+    await relay.start()
   } catch (err) {
+    await relay.stop()
+    await coordinator.stop().catch(() => undefined)
     await pool.end().catch(() => undefined)
     throw err
+  }
+  let cancelPublish: () => void = () => undefined
+  const republish = () => {
+    cancelPublish = clock.setTimer(
+      PUBLISH_MS,
+      () => {
+        void Promise.all(coordinator.owned().map((a) => publish(a).catch(warn('publishing the webhook secrets failed')))).finally(republish)
+      },
+      { background: true },
+    )
+  }
+  republish()
+  const intakes = new Map<string, { config: AccountConfig['config']; handler: IntakeHandler }>()
+  const intake = (accountId: string): IntakeHandler | undefined => {
+    const account = o.accounts().find((a) => a.id === accountId)
+    if (account === undefined) return undefined
+    const kept = intakes.get(accountId)
+    if (kept?.config === account.config) return kept.handler
+    const c = account.config
+    const graceH = c.webhooks.rotationGraceHours
+    const env = c.webhookSecrets.map((secret, i) => ({ secret, label: `FSM_WEBHOOK_SECRETS#${i}` }))
+    const handler = createIntakeHandler({
+      inbox: { enqueue: (d) => storeDelivery(pool, w, accountId, d) },
+      secrets: () => [...env, ...activeSecretsOf(shared.cached(accountId), clock.now(), graceH)],
+      refreshSecrets: async () => [...env, ...activeSecretsOf(await shared.refresh(accountId), clock.now(), graceH)],
+      maxBodyBytes: c.webhooks.maxBodyBytes,
+      bodyTimeoutMs: c.webhooks.bodyTimeoutMs,
+      maxBufferedBytes: c.webhooks.maxBufferedBytes,
+      ...(o.bodyBudget === undefined ? {} : { budget: o.bodyBudget }),
+      logger: logger.child({ account: accountId, heldElsewhere: true }),
+      now: () => clock.now(),
+    })
+    intakes.set(accountId, { config: account.config, handler })
+    return handler
   }
   coordinator.start(clock, (err) =>
     logger.warn({ error: (err as Error).message }, 'a coordination heartbeat failed; accounts stop when their lease runs out here'),
@@ -144,8 +249,11 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
   return {
     name,
     owned: () => coordinator.owned(),
+    intake,
     stop: () =>
       (stopped ??= (async () => {
+        cancelPublish()
+        await relay.stop()
         try {
           await coordinator.stop()
           logger.info('the leases are released: the other replicas take the accounts over now')

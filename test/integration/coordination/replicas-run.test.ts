@@ -1,12 +1,15 @@
 // Three `fsm-sync run` replicas as child processes sharing 60 accounts of one emulator through the
 // suite's real Postgres server (docs/sharding.md): ownership balanced, a SIGTERM hands its accounts
 // over before their leases could have run out, a SIGKILL's accounts are owned again within the lease
-// time plus 10 s, and every account ends synced in its owner's mirror.
+// time plus 10 s, every account ends synced in its owner's mirror, and a webhook posted to a replica
+// that does not own the account is applied by the owner.
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { assign } from '../../../src/coordination/rendezvous.js'
+import { secretsPathFor, writeSecretsFile } from '../../../src/store/repositories/secrets-file.js'
+import { sign } from '../../../src/webhooks/signature.js'
 import { keyVariable } from '../../support/accounts-env.js'
 import { query, startRun, until, type Running } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
@@ -20,6 +23,8 @@ let accountsFile: object
 let startedAt = 0
 const LEASE_SECONDS = 6
 const COUNTS = { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 }
+const SECRETS_KEY = 'the-replicas-shared-key-0123456789abcdef'
+const SIGNING_SECRET = 'whsec_replicas_run_0123456789abcdef'
 
 let emu: EmulatorEnv
 let url: string
@@ -53,6 +58,7 @@ function start(name: string): Running {
       FSM_HTTP_HOST: '127.0.0.1',
       FSM_HTTP_PORT: '0',
       FSM_REPLICA_NAME: name,
+      FSM_SECRETS_KEY: SECRETS_KEY,
       FSM_LOG_LEVEL: 'info',
       ...Object.fromEntries(emu.accounts.map((a) => [keyVariable(a), a.apiKey])),
     }),
@@ -131,13 +137,65 @@ describe('three replicas, 60 accounts', () => {
       expect(ids.length, name).toBeLessThanOrEqual(24)
     }
     await until('every account synced by its owner', () => allSynced(['r1', 'r2', 'r3']), 60_000)
-    // A delivery for an account another replica holds is not acknowledged here.
-    const other = by.get('r2')![0]!
-    const r1 = /listening on (http:\/\/[^ ]+) /.exec(running.get('r1')!.output())![1]!
-    const res = await request(`${r1}/webhooks/${other}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
-    expect(res.statusCode).toBe(503)
-    await res.body.dump()
   }, 90_000)
+
+  test('a delivery posted to a replica that does not own the account is answered 200 and applied once by the owner', async () => {
+    const id = (await owners()).get('r2')![0]!
+    const mirror = path.join(dirs.get('r2')!, id, 'mirror.db')
+    // As `webhooks register` on the owner leaves it: the owner publishes its secrets file, sealed.
+    const createdAt = new Date().toISOString()
+    writeSecretsFile(secretsPathFor(mirror), [
+      { endpointId: 'ep-replicas', url: 'http://127.0.0.1/webhooks', secret: SIGNING_SECRET, createdAt, supersededAt: null },
+    ])
+    const clientId = query(mirror, 'SELECT id FROM clients ORDER BY id LIMIT 1')[0]!.id as string
+    const account = emu.accounts.find((a) => a.id === id)!
+    const got = await request(`${emu.url}/api/v1/clients/${clientId}`, { headers: { 'x-api-key': account.apiKey } })
+    const json = (await got.body.json()) as { data?: Record<string, unknown> } & Record<string, unknown>
+    const client = json.data ?? json
+    const updatedAt = new Date(Date.parse(client.updatedAt as string) + 3_600_000).toISOString()
+    const body = Buffer.from(JSON.stringify({ ...client, firstName: 'Relayed', updatedAt }))
+    const post = async (name: string) => {
+      const base = /listening on (http:\/\/[^ ]+) /.exec(running.get(name)!.output())![1]!
+      const res = await request(`${base}/webhooks/${id}`, {
+        method: 'POST',
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'x-service-event': 'client.updated',
+          'x-service-delivery': 'd0000000000000000000relay',
+          'x-service-signature': sign(SIGNING_SECRET, body),
+        },
+      })
+      await res.body.dump()
+      return res.statusCode
+    }
+    // 401 until the owner has published the file it was given (every few seconds).
+    await until('r1 verifies with the secrets r2 published', async () => (await post('r1')) === 200, 20_000)
+    await until(
+      'the owner applied it',
+      () => query(mirror, 'SELECT first_name FROM clients WHERE id = ?', clientId)[0]?.first_name === 'Relayed',
+      10_000,
+    )
+    expect(await post('r3')).toBe(200)
+    expect(await post('r1')).toBe(200)
+    const shared = await pgQuery<{ n: string; encrypted: boolean }>(
+      url,
+      `SELECT (SELECT count(*) FROM fsm_coordination.webhook_inbox WHERE account_id = $1) AS n,
+              (SELECT encrypted FROM fsm_coordination.webhook_secrets WHERE account_id = $1) AS encrypted`,
+      [id],
+    )
+    expect(shared[0]).toEqual({ n: '1', encrypted: true })
+    // Kept once in the owner's local inbox, applied.
+    expect(
+      query(
+        mirror,
+        'SELECT count(*) AS n, count(processed_at) AS applied FROM webhook_inbox WHERE delivery_id = ?',
+        'd0000000000000000000relay',
+      ),
+    ).toEqual([{ n: 1, applied: 1 }])
+    for (const r of running.values()) expect(r.output()).not.toContain(SIGNING_SECRET)
+    for (const r of running.values()) expect(r.output()).not.toContain(SECRETS_KEY)
+  }, 60_000)
 
   test('SIGSTOP past the lease, then SIGCONT: the paused replica stops the accounts it lost and starts no request for them until it owns them again', async () => {
     const mine = (await owners()).get('r2') ?? []
