@@ -61,14 +61,24 @@ export function coordinationDdl(t: CoordinationTables): string[] {
  */
 export async function ensureCoordinationSchema(client: pg.ClientBase, schema = DEFAULT_COORDINATION_SCHEMA): Promise<CoordinationTables> {
   const t = coordinationTables(schema)
+  await underSchemaLock(client, schema, async () => {
+    for (const statement of coordinationDdl(t)) await client.query(statement)
+  })
+  return t
+}
+
+/**
+ * Runs `work` in one transaction holding the schema's DDL lock (a transaction advisory lock), so
+ * replicas creating the coordination schema's tables together do so one after the other.
+ */
+export async function underSchemaLock(client: pg.ClientBase, schema: string, work: () => Promise<void>): Promise<void> {
   await client.query('BEGIN')
   try {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('fsm-sync coordination'), hashtext($1))`, [schema])
-    for (const statement of coordinationDdl(t)) await client.query(statement)
+    await work()
     await client.query('COMMIT')
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined)
     throw err
   }
-  return t
 }

@@ -4,7 +4,7 @@
 // then owns them, and every privilege another role holds on them is revoked at each start.
 import type pg from 'pg'
 import { quoteIdentifier } from '../model/sql-names.js'
-import { DEFAULT_COORDINATION_SCHEMA, type Queryable } from './coordination-schema.js'
+import { DEFAULT_COORDINATION_SCHEMA, underSchemaLock, type Queryable } from './coordination-schema.js'
 
 export interface WebhookTables {
   schema: string
@@ -69,16 +69,10 @@ export async function ensureWebhookSchema(
 ): Promise<{ tables: WebhookTables; revoked: string[] }> {
   const t = webhookTables(schema)
   const revoked = new Set<string>()
-  await client.query('BEGIN')
-  try {
-    await client.query(`SELECT pg_advisory_xact_lock(hashtext('fsm-sync coordination'), hashtext($1))`, [schema])
+  await underSchemaLock(client, schema, async () => {
     for (const statement of webhookDdl(t)) await client.query(statement)
     for (const table of [t.secrets, t.inbox]) for (const role of await revokeOthers(client, table)) revoked.add(role)
-    await client.query('COMMIT')
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined)
-    throw err
-  }
+  })
   return { tables: t, revoked: [...revoked].sort() }
 }
 
