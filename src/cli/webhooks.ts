@@ -8,6 +8,7 @@ import { withApp } from './with-app.js'
 import { CommandError, jsonOption, printResult } from './output.js'
 import { ApiError } from '../api/errors.js'
 import type { App } from '../daemon/create-app.js'
+import { accountWebhookPath } from '../webhooks/account-paths.js'
 import { WEBHOOK_EVENTS } from '../webhooks/events.js'
 import { DELIVERY_STATUSES, listDeliveries, listEndpoints, registerEndpoint, type DeliveryStatus } from '../webhooks/registration.js'
 import { SecretStore } from '../webhooks/secret-store.js'
@@ -64,14 +65,15 @@ async function register(app: App, store: SecretStore, url: string, args: Args, i
 }
 
 /**
- * The account's own webhook path on the daemon: `/webhooks/<id>`, the configured `webhooks.path` for
- * `default`. A --url with no path gets it; one ending in another account's path is refused (its
- * deliveries would be checked with that account's secrets and refused); any other path is kept, as
- * a proxy in between may rewrite it, with a warning when the config lists accounts.
+ * The account's own webhook path on the daemon (src/webhooks/account-paths.ts): `<webhooks.path>/<id>`,
+ * `webhooks.path` itself for `default`. A --url with no path gets it; one ending in another
+ * account's path is refused (its deliveries would be checked with that account's secrets and
+ * refused); any other path is kept, as a proxy in between may rewrite it, with a warning when the
+ * config lists accounts.
  */
 function receiverUrl(given: string, ctx: CommandContext): string {
   const { id, config } = ctx.account()
-  const own = id === DEFAULT_ACCOUNT_ID ? config.webhooks.path : `/webhooks/${id}`
+  const own = id === DEFAULT_ACCOUNT_ID ? config.webhooks.path : accountWebhookPath(config.webhooks.path, id)
   let url: URL
   try {
     url = new URL(given)
@@ -83,7 +85,7 @@ function receiverUrl(given: string, ctx: CommandContext): string {
     return url.href
   }
   const path = url.pathname.replace(/\/+$/, '')
-  const other = ctx.accounts().accounts.find((a) => a.id !== id && path.endsWith(`/webhooks/${a.id}`))
+  const other = ctx.accounts().accounts.find((a) => a.id !== id && path.endsWith(accountWebhookPath(config.webhooks.path, a.id)))
   if (other !== undefined)
     throw new CommandError(
       `webhooks register: --url ${given} ends with the path of account ${other.id}; account ${id} takes its deliveries at ${own}`,
