@@ -168,7 +168,7 @@ describe('many accounts in one schema', () => {
     await holder.query(`BEGIN`)
     await holder.query(`SELECT 1 FROM wh._fsm_sync_state WHERE account_id = 'a' FOR UPDATE`)
     const reseed = a.catchUp({ reseed: true })
-    const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'fsm-sync' AND wait_event_type = 'Lock'`
+    const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'fsm-sync' AND wait_event_type = 'Lock'`
     await expect.poll(async () => (await pgQuery<{ n: number }>(url, waiting))[0]!.n, { timeout: 20_000, interval: 20 }).toBe(1)
 
     // Meanwhile account b's mirror changes, and b applies the change.
