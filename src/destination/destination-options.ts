@@ -43,6 +43,12 @@ export interface PostgresDestinationOptions {
    * good (a new owner, a new destination). Any other error is a failure like any statement's.
    */
   fence?: Fence
+  /**
+   * The lease epoch this destination writes under (sharding, with `fence`). A replica another mirror
+   * feeds is replaced (loaded from this mirror) when that mirror was recorded under a lower epoch:
+   * the account's earlier owner. Without it, another mirror is refused (`identity`).
+   */
+  epoch?: number
 }
 
 /** Checks, inside the caller's transaction, that this replica still owns the account; throws when not. */

@@ -8,6 +8,7 @@ import type pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { firstKeptSeq } from '../store/repositories/change-log-consumers.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { readTakeoverState } from '../store/repositories/takeover-state.js'
 import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/read-models/mirror-snapshot.js'
 import type { Table } from './batch-plan.js'
 import { objectTypes } from './batch-reader.js'
@@ -36,6 +37,8 @@ export interface LoadOptions {
   now: () => string
   /** The fencing check, the transaction's first statement (destination-options.ts). */
   fence?: Fence | undefined
+  /** The lease epoch loaded under (sharding), recorded with the mirror's identity. */
+  epoch?: number | undefined
 }
 
 export interface Loaded {
@@ -89,6 +92,8 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
         viewsHash: viewsBuilt ? viewsHash : null,
         written,
         mirrorId: o.mirrorId,
+        epoch: o.epoch,
+        syncState: readTakeoverState(sqlite),
       })
       await client.query('COMMIT')
       // A view that failed is tried again at the next start, not at every batch.
