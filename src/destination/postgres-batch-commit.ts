@@ -4,7 +4,7 @@
 import type { Batch } from './batch-reader.js'
 import { writeBatch, type WriteBatchOptions } from './postgres-batch-writer.js'
 import { DestinationError } from './postgres-errors.js'
-import { lockStateRow, moveStateRow, replacesMirror } from './postgres-state-row.js'
+import { lockStateRow, moveStateRow, replacement } from './postgres-state-row.js'
 import type { WrittenState } from './replica-state.js'
 import type { Fence } from './destination-options.js'
 
@@ -27,7 +27,7 @@ export async function commitBatch(
   o: CommitOptions,
   batch: Batch,
   written: WrittenState,
-): Promise<{ kind: 'committed'; rows: number } | { kind: 'cursor-moved'; cursor: number } | { kind: 'replaced'; epoch: number | null }> {
+): Promise<{ kind: 'committed'; rows: number } | { kind: 'cursor-moved'; cursor: number } | { kind: 'replaced'; reason: string }> {
   const { client, schema, accountId } = o
   await client.query('BEGIN')
   try {
@@ -36,10 +36,11 @@ export async function commitBatch(
     // Another mirror took the replica over (replicate --reseed from it) while this one followed.
     const theirs = state?.mirrorId
     if (theirs != null && theirs !== o.mirrorId) {
-      if (!replacesMirror(o.epoch, state!.mirrorEpoch)) throw o.otherMirror(theirs)
+      const reason = replacement(o.epoch, state!.mirrorEpoch)
+      if (reason === undefined) throw o.otherMirror(theirs)
       // Sharding: the account's earlier owner fed it; this owner's mirror replaces it with a load.
       await client.query('ROLLBACK')
-      return { kind: 'replaced', epoch: state!.mirrorEpoch }
+      return { kind: 'replaced', reason }
     }
     if (state === undefined) throw new DestinationError('transient', 'the destination state row is gone; loading again')
     if (state.cursor !== o.from) {

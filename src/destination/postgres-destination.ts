@@ -22,7 +22,7 @@ import { readBatch, type Batch } from './batch-reader.js'
 import { commitBatch } from './postgres-batch-commit.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
-import { claimStateRow, readStateRow, replacesMirror } from './postgres-state-row.js'
+import { claimStateRow, readStateRow, replacement } from './postgres-state-row.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from './consumer-name.js'
 import { leaseLost, type CatchUpSummary, type DestinationStatus, type PostgresDestinationOptions } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
@@ -35,11 +35,6 @@ export type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } fr
 const PRUNED_REASON = 'the mirror pruned changes it had not read'
 /** Batches catchUp's last pass may take before it gives up on a mirror that never stops changing. */
 const FINAL_PASSES = 1000
-
-/** Why a load replaces the replica of an account another owner's mirror fed (sharding). */
-function replacedReason(epoch: number, recorded: number | null): string {
-  return `the account's new owner (lease epoch ${epoch}) replaces the replica of its earlier owner's mirror (epoch ${recorded ?? 'not recorded'})`
-}
 
 function hash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex')
@@ -292,6 +287,10 @@ export class PostgresDestination {
     )
   }
 
+  #refuse(theirs: string): never {
+    throw this.#otherMirror(theirs)
+  }
+
   #otherMirror(theirs: string): DestinationError {
     return otherMirrorError(this.#options.schema, describeTarget(this.#options.url), theirs, this.#mirrorId!)
   }
@@ -301,10 +300,8 @@ export class PostgresDestination {
     const client = this.#conn.client!
     const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
-    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) {
-      if (!replacesMirror(this.#epoch, row.mirrorEpoch)) throw this.#otherMirror(row.mirrorId)
-      return replacedReason(this.#epoch!, row.mirrorEpoch)
-    }
+    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId)
+      return replacement(this.#epoch, row.mirrorEpoch) ?? this.#refuse(row.mirrorId)
     if (row.mirrorId === null)
       await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence, this.#epoch)
     this.#syncStateWritten = row.syncState
@@ -439,14 +436,8 @@ export class PostgresDestination {
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
     if (batch.gone) return { kind: 'needs-load', reason: PRUNED_REASON }
-    const stateMoved = batch.syncState !== undefined && batch.syncState !== this.#syncStateWritten
-    if (
-      batch.changes.length === 0 &&
-      batch.snapshots.size === 0 &&
-      batch.views === undefined &&
-      pruned <= this.#prunedThrough &&
-      !stateMoved
-    ) {
+    const moved = (batch.syncState ?? this.#syncStateWritten) !== this.#syncStateWritten || pruned > this.#prunedThrough
+    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && !moved) {
       return { kind: 'idle' }
     }
     // A session only for a batch that writes: an idle account holds no connection.
@@ -482,7 +473,7 @@ export class PostgresDestination {
       this.#cursor = committed.cursor
       return { kind: 'cursor-moved' }
     }
-    if (committed.kind === 'replaced') return { kind: 'needs-load', reason: replacedReason(this.#epoch!, committed.epoch) }
+    if (committed.kind === 'replaced') return { kind: 'needs-load', reason: committed.reason }
     if (batch.syncState !== undefined) this.#syncStateWritten = batch.syncState
     const rows = committed.rows
     // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.

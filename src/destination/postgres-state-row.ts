@@ -93,11 +93,13 @@ export async function lockStateRow(
 }
 
 /**
- * Under sharding, whether a mirror presented under lease `epoch` replaces the one recorded under
- * `recorded`: only a higher epoch (a later owner) does; without sharding (no epoch) never.
+ * Under sharding, why a mirror presented under lease `epoch` replaces the one recorded under
+ * `recorded` (a load): only a later owner's (a higher epoch) does. Undefined: it does not (without
+ * sharding, no epoch, never).
  */
-export function replacesMirror(epoch: number | undefined, recorded: number | null): boolean {
-  return epoch !== undefined && (recorded === null || epoch > recorded)
+export function replacement(epoch: number | undefined, recorded: number | null): string | undefined {
+  if (epoch === undefined || (recorded !== null && epoch <= recorded)) return undefined
+  return `the account's new owner (lease epoch ${epoch}) replaces the replica of its earlier owner's mirror (epoch ${recorded ?? 'not recorded'})`
 }
 
 /** Moves the row with a batch: the cursor, what was written, and the views' hash when they were built again (null: failed). */
