@@ -98,7 +98,8 @@ async function readRows(client: pg.Client, schema: string, accountId: string, sp
 }
 
 function toMirror(c: ColumnSpec, v: unknown): SqlCell {
-  if (v === null || v === undefined) return null
+  // A time the replica holds as NULL was '' (no value) or not an instant in the mirror: '' where the mirror needs one.
+  if (v === null || v === undefined) return c.kind === 'time' && !c.nullable ? '' : null
   switch (c.kind) {
     case 'time':
       return (v as Date).toISOString()
