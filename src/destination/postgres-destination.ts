@@ -11,6 +11,7 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, type DestinationTarget } from '../store/repositories/change-log-consumers.js'
 import { mirrorId } from '../store/repositories/mirror-identity.js'
+import { takeoverProgress } from '../store/repositories/takeover-state.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
@@ -44,8 +45,8 @@ export class PostgresDestination {
   readonly #options: Required<Omit<PostgresDestinationOptions, 'pool' | 'fence' | 'epoch'>>
   readonly #fence: PostgresDestinationOptions['fence']
   readonly #epoch: number | undefined
-  /** The takeover state the state row holds, as last read or written (undefined: not known). */
-  #syncStateWritten: string | null | undefined
+  /** The progress of the takeover state the state row holds (takeoverProgress), as last read or written. */
+  #syncStateWritten: string | undefined
   readonly #pool: DestinationPool
   /** A pool of its own (none given): ended with the destination. */
   readonly #ownPool: boolean
@@ -287,10 +288,6 @@ export class PostgresDestination {
     )
   }
 
-  #refuse(theirs: string): never {
-    throw this.#otherMirror(theirs)
-  }
-
   #otherMirror(theirs: string): DestinationError {
     return otherMirrorError(this.#options.schema, describeTarget(this.#options.url), theirs, this.#mirrorId!)
   }
@@ -301,10 +298,10 @@ export class PostgresDestination {
     const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
     if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId)
-      return replacement(this.#epoch, row.mirrorEpoch) ?? this.#refuse(row.mirrorId)
+      return replacement(this.#epoch, row.mirrorEpoch) ?? Promise.reject(this.#otherMirror(row.mirrorId))
     if (row.mirrorId === null)
       await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence, this.#epoch)
-    this.#syncStateWritten = row.syncState
+    this.#syncStateWritten = row.syncState === null ? undefined : takeoverProgress(row.syncState)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
@@ -377,7 +374,6 @@ export class PostgresDestination {
       epoch: this.#epoch,
     })
     const { rows, seq } = loaded
-    this.#syncStateWritten = undefined
     this.#loadedAt = loaded.loadedAt
     this.#schemaReload = null
     this.#written = loaded.written
@@ -436,7 +432,8 @@ export class PostgresDestination {
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
     if (batch.gone) return { kind: 'needs-load', reason: PRUNED_REASON }
-    const moved = (batch.syncState ?? this.#syncStateWritten) !== this.#syncStateWritten || pruned > this.#prunedThrough
+    const progress = batch.syncState === undefined ? this.#syncStateWritten : takeoverProgress(batch.syncState)
+    const moved = progress !== this.#syncStateWritten || pruned > this.#prunedThrough
     if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && !moved) {
       return { kind: 'idle' }
     }
@@ -474,7 +471,7 @@ export class PostgresDestination {
       return { kind: 'cursor-moved' }
     }
     if (committed.kind === 'replaced') return { kind: 'needs-load', reason: committed.reason }
-    if (batch.syncState !== undefined) this.#syncStateWritten = batch.syncState
+    if (batch.syncState !== undefined) this.#syncStateWritten = takeoverProgress(batch.syncState)
     const rows = committed.rows
     // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.
     if (batch.views !== undefined) written.viewsHash = batch.views.hash

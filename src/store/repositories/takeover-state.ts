@@ -33,6 +33,16 @@ export function highWater(sqlite: Sqlite): string | null {
   return sqlite.prepare(`SELECT max(updated_at) FROM change_log`).pluck().get() as string | null
 }
 
+/**
+ * What of the state marks progress (cursors, the delivery-gap state, the high-water mark), without the
+ * last successes: a replica writes the state again when this moved, not after every idle sweep.
+ */
+export function takeoverProgress(text: string): string {
+  const state = parseTakeoverState(text)
+  if (state === undefined) return text
+  return JSON.stringify([state.streams.map(([stream, cursor]) => [stream, cursor]), state.webhook, state.highWater])
+}
+
 /** The state's JSON, or undefined when it is not this shape (an older release wrote none). */
 export function parseTakeoverState(text: string | null): TakeoverState | undefined {
   if (text === null) return undefined

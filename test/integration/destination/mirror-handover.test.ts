@@ -177,6 +177,28 @@ describe('an account handed over between replicas', () => {
     expect(await comparePostgres(mb.sqlite, url, 'wh', tables, 'restored')).toEqual([])
   })
 
+  test('the sync state goes to the warehouse with the rows when a cursor moved, not after each idle sweep', async () => {
+    const m = await mirror()
+    write(m, [job('j1', 1)])
+    cursorOf(m, 'jobs', { updatedAt: at(1), id: 'j1' })
+    const d = destination(m, 'state')
+    await d.catchUp()
+    const synced = async () =>
+      JSON.parse(
+        ((await pgQuery(url, `SELECT sync_state FROM wh._fsm_sync_state WHERE account_id = 'state'`))[0] as { sync_state: string })
+          .sync_state,
+      ) as { streams: [string, string | null, string | null][]; highWater: string }
+    expect(await synced()).toMatchObject({ streams: [['jobs', JSON.stringify({ updatedAt: at(1), id: 'j1' }), at(1)]], highWater: at(1) })
+    // A sweep that found nothing new: only its last success moved. Nothing is written for it.
+    m.sqlite.prepare(`UPDATE sync_state SET last_success_at = ? WHERE stream = 'jobs'`).run(at(50))
+    expect((await d.catchUp()).changesApplied).toBe(0)
+    expect((await synced()).streams[0]![2]).toBe(at(1))
+    // The cursor moved (a page with no change the mirror did not have): written, with the last success.
+    cursorOf(m, 'jobs', { updatedAt: at(60), id: 'j9' })
+    await d.catchUp()
+    expect((await synced()).streams[0]).toEqual(['jobs', JSON.stringify({ updatedAt: at(60), id: 'j9' }), at(50)])
+  })
+
   test('an owner whose own mirror is newer keeps it, and the warehouse is loaded from it; with no copy it backfills', async () => {
     const [a, b] = [replica('na'), replica('nb')]
     const [ma, mb] = [await mirror(), await mirror()]
