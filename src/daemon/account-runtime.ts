@@ -50,7 +50,7 @@ export interface AccountRuntimeDeps {
 
 /** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
 export interface AccountLease extends LeaseHooks {
-  /** Run first in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
+  /** Run last (before COMMIT) in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
   fence: Fence
   /** The lease's epoch: the destination records it with the mirror, so a later owner's mirror replaces an earlier one's. */
   epoch?: number

@@ -16,7 +16,7 @@ export interface CommitOptions extends WriteBatchOptions {
   otherMirror: (theirs: string) => DestinationError
   /** The time recorded as updated_at (ISO). */
   now: string
-  /** The fencing check, the transaction's first statement (destination-options.ts). */
+  /** The fencing check, the transaction's last statement before COMMIT (destination-options.ts). */
   fence?: Fence | undefined
   /** The lease epoch written under (sharding): a mirror recorded under a lower one is replaced by a load. */
   epoch?: number | undefined
@@ -31,7 +31,6 @@ export async function commitBatch(
   const { client, schema, accountId } = o
   await client.query('BEGIN')
   try {
-    await o.fence?.(client)
     const state = await lockStateRow(client, schema, accountId)
     // Another mirror took the replica over (replicate --reseed from it) while this one followed.
     const theirs = state?.mirrorId
@@ -59,6 +58,8 @@ export async function commitBatch(
       syncState: batch.syncState,
       epoch: o.epoch,
     })
+    // Last, so the lease row is locked only for the commit: a replica paused mid-batch holds no lock a takeover waits for.
+    await o.fence?.(client)
     await client.query('COMMIT')
     return { kind: 'committed', rows: result.rows }
   } catch (err) {

@@ -11,7 +11,7 @@ import type { Sqlite } from '../sqlite/mirror-database.js'
 export interface TakeoverState {
   /** Each stream's sync_state: its cursor (JSON text) and last success. */
   streams: [stream: string, cursor: string | null, lastSuccessAt: string | null][]
-  /** webhook_state's rows (the delivery-gap cursor). */
+  /** webhook_state's delivery-gap cursor, when there is one. */
   webhook: [key: string, value: string][]
   /** The newest upstream updated_at the mirror's change_log holds: how far this copy has seen. */
   highWater: string | null
@@ -23,7 +23,11 @@ export function readTakeoverState(sqlite: Sqlite): string {
     .prepare(`SELECT stream, cursor, last_success_at FROM sync_state ORDER BY stream`)
     .raw(true)
     .all() as TakeoverState['streams']
-  const webhook = sqlite.prepare(`SELECT key, value FROM webhook_state ORDER BY key`).raw(true).all() as TakeoverState['webhook']
+  // The delivery-gap cursor (webhooks/delivery-gaps.ts) only: the other keys are this mirror's own upkeep.
+  const webhook = sqlite
+    .prepare(`SELECT key, value FROM webhook_state WHERE key = 'delivery-gaps'`)
+    .raw(true)
+    .all() as TakeoverState['webhook']
   const state: TakeoverState = { streams, webhook, highWater: highWater(sqlite) }
   return JSON.stringify(state)
 }
