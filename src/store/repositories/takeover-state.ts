@@ -6,6 +6,7 @@ import type { SqlCell } from '../../model/rows.js'
 import type { TableSpec } from '../../model/table-spec.js'
 import { quoteIdentifier } from '../../model/sql-names.js'
 import type { Sqlite } from '../sqlite/mirror-database.js'
+import { viewStatements, type FieldDescriptor } from './custom-object-views.js'
 
 /** The replicated state (JSON in the replica's state row): what `restoreMirror` puts back. */
 export interface TakeoverState {
@@ -81,6 +82,9 @@ export interface RestoredCopy {
 export function restoreMirror(sqlite: Sqlite, copy: RestoredCopy): number {
   let rows = 0
   sqlite.transaction(() => {
+    // The custom objects' views follow their types: the old ones go, the copy's are built (custom-object-types.ts's rule).
+    const views = () => sqlite.prepare(`SELECT view_name FROM custom_object_types WHERE view_name IS NOT NULL`).pluck().all() as string[]
+    for (const view of views()) sqlite.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(view)}`)
     for (const { spec, rows: values } of copy.tables) {
       sqlite.prepare(`DELETE FROM ${quoteIdentifier(spec.name)}`).run()
       const names = spec.columns.map((c) => quoteIdentifier(c.name))
@@ -94,6 +98,13 @@ export function restoreMirror(sqlite: Sqlite, copy: RestoredCopy): number {
     const seq = sqlite.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`).pluck().get() as number | undefined
     if (seq === undefined) sqlite.prepare(`INSERT INTO sqlite_sequence (name, seq) VALUES ('change_log', ?)`).run(copy.lastSeq)
     else sqlite.prepare(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'change_log'`).run(copy.lastSeq)
+    const types = sqlite
+      .prepare(`SELECT slug, fields FROM custom_object_types WHERE view_name IS NOT NULL AND fields IS NOT NULL`)
+      .all() as {
+      slug: string
+      fields: string
+    }[]
+    for (const t of types) for (const statement of viewStatements(t.slug, JSON.parse(t.fields) as FieldDescriptor[])) sqlite.exec(statement)
     sqlite.prepare(`DELETE FROM sync_state`).run()
     const stream = sqlite.prepare(`INSERT INTO sync_state (stream, cursor, last_success_at, updated_at) VALUES (?, ?, ?, ?)`)
     for (const [name, cursor, last] of copy.state.streams) stream.run(name, cursor, last, copy.now)

@@ -185,6 +185,14 @@ describe('a takeover from the warehouse', () => {
     for (const a of emu.accounts) {
       const db = mirrorOf('r2', a.id)
       expect(await mismatches(a, db)).toEqual([])
+      // The custom objects' views of the mirror are built from the restored types, and read what r1's read.
+      const views = (file: string) =>
+        query(file, `SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name`).map((r) => r.name as string)
+      const objectViews = views(db).filter((n) => n.startsWith('obj_'))
+      expect(objectViews.length).toBeGreaterThan(0)
+      expect(views(db)).toEqual(views(mirrorOf('r1', a.id)))
+      for (const v of objectViews)
+        expect(query(db, `SELECT count(*) AS n FROM "${v}"`)).toEqual(query(mirrorOf('r1', a.id), `SELECT count(*) AS n FROM "${v}"`))
       // The takeover's cost: every request for the account before its reconciliation started.
       const reconcileAt = query(db, `SELECT min(started_at) AS at FROM sync_runs WHERE kind = 'reconcile'`)[0]!.at as string
       const log = await a.control<{ seq: number; startedAt: string; path: string }[]>('GET', '/requests?path=/api/v1/')
