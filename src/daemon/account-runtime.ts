@@ -272,7 +272,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
     )
     // A mirror restored from the warehouse misses what only an in-flight webhook announced (a deletion): reconcile soon.
-    if (restored) void firstSweep.then(() => scheduler.runNow('reconcile'))
+    if (restored && !scheduler.off().includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
     // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
     // that has none yet (a new deployment) gets them now rather than at the next tick.
     const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(
