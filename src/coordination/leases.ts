@@ -87,7 +87,7 @@ export async function releaseLeases(
 }
 
 /**
- * The fencing check: the first statement of a transaction that writes for `accountId`. It locks the
+ * The fencing check: the last statement before COMMIT of a transaction that writes for `accountId`. It locks the
  * lease row `FOR KEY SHARE` (renewals go on; a takeover waits for this transaction to end) and
  * throws LeaseLost unless `owner` holds it at `epoch`, unexpired by the server's clock.
  */

@@ -19,6 +19,7 @@ import { createWebhookService, type WebhookService } from '../webhooks/webhook-s
 import type { LeaseHooks } from './api-access.js'
 import { createApp, type App } from './create-app.js'
 import { DaemonMetrics } from './daemon-metrics.js'
+import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
 import { probeMirror } from './mirror-probe.js'
@@ -49,8 +50,12 @@ export interface AccountRuntimeDeps {
 
 /** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
 export interface AccountLease extends LeaseHooks {
-  /** Run first in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
+  /** Run last (before COMMIT) in each destination transaction that writes the account; throws LeaseLost once another replica owns it. */
   fence: Fence
+  /** The lease's epoch: the destination records it with the mirror, so a later owner's mirror replaces an earlier one's. */
+  epoch?: number
+  /** Takeover hook: rebuilds the mirror from the warehouse before anything runs; true asks for a reconciliation after the first sweep. */
+  restore?: (mirror: Sqlite) => Promise<boolean>
 }
 
 export interface AccountStatus {
@@ -113,6 +118,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const now = () => clock.now()
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
+  const restored = (await deps.lease?.restore?.(app.mirror.sqlite)) === true
   const webhooks = createWebhookService({
     sqlite: app.mirror.sqlite,
     config,
@@ -186,7 +192,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const destination = createPostgresDestination(config, app.mirror, logger, app.clock, {
     accountId: id,
     ...(deps.destinationPool === undefined ? {} : { pool: deps.destinationPool }),
-    ...(deps.lease === undefined ? {} : { fence: deps.lease.fence }),
+    ...(deps.lease === undefined
+      ? {}
+      : { fence: deps.lease.fence, ...(deps.lease.epoch === undefined ? {} : { epoch: deps.lease.epoch }) }),
   })
   if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
   const gaps = new DeliveryGapCheck({
@@ -263,6 +271,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     atStart.firstSweep?.(
       sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
     )
+    // A mirror restored from the warehouse misses what only an in-flight webhook announced (a deletion): reconcile soon.
+    if (restored && !scheduler.off().includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
     // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
     // that has none yet (a new deployment) gets them now rather than at the next tick.
     const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(

@@ -19,6 +19,7 @@ import { SecretsKey } from '../coordination/secrets-key.js'
 import { storeDelivery } from '../coordination/shared-inbox.js'
 import { SharedSecrets } from '../coordination/shared-secrets.js'
 import { ensureWebhookSchema } from '../coordination/webhook-schema.js'
+import { restoreAccountFromWarehouse, type Fence } from '../destination/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BodyBudget } from '../webhooks/body-budget.js'
@@ -139,6 +140,7 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       // so a stop of this account waits for this open).
       const { accountId, epoch } = lease
       const held = () => coordinator.validEpoch(accountId) === epoch
+      const fence: Fence = (client) => assertLease(client, tables, accountId, name, epoch)
       const adopted = set.adopt(
         account,
         {
@@ -147,7 +149,27 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
             onStart: (t) => void recent(at, t).push(t),
             // The epoch, not only a lease: a runtime of epoch 3 must not act for epoch 4.
             permit: held,
-            fence: (client) => assertLease(client, tables, accountId, name, epoch),
+            fence,
+            epoch,
+            // Its mirror from the warehouse's copy when that is the better one (docs/sharding.md, Takeover).
+            restore: async (mirror) => {
+              const started = clock.now()
+              try {
+                const r = await restoreAccountFromWarehouse(config, mirror, { accountId, fence, epoch, clock })
+                const took = { durationMs: Math.round(clock.now() - started), reason: r.reason }
+                if (r.source === 'warehouse') {
+                  logger.info(
+                    { account: accountId, ...took, rows: r.rows, seq: r.seq, adopted: r.adopted },
+                    'takeover: the mirror is restored from the warehouse',
+                  )
+                } else
+                  logger.info({ account: accountId, ...took, source: r.source }, 'takeover: the mirror is not restored from the warehouse')
+                return r.source === 'warehouse'
+              } catch (err) {
+                warn('takeover: restoring the mirror from the warehouse failed; the account goes on from its own mirror')(err, accountId)
+                return false
+              }
+            },
           },
         },
         held,

@@ -3,6 +3,7 @@
 // custom objects' fields when the views may need building. What to read is batch-plan.ts's decision.
 import { firstKeptSeq, lastChangeSeq } from '../store/repositories/change-log-consumers.js'
 import { CustomObjectTypes } from '../store/repositories/custom-object-types.js'
+import { readTakeoverState } from '../store/repositories/takeover-state.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import {
   changesAfter,
@@ -39,6 +40,11 @@ export interface Batch {
   /** The views to build, when their hash differs from the one last built. */
   views: { hash: string; types: ObjectType[] } | undefined
   firstKept: number | undefined
+  /**
+   * The mirror's takeover state (takeover-state.ts), read when this batch brings the replica to the
+   * whole snapshot (every change read, every table compared): undefined otherwise.
+   */
+  syncState: string | undefined
 }
 
 export interface BatchReadOptions {
@@ -96,7 +102,10 @@ export function readBatch(sqlite: Sqlite, cursor: number, o: BatchReadOptions): 
       if (o.written.viewsHash !== hash) views = { hash, types }
     }
     const gone = changesGone(cursor, changes, firstKept, () => lastChangeSeq(sqlite))
-    return { changes, gone, tables: planBatch(keys, current, childRows), snapshots, views, firstKept }
+    // Cursors replicated only with rows that cover them: a batch cut short by batchSize leaves the last ones.
+    const drained = (changes.length === 0 ? cursor : changes[changes.length - 1]!.seq) >= lastChangeSeq(sqlite)
+    const syncState = o.checkAll && drained && !gone ? readTakeoverState(sqlite) : undefined
+    return { changes, gone, tables: planBatch(keys, current, childRows), snapshots, views, firstKept, syncState }
   })
   return read()
 }

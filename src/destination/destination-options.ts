@@ -37,12 +37,19 @@ export interface PostgresDestinationOptions {
   /** How long a statement may wait on Postgres before the wait is reported, with who holds the lock. */
   waitReportMs?: number
   /**
-   * The fencing check (docs/sharding.md, Wiring): run as the first statement of every transaction
-   * that writes this account's rows, cursor or state. An error whose `code` is `LEASE_LOST` means
+   * The fencing check (docs/sharding.md, Wiring): run in every transaction that writes this
+   * account's rows, cursor or state, as its last statement before COMMIT (so the lease row is locked
+   * only for the commit). An error whose `code` is `LEASE_LOST` means
    * another replica owns the account now: the transaction rolls back and the destination stops for
    * good (a new owner, a new destination). Any other error is a failure like any statement's.
    */
   fence?: Fence
+  /**
+   * The lease epoch this destination writes under (sharding, with `fence`). A replica another mirror
+   * feeds is replaced (loaded from this mirror) when that mirror was recorded under a lower epoch:
+   * the account's earlier owner. Without it, another mirror is refused (`identity`).
+   */
+  epoch?: number
 }
 
 /** Checks, inside the caller's transaction, that this replica still owns the account; throws when not. */

@@ -1,14 +1,17 @@
 // The destination layer: what the daemon and the CLI use to run the Postgres replica. One pool of
 // connections for the process (createDestinationPool), one destination per account sharing it.
+import pg from 'pg'
 import type { Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import type { Mirror } from '../store/sqlite/mirror-database.js'
+import type { Mirror, Sqlite } from '../store/sqlite/mirror-database.js'
+import type { Fence } from './destination-options.js'
 import { DestinationPool } from './destination-pool.js'
 import { destinationTables } from './destination-tables.js'
 import { PostgresDestination, type PostgresDestinationOptions } from './postgres-destination.js'
 import type { SessionLimits } from './postgres-session.js'
 import { DEFAULT_ACCOUNT } from './postgres-upgrade.js'
+import { restoreFromWarehouse, type RestoreOutcome } from './postgres-restore.js'
 
 export { PostgresDestination, type CatchUpSummary, type DestinationStatus } from './postgres-destination.js'
 export { POSTGRES_CONSUMER, destinationConsumerName } from './consumer-name.js'
@@ -16,6 +19,7 @@ export { DestinationError } from './postgres-errors.js'
 export { destinationTables } from './destination-tables.js'
 export { DestinationPool } from './destination-pool.js'
 export type { Fence } from './destination-options.js'
+export type { RestoreOutcome } from './postgres-restore.js'
 
 type PostgresSettings = Config['destination']['postgres']
 
@@ -42,7 +46,7 @@ export function createPostgresDestination(
   logger: Logger,
   clock: Clock,
   options: Partial<
-    Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry' | 'waitReportMs' | 'accountId' | 'pool' | 'fence'>
+    Pick<PostgresDestinationOptions, 'batchSize' | 'pollMs' | 'retry' | 'waitReportMs' | 'accountId' | 'pool' | 'fence' | 'epoch'>
   > = {},
 ): PostgresDestination | undefined {
   const settings = config.destination.postgres
@@ -59,4 +63,40 @@ export function createPostgresDestination(
     accountId: DEFAULT_ACCOUNT,
     ...options,
   })
+}
+
+/**
+ * A new owner's takeover (sharding): rebuilds the account's mirror from the warehouse's copy when it
+ * is the better one (postgres-restore.ts), on a connection of its own, closed after.
+ */
+export async function restoreAccountFromWarehouse(
+  config: Config,
+  mirror: Sqlite,
+  o: { accountId: string; fence: Fence; epoch: number; clock: Clock },
+): Promise<RestoreOutcome> {
+  const settings = config.destination.postgres
+  if (settings.url === undefined) return { source: 'none', reason: 'no destination is configured' }
+  const limits = sessionLimits(settings)
+  const client = new pg.Client({
+    connectionString: settings.url,
+    keepAlive: true,
+    statement_timeout: limits.statementTimeoutMs,
+    lock_timeout: limits.lockTimeoutMs,
+    application_name: `fsm-sync takeover ${o.accountId}`,
+  })
+  await client.connect()
+  try {
+    return await restoreFromWarehouse({
+      client,
+      schema: settings.schema,
+      accountId: o.accountId,
+      mirror,
+      tables: destinationTables(),
+      fence: o.fence,
+      epoch: o.epoch,
+      now: () => new Date(o.clock.now()).toISOString(),
+    })
+  } finally {
+    await client.end().catch(() => undefined)
+  }
 }

@@ -11,6 +11,7 @@ import type pg from 'pg'
 import type { Logger } from '../log/logger.js'
 import { ChangeLogConsumers, firstKeptSeq, lastChangeSeq, type DestinationTarget } from '../store/repositories/change-log-consumers.js'
 import { mirrorId } from '../store/repositories/mirror-identity.js'
+import { takeoverProgress } from '../store/repositories/takeover-state.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { ObjectType } from './postgres-ddl.js'
 import { DestinationError, describeTarget, explainDestinationError, otherMirrorError } from './postgres-errors.js'
@@ -22,12 +23,12 @@ import { readBatch, type Batch } from './batch-reader.js'
 import { commitBatch } from './postgres-batch-commit.js'
 import { loadSnapshot } from './postgres-initial-load.js'
 import { ensureSchema } from './postgres-schema.js'
-import { claimStateRow, readStateRow } from './postgres-state-row.js'
+import { claimStateRow, readStateRow, replacement } from './postgres-state-row.js'
 import { destinationConsumerName, POSTGRES_CONSUMER } from './consumer-name.js'
 import { leaseLost, type CatchUpSummary, type DestinationStatus, type PostgresDestinationOptions } from './destination-options.js'
 import { DestinationHealth } from './destination-health.js'
 import { ReplicaConnections } from './replica-connections.js'
-import { copyWritten, emptyWritten, loadReason, type BatchOutcome, type WrittenState } from './replica-state.js'
+import { copyWritten, emptyWritten, loadReason, tablesHashOf, type BatchOutcome, type WrittenState } from './replica-state.js'
 
 export { destinationConsumerName, POSTGRES_CONSUMER }
 export type { CatchUpSummary, DestinationStatus, PostgresDestinationOptions } from './destination-options.js'
@@ -41,8 +42,11 @@ function hash(value: unknown): string {
 }
 
 export class PostgresDestination {
-  readonly #options: Required<Omit<PostgresDestinationOptions, 'pool' | 'fence'>>
+  readonly #options: Required<Omit<PostgresDestinationOptions, 'pool' | 'fence' | 'epoch'>>
   readonly #fence: PostgresDestinationOptions['fence']
+  readonly #epoch: number | undefined
+  /** The progress of the takeover state the state row holds (takeoverProgress), as last read or written. */
+  #syncStateWritten: string | undefined
   readonly #pool: DestinationPool
   /** A pool of its own (none given): ended with the destination. */
   readonly #ownPool: boolean
@@ -83,13 +87,14 @@ export class PostgresDestination {
       accountId: options.accountId ?? DEFAULT_ACCOUNT,
     }
     this.#fence = options.fence
+    this.#epoch = options.epoch
     const o = this.#options
     this.#ownPool = options.pool === undefined
     this.#pool = options.pool ?? new DestinationPool({ url: o.url, limits: o.limits, clock: o.clock, maxConnections: 1 })
     this.#log = options.logger.child({ component: 'destination', destination: 'postgres', schema: options.schema, account: o.accountId })
     this.#tables = planTables(options.tables)
     this.#byName = new Map(this.#tables.map((t) => [t.spec.name, t]))
-    this.#tablesHash = hash(options.tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])]))
+    this.#tablesHash = tablesHashOf(options.tables)
     this.#consumers = new ChangeLogConsumers(options.mirror)
     this.#consumerName = destinationConsumerName(options.url, options.schema)
     this.#health = new DestinationHealth(this.#log, options.clock, this.#consumers, this.#consumerName, this.#where)
@@ -292,8 +297,11 @@ export class PostgresDestination {
     const client = this.#conn.client!
     const row = await readStateRow(client, this.#options.schema, this.#options.accountId)
     if (row === undefined) return 'a new destination'
-    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId) throw this.#otherMirror(row.mirrorId)
-    if (row.mirrorId === null) await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence)
+    if (row.mirrorId !== null && row.mirrorId !== this.#mirrorId)
+      return replacement(this.#epoch, row.mirrorEpoch) ?? Promise.reject(this.#otherMirror(row.mirrorId))
+    if (row.mirrorId === null)
+      await claimStateRow(client, this.#options.schema, this.#options.accountId, this.#mirrorId, this.#fence, this.#epoch)
+    this.#syncStateWritten = row.syncState === null ? undefined : takeoverProgress(row.syncState)
     this.#loadedAt = row.loadedAt
     this.#cursor = row.cursor
     this.#written = row.written
@@ -363,6 +371,7 @@ export class PostgresDestination {
       rebuildViews: (types) => this.#rebuildViews(client, types),
       now: () => new Date(this.#options.clock.now()).toISOString(),
       fence: this.#fence,
+      epoch: this.#epoch,
     })
     const { rows, seq } = loaded
     this.#loadedAt = loaded.loadedAt
@@ -423,7 +432,9 @@ export class PostgresDestination {
     const batch = this.#readBatch(sqlite, cursor)
     const pruned = batch.firstKept === undefined ? 0 : batch.firstKept - 1
     if (batch.gone) return { kind: 'needs-load', reason: PRUNED_REASON }
-    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && pruned <= this.#prunedThrough) {
+    const progress = batch.syncState === undefined ? this.#syncStateWritten : takeoverProgress(batch.syncState)
+    const moved = progress !== this.#syncStateWritten || pruned > this.#prunedThrough
+    if (batch.changes.length === 0 && batch.snapshots.size === 0 && batch.views === undefined && !moved) {
       return { kind: 'idle' }
     }
     // A session only for a batch that writes: an idle account holds no connection.
@@ -450,6 +461,7 @@ export class PostgresDestination {
         otherMirror: (theirs) => this.#otherMirror(theirs),
         now: new Date(this.#options.clock.now()).toISOString(),
         fence: this.#fence,
+        epoch: this.#epoch,
       },
       batch,
       written,
@@ -458,6 +470,8 @@ export class PostgresDestination {
       this.#cursor = committed.cursor
       return { kind: 'cursor-moved' }
     }
+    if (committed.kind === 'replaced') return { kind: 'needs-load', reason: committed.reason }
+    if (batch.syncState !== undefined) this.#syncStateWritten = takeoverProgress(batch.syncState)
     const rows = committed.rows
     // A view that failed is not tried again at every batch: its hash is kept here, not in the state row.
     if (batch.views !== undefined) written.viewsHash = batch.views.hash

@@ -8,6 +8,7 @@ import type pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { firstKeptSeq } from '../store/repositories/change-log-consumers.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
+import { readTakeoverState } from '../store/repositories/takeover-state.js'
 import { columnRange, inReadSnapshot, snapshotSeq, tableFingerprint, tableLines, tableRows } from '../store/read-models/mirror-snapshot.js'
 import type { Table } from './batch-plan.js'
 import { objectTypes } from './batch-reader.js'
@@ -34,8 +35,10 @@ export interface LoadOptions {
   rebuildViews: (types: readonly ObjectType[]) => Promise<boolean>
   /** The time to record as loaded_at, read once the rows are copied (ISO). */
   now: () => string
-  /** The fencing check, the transaction's first statement (destination-options.ts). */
+  /** The fencing check, the transaction's last statement before COMMIT (destination-options.ts). */
   fence?: Fence | undefined
+  /** The lease epoch loaded under (sharding), recorded with the mirror's identity. */
+  epoch?: number | undefined
 }
 
 export interface Loaded {
@@ -53,7 +56,6 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
   const { client, sqlite, schema } = o
   try {
     await client.query('BEGIN')
-    await o.fence?.(client)
     // The account's rows are deleted (row locks only: the other accounts write on, readers see the old
     // rows until the commit) before the mirror's read snapshot opens: a wait on Postgres never holds
     // the mirror's write-ahead log from its checkpoints.
@@ -89,7 +91,11 @@ export async function loadSnapshot(o: LoadOptions): Promise<Loaded> {
         viewsHash: viewsBuilt ? viewsHash : null,
         written,
         mirrorId: o.mirrorId,
+        epoch: o.epoch,
+        syncState: readTakeoverState(sqlite),
       })
+      // Last, so the lease row is locked only for the commit: a replica paused mid-load holds no lock a takeover waits for.
+      await o.fence?.(client)
       await client.query('COMMIT')
       // A view that failed is tried again at the next start, not at every batch.
       written.viewsHash = viewsHash

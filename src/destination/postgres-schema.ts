@@ -75,11 +75,14 @@ export async function ensureSchema(client: pg.Client, schema: string, tables: re
     `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS fingerprints text`,
     // The mirror the replica of each account belongs to, since it is recorded.
     `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS mirror_id text`,
+    // Sharding: the lease epoch that mirror was recorded under, and the mirror's sync state (postgres-restore.ts).
+    `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS mirror_epoch bigint`,
+    `ALTER TABLE ${qualified(schema, STATE_TABLE)} ADD COLUMN IF NOT EXISTS sync_state text`,
     ...tables.flatMap((t) => [createTableSql(schema, t.spec), ...missingColumnsSql(schema, t.spec, columns), ...indexSql(schema, t.spec)]),
   ]
   const haveAll =
     columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'fingerprints') &&
-    columns.some((c) => c.table_name === STATE_TABLE && c.column_name === 'mirror_id') &&
+    ['mirror_id', 'mirror_epoch', 'sync_state'].every((n) => columns.some((c) => c.table_name === STATE_TABLE && c.column_name === n)) &&
     columns.some((c) => c.table_name === OBJECT_TYPES_TABLE) &&
     tables.every((t) => t.columns.every((c) => columns.some((e) => e.table_name === t.spec.name && e.column_name === c.name)))
   if (haveAll && upgraded === undefined) return null

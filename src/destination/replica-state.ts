@@ -1,6 +1,14 @@
 // What the replica's state row (_fsm_sync_state) says was last written besides the cursor: each
 // table without change_log entries by fingerprint, an appended table's watermark, the views' hash.
 // Kept with the cursor, so a start rewrites nothing unchanged. Pure: no I/O.
+import { createHash } from 'node:crypto'
+import type { TableSpec } from '../model/table-spec.js'
+
+/** The declarations' hash a state row records: another one means the tables changed shape. */
+export function tablesHashOf(tables: readonly TableSpec[]): string {
+  const value = tables.map((t) => [t.name, t.primaryKey, t.columns.map((c) => [c.name, c.kind])])
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex')
+}
 
 /** What was last written of the tables compared by content, and of the views. */
 export interface WrittenState {

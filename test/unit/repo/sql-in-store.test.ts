@@ -38,7 +38,7 @@ const ALLOWED: readonly Allowance[] = [
   {
     // Every other finding in these files (a .prepare/.exec/.iterate/.pragma call) is still refused:
     // what they read from the mirror comes from src/store (mirror-snapshot.ts, change-log-consumers.ts).
-    file: /^src\/destination\/postgres-(?:batch-writer|ddl|doctor|initial-load|schema|session|state-row|upgrade|views)\.ts$/,
+    file: /^src\/destination\/postgres-(?:batch-writer|ddl|doctor|initial-load|restore|schema|session|state-row|upgrade|views)\.ts$/,
     text: /./,
     why: "Postgres statements (DDL, upserts, information_schema and pg_catalog queries) run on the warehouse's pg client, never on the mirror",
   },
