@@ -19,7 +19,7 @@ export interface Replica {
   exited: Promise<number | null>
   /** Log lines by message, counted (pino's `msg`). */
   messages: Map<string, number>
-  /** Warnings and errors by message (an error's text cut at 160 characters), counted. */
+  /** Warnings and errors by message (numbers made N, cut at 110 characters), counted. */
   problems: Map<string, number>
 }
 
@@ -45,17 +45,19 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
     const parts = (partial + d).split('\n')
     partial = parts.pop() ?? ''
     for (const line of parts) {
-      let doc: { level?: string; msg?: string; error?: string }
+      let doc: { level?: string; msg?: string; error?: string; reason?: string }
       try {
         doc = JSON.parse(line) as typeof doc
       } catch {
         doc = { level: 'error', msg: line.slice(0, 300) }
       }
       const msg = doc.msg ?? ''
-      r.messages.set(msg, (r.messages.get(msg) ?? 0) + 1)
+      const key = doc.reason === undefined ? msg : `${msg} (${doc.reason})`
+      r.messages.set(key, (r.messages.get(key) ?? 0) + 1)
       if (['warn', 'error', 'fatal'].includes(doc.level ?? '') && !msg.startsWith('fsm-sync run: listening on')) {
-        const key = `${msg.slice(0, 160)}${doc.error === undefined ? '' : `: ${doc.error.slice(0, 160)}`}`
-        r.problems.set(key, (r.problems.get(key) ?? 0) + 1)
+        // Alike when they differ only in numbers (pids, seconds, ids): counted as one.
+        const text = `${msg}${doc.error === undefined ? '' : `: ${doc.error}`}`.replace(/[0-9a-f]*\d[0-9a-f]*/g, 'N').slice(0, 110)
+        r.problems.set(text, (r.problems.get(text) ?? 0) + 1)
       }
     }
   })
@@ -208,4 +210,12 @@ export async function warehouseJobUpdatedAt(pool: pg.Pool, accountId: string, jo
     .catch(() => [])
   const v = rows[0]?.updated_at
   return v === undefined ? undefined : v instanceof Date ? v.toISOString() : v
+}
+
+/** The `n` most frequent entries, most first, as `count× key`. */
+export function top(counts: ReadonlyMap<string, number>, n: number): string[] {
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, c]) => `${c}× ${k}`)
 }

@@ -105,7 +105,7 @@ export default async function shardedTakeover(): Promise<BenchResult> {
       for (const r of replicas.values())
         if (r.child.exitCode !== null) throw new Error(`replica ${r.name} exited: ${[...r.problems.keys()].join('\n')}`)
       if (Date.now() - started > STEADY_TIMEOUT_SECONDS * 1000 - 4000)
-        for (const r of replicas.values()) log(`${r.name} warnings: ${JSON.stringify(Object.fromEntries(r.problems))}`)
+        for (const r of replicas.values()) log(`${r.name} warnings: ${JSON.stringify(s.top(r.problems, 6))}`)
       await sleep(3000)
       const [held, seqs] = [await s.leases(pool), await s.warehouseSeqs(pool)]
       let owned = 0
@@ -234,7 +234,10 @@ export default async function shardedTakeover(): Promise<BenchResult> {
     const mean = (xs: number[]) => (xs.length === 0 ? Number.NaN : xs.reduce((x, y) => x + y, 0) / xs.length)
     const meanRequests = r1(mean(perTakeover))
     const moved = orphans.filter((o) => o.owners.size > 1).length
-    const leaves = [...replicas.values()].map((r) => `${r.name} ${r.messages.get('account leaves this replica: its runtime stops') ?? 0}`)
+    const leaves = [...replicas.values()].map(
+      (r) =>
+        `${r.name} ${JSON.stringify(Object.fromEntries([...r.messages].filter(([k]) => k.startsWith('account leaves this replica'))))}`,
+    )
 
     figures.push(
       {
@@ -309,11 +312,11 @@ export default async function shardedTakeover(): Promise<BenchResult> {
       `${N} accounts of about ${ROWS} records (--rows ${ROWS}) on one emulator process; ${REPLICAS.length} replicas of \`fsm-sync run\` (tsx, from source) with FSM_SHARDING=on, leases of ${LEASE_SECONDS} s, every other setting at its default (continuous sweeps of ${STREAMS.join(', ')}); one embedded Postgres server (fsync off) as coordinator and warehouse; ${os.cpus().length} cores shared with other work.`,
       `Load average (1/5/15 min): at start ${loadAtStart}, at the steady state ${loadAtSteady}, once the takeover was over ${loadAfterTakeover}, at the end ${load()}.`,
       `Steady state: each account leased by its rendezvous replica, every stream swept in that replica's mirror (its sync_runs) and the warehouse's state row at the mirror's last change_log seq; reached ${r1(steadySeconds)} s after the spawn; then ${SETTLE_SECONDS} s of rest before the kill. Peak RSS by then: ${REPLICAS.map((n) => `${n} ${r1(rssSteady.get(n)!.peakRssBytes / MiB)} MiB`).join(', ')}.`,
-      `Takeover: owned = the new lease's acquired_at (server clock); sweeping = the new owner's first successful sweep of every stream started after that (its mirror's sync_runs), ${done.length} of ${orphans.length} within ${TAKEOVER_TIMEOUT_SECONDS} s. Owned again after p50 ${r1(m.quantile(ownedS, 0.5))} s, max ${r1(Math.max(...ownedS))} s; sweeping again after p50 ${r1(m.quantile(sweptS, 0.5))}, p90 ${r1(m.quantile(sweptS, 0.9))}, max ${r1(Math.max(...sweptS))} s. Orphans that changed owner again meanwhile: ${moved}. "account leaves this replica" lines of the survivors over the run: ${leaves.join(', ')}.`,
+      `Takeover: owned = the new lease's acquired_at (server clock); sweeping = the new owner's first successful sweep of every stream started after that (its mirror's sync_runs), ${done.length} of ${orphans.length} within ${TAKEOVER_TIMEOUT_SECONDS} s. Owned again after p50 ${r1(m.quantile(ownedS, 0.5))} s, max ${r1(Math.max(...ownedS))} s; sweeping again after p50 ${r1(m.quantile(sweptS, 0.5))}, p90 ${r1(m.quantile(sweptS, 0.9))}, max ${r1(Math.max(...sweptS))} s. Orphans that changed owner again meanwhile: ${moved}. "account leaves this replica" lines of the survivors over the run, by reason: ${leaves.join(', ')}.`,
       `Requests per takeover (the orphan's key in the emulator's log, from the kill to that first sweep of every stream; the upstream cannot tell replicas apart, and none but the new owner may request then): mean ${meanRequests}, p50 ${m.quantile(perTakeover, 0.5)}, p90 ${m.quantile(perTakeover, 0.9)}, max ${Math.max(...perTakeover)}; by resource over all orphans ${JSON.stringify(Object.fromEntries([...byResource].sort((x, y) => y[1] - x[1])))}; before the new lease was acquired: ${beforeOwned}.`,
       `Staleness: ${changes.length} web-app job updates (no webhook), one on each of the first orphans, written within ${r1((changesDoneAt - killedAt) / 1000)} s of the kill; measured from each one's updatedAt until the new owner's mirror holds it: p50 ${r1(m.quantile(stale, 0.5))}, max ${r1(Math.max(...stale))} s (not seen: ${stale.filter((x) => x === Number.POSITIVE_INFINITY).length}).`,
       `Budget: busiest 60 s of any key over the whole run (initial handovers as replicas joined, backfills, the takeover) ${worst.most} (${worst.id}); 429s answered ${limited}.`,
-      `Survivors' warnings and errors over the run, by message: ${[...replicas.values()].map((r) => `${r.name}: ${JSON.stringify(Object.fromEntries(r.problems))}`).join('; ')}.`,
+      `Survivors' most frequent warnings and errors over the run (numbers as N): ${[...replicas.values()].map((r) => `${r.name}: ${JSON.stringify(s.top(r.problems, 6))}`).join('; ')}.`,
     )
     return { name: 'sharded-takeover', topic: 'sharding', figures, notes }
   } finally {
