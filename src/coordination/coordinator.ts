@@ -56,6 +56,9 @@ export class Coordinator {
   #cancelBeat: () => void = () => undefined
   #cancelExpiry: () => void = () => undefined
   #running: Promise<unknown> = Promise.resolve()
+  /** Accounts whose runtime is stopping, to the end of that stop (and of the lease's release). */
+  readonly #leaving = new Map<string, Promise<void>>()
+  #failure: Error | undefined
 
   constructor(options: CoordinatorOptions) {
     this.#o = options
@@ -81,43 +84,67 @@ export class Coordinator {
     await registerReplica(this.#o.db, this.#o.tables, this.#o.me)
   }
 
-  /** One heartbeat. Throws what Postgres throws; local expiry (expire()) still stops accounts meanwhile. */
+  /**
+   * One heartbeat. Throws what Postgres throws; local expiry (expire()) still stops accounts meanwhile.
+   * Runtimes stop in the background: a stop may wait behind mirrors still opening, and the renewal of
+   * every other lease must not wait with it. An account stays out of `wanted` until its stop is done.
+   */
   async tick(): Promise<TickResult> {
     const { db, tables: t, me } = this.#o
-    const stopped: TickResult['stopped'] = []
-    const stop = async (ids: readonly string[], reason: StopReason) => {
-      await this.#stopAll(ids, reason)
-      stopped.push(...ids.map((accountId) => ({ accountId, reason })))
+    if (this.#failure !== undefined) {
+      const failure = this.#failure
+      this.#failure = undefined
+      throw failure
     }
-    // What ran out locally stops first; if the server still has it as ours, it is taken back below.
-    await stop(this.#local.expired(this.#now()), 'expired')
+    const stopped: TickResult['stopped'] = []
+    const stop = (ids: readonly string[], reason: StopReason, then?: () => Promise<void>) => {
+      if (ids.length === 0) return
+      stopped.push(...ids.map((accountId) => ({ accountId, reason })))
+      this.#track(ids, this.#stopAll(ids, reason).then(then))
+    }
+    // What ran out locally stops; if the server still has it as ours, a later beat takes it back.
+    stop(this.#local.expired(this.#now()), 'expired')
     const sent = this.#now()
     if (!(await heartbeat(db, t, me))) {
       // Another process runs under this name: it owns what the name owned.
-      await stop(this.#local.accounts(), 'displaced')
+      await this.#stopAll(this.#local.accounts(), 'displaced')
       throw new Error(
         `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
       )
     }
-    await stop(this.#local.renewed(sent, await renewLeases(db, t, me, this.#ttlMs)), 'lost')
+    stop(this.#local.renewed(sent, await renewLeases(db, t, me, this.#ttlMs)), 'lost')
     const held = this.#held()
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held))
 
     const live = await liveReplicas(db, t, this.#ttlMs)
     if (!live.includes(me.name)) live.push(me.name)
     const owners = assign(this.#o.accounts(), live)
-    const handover = held.map((l) => l.accountId).filter((a) => owners.get(a) !== me.name)
-    if (handover.length > 0) await this.#handOver(handover, stop)
+    const handover = held.filter((l) => owners.get(l.accountId) !== me.name)
+    // Runtimes stopped first: the last record of their starts is complete, and the next owner may go at once.
+    stop(
+      handover.map((l) => l.accountId),
+      'handover',
+      () => this.#release(handover),
+    )
 
-    const wanted = [...owners].filter(([a, r]) => r === me.name && this.#local.validEpoch(a, this.#now()) === undefined).map(([a]) => a)
+    const wanted = [...owners]
+      .filter(([a, r]) => r === me.name && !this.#leaving.has(a) && this.#local.validEpoch(a, this.#now()) === undefined)
+      .map(([a]) => a)
     const acquired = await this.#acquire(wanted)
     return { live: live.sort(), acquired, stopped }
+  }
+
+  /** Resolves once every runtime the heartbeats stopped has stopped (and its handover is released). */
+  async settled(): Promise<void> {
+    while (this.#leaving.size > 0) await Promise.all(this.#leaving.values())
   }
 
   /** Stops the accounts whose lease has run out locally (the heartbeat failed or came too late). */
   async expire(): Promise<string[]> {
     const ids = this.#local.expired(this.#now())
-    await this.#stopAll(ids, 'expired')
+    const work = this.#stopAll(ids, 'expired')
+    this.#track(ids, work)
+    await work
     return ids
   }
 
@@ -158,6 +185,7 @@ export class Coordinator {
     await this.#stopAll(this.#local.accounts(), 'shutdown')
     // A heartbeat in flight starts nothing more (#closing); what it acquired is released below.
     await this.#running
+    await this.settled()
     const { db, tables: t, me } = this.#o
     let failure: Error | undefined
     const keep = (err: unknown) => {
@@ -188,17 +216,27 @@ export class Coordinator {
     })
   }
 
-  async #handOver(
-    ids: string[],
-    stop: (ids: readonly string[], reason: StopReason) => Promise<void>,
-    reason: StopReason = 'handover',
-  ): Promise<void> {
+  /** Records the stopped runtimes' last starts, then lets their leases go. */
+  async #release(leases: readonly Lease[]): Promise<void> {
     const { db, tables: t, me } = this.#o
-    const held = this.#held().filter((l) => ids.includes(l.accountId))
-    await stop(ids, reason)
-    // Runtimes stopped: the last record of their starts is complete, and the next owner may go at once.
-    if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held), true)
-    await releaseLeases(db, t, me, ids)
+    if (this.#o.starts !== undefined) await recordStarts(db, t, me, this.#o.starts(leases), true)
+    await releaseLeases(
+      db,
+      t,
+      me,
+      leases.map((l) => l.accountId),
+    )
+  }
+
+  /** Keeps `ids` out of acquisition until `work` ends; its failure is thrown by the next tick. */
+  #track(ids: readonly string[], work: Promise<void>): void {
+    const done = work.catch((err: unknown) => {
+      this.#failure ??= err instanceof Error ? err : new Error(String(err))
+    })
+    for (const id of ids) this.#leaving.set(id, done)
+    void done.finally(() => {
+      for (const id of ids) if (this.#leaving.get(id) === done) this.#leaving.delete(id)
+    })
   }
 
   async #acquire(wanted: string[]): Promise<Lease[]> {

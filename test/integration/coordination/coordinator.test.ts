@@ -1,6 +1,7 @@
 // Three coordinators in one process over the suite's real Postgres server, each with its own
 // connection: balanced and exclusive ownership, a graceful stop handing over at once, and a replica
-// cut off from Postgres stopping every account before another replica can take it.
+// cut off from Postgres stopping every account before another replica can take it, and a slow stop
+// holding up no other lease.
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
@@ -145,6 +146,7 @@ describe('the coordinator', () => {
     for (let round = 0; round < 2; round++)
       for (const c of Object.values(cs)) {
         await c.tick()
+        await c.settled()
         owners(cs)
       }
     const after = owners(cs)
@@ -186,5 +188,40 @@ describe('the coordinator', () => {
       expect(start, x).toBeGreaterThan(stop)
       expect(events[start]).toMatch(/@2$/)
     }
+  })
+  test('a runtime slow to stop holds up neither the heartbeat nor the other leases; its lease goes once it stopped', async () => {
+    const t = await fresh()
+    // a's handovers wait on the gate, longer than a lease lasts (as a stop waiting behind mirrors still opening).
+    let open: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    const a = (
+      await replica('a', t, {
+        onStop: async (x, reason) => {
+          events.push(`stop ${x} by a (${reason})`)
+          if (reason === 'handover') await gate
+        },
+      })
+    ).c
+    await a.tick()
+    expect(a.owned()).toHaveLength(60)
+    const b = (await replica('b', t)).c
+    const errors: unknown[] = []
+    a.start(systemClock, (err) => errors.push(err))
+    const kept = [...assign(ACCOUNTS, ['a', 'b'])].filter(([, r]) => r === 'a').map(([x]) => x)
+    const moving = ACCOUNTS.filter((x) => !kept.includes(x))
+    // Three leases' time: a must renew what it keeps meanwhile, and b gets nothing still stopping.
+    const until = Date.now() + 9_000
+    while (Date.now() < until) {
+      await b.tick()
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(events.filter((e) => / by a \((expired|lost)\)$/.test(e))).toEqual([])
+    expect([...a.owned()].sort()).toEqual([...kept].sort())
+    expect(b.owned()).toEqual([])
+    open()
+    await a.settled()
+    await b.tick()
+    expect([...b.owned()].sort()).toEqual([...moving].sort())
+    expect(errors).toEqual([])
   })
 })
