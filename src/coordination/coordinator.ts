@@ -5,6 +5,7 @@
 import type { Clock } from '../model/clock.js'
 import type { CoordinationTables, Queryable } from './coordination-schema.js'
 import { acquireLeases, releaseLeases, renewLeases, type Lease } from './leases.js'
+import { announceRelease, countWaiting, readLeaseEnds } from './lease-watch.js'
 import { LocalLeases } from './local-leases.js'
 import { deregister, heartbeat, liveReplicas, markStopping, registerReplica, type ReplicaIdentity } from './membership.js'
 import { monotonicClock, type Monotonic } from './monotonic.js'
@@ -15,6 +16,19 @@ import { assign } from './rendezvous.js'
 export const DEFAULT_LEASE_TTL_MS = 15_000
 
 export type StopReason = 'lost' | 'expired' | 'handover' | 'shutdown' | 'displaced'
+export const STOP_REASONS: readonly StopReason[] = ['lost', 'expired', 'handover', 'shutdown', 'displaced']
+
+/** What this replica's coordination has done, for its metrics (docs/metrics.md, Replicas). */
+export interface CoordinatorStats {
+  /** Heartbeats whose renewal of every lease answered, and those that failed (Postgres, or displaced). */
+  renewals: { ok: number; failed: number }
+  /** Leases acquired from another owner or incarnation (the epoch grew), not an account's first. */
+  takeovers: number
+  /** Accounts stopped here, by why. */
+  stopped: Record<StopReason, number>
+  /** Accounts of the list without an unexpired lease, at the end of the last heartbeat. */
+  waiting: number
+}
 
 export interface CoordinatorOptions {
   /** Single statements only (a pg.Pool does): nothing here holds a transaction open. */
@@ -33,6 +47,14 @@ export interface CoordinatorOptions {
    * An account may be left out while it made no start since its last record (that record stays).
    */
   starts?: (held: readonly Lease[]) => StartsRecord[]
+  /**
+   * A lease taken over from an earlier owner, before its onAcquired: `vacantMs` is how long the lease
+   * has been over (released or expired): by the server's clock up to a read just before the acquire,
+   * then by this replica's since that read's answer.
+   */
+  onTakeover?: (lease: Lease, vacantMs: number) => void
+  /** Where a release is announced (NOTIFY), so the others take the accounts at once: see poke(). */
+  releaseChannel?: string
   ttlMs?: number
   /** Taken off the ttl locally: clock drift over one ttl, plus the time an action needs to land. */
   marginMs?: number
@@ -56,6 +78,13 @@ export class Coordinator {
   #cancelBeat: () => void = () => undefined
   #cancelExpiry: () => void = () => undefined
   #running: Promise<unknown> = Promise.resolve()
+  #poke: () => void = () => undefined
+  readonly stats: CoordinatorStats = {
+    renewals: { ok: 0, failed: 0 },
+    takeovers: 0,
+    stopped: { lost: 0, expired: 0, handover: 0, shutdown: 0, displaced: 0 },
+    waiting: 0,
+  }
 
   constructor(options: CoordinatorOptions) {
     this.#o = options
@@ -92,14 +121,22 @@ export class Coordinator {
     // What ran out locally stops first; if the server still has it as ours, it is taken back below.
     await stop(this.#local.expired(this.#now()), 'expired')
     const sent = this.#now()
-    if (!(await heartbeat(db, t, me))) {
-      // Another process runs under this name: it owns what the name owned.
-      await stop(this.#local.accounts(), 'displaced')
-      throw new Error(
-        `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
-      )
+    let renewed: Lease[]
+    try {
+      if (!(await heartbeat(db, t, me))) {
+        // Another process runs under this name: it owns what the name owned.
+        await stop(this.#local.accounts(), 'displaced')
+        throw new Error(
+          `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
+        )
+      }
+      renewed = await renewLeases(db, t, me, this.#ttlMs)
+    } catch (err) {
+      this.stats.renewals.failed++
+      throw err
     }
-    await stop(this.#local.renewed(sent, await renewLeases(db, t, me, this.#ttlMs)), 'lost')
+    this.stats.renewals.ok++
+    await stop(this.#local.renewed(sent, renewed), 'lost')
     const held = this.#held()
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held))
 
@@ -111,6 +148,7 @@ export class Coordinator {
 
     const wanted = [...owners].filter(([a, r]) => r === me.name && this.#local.validEpoch(a, this.#now()) === undefined).map(([a]) => a)
     const acquired = await this.#acquire(wanted)
+    this.stats.waiting = await countWaiting(db, t, this.#o.accounts())
     return { live: live.sort(), acquired, stopped }
   }
 
@@ -126,14 +164,28 @@ export class Coordinator {
    * expiry, so a heartbeat that hangs (a server that stopped answering) cannot keep one running.
    */
   start(clock: Clock, onError: (err: unknown) => void): void {
+    let ticking = false
+    let again = false
     const beat = () => {
+      ticking = true
       this.#running = this.tick()
         .catch(onError)
         .finally(() => {
+          ticking = false
           if (this.#closing) return
           armExpiry()
-          this.#cancelBeat = clock.setTimer(this.heartbeatMs, beat, { background: true })
+          this.#cancelBeat = clock.setTimer(again ? 0 : this.heartbeatMs, beat, { background: true })
+          again = false
         })
+    }
+    this.#poke = () => {
+      if (this.#closing) return
+      if (ticking) {
+        again = true
+        return
+      }
+      this.#cancelBeat()
+      beat()
     }
     const armExpiry = () => {
       this.#cancelExpiry()
@@ -144,6 +196,14 @@ export class Coordinator {
     }
     armExpiry()
     beat()
+  }
+
+  /**
+   * A heartbeat now rather than at its time, or right after the one running: another replica released
+   * leases (its announcement on releaseChannel), which the assignment may give to this one.
+   */
+  poke(): void {
+    this.#poke()
   }
 
   /**
@@ -167,12 +227,14 @@ export class Coordinator {
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held), true).catch(keep)
     await releaseLeases(db, t, me).catch(keep)
     await deregister(db, t, me).catch(keep)
+    if (failure === undefined) await this.#announce()
     if (failure !== undefined) throw failure
   }
 
   /** Forgets the leases first: from here on, validEpoch refuses them while their runtimes wind down. */
   async #stopAll(ids: readonly string[], reason: StopReason): Promise<void> {
     this.#local.drop(ids)
+    this.stats.stopped[reason] += ids.length
     await Promise.all(
       ids.map(async (a) => {
         await this.#o.onStop(a, reason)
@@ -198,17 +260,33 @@ export class Coordinator {
     await stop(ids, reason)
     // Runtimes stopped: the last record of their starts is complete, and the next owner may go at once.
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held), true)
-    await releaseLeases(db, t, me, ids)
+    if ((await releaseLeases(db, t, me, ids)).length > 0) await this.#announce()
+  }
+
+  /** Best effort: without it, the others take the accounts at their next heartbeat. */
+  async #announce(): Promise<void> {
+    const channel = this.#o.releaseChannel
+    if (channel !== undefined) await announceRelease(this.#o.db, channel, this.#o.me.name).catch(() => undefined)
   }
 
   async #acquire(wanted: string[]): Promise<Lease[]> {
     if (wanted.length === 0 || this.#closing) return []
     const { db, tables: t, me } = this.#o
+    // Read just before: a lease acquired at the next epoch was taken over from this row's end.
+    const ends = await readLeaseEnds(db, t, wanted)
+    const read = this.#now()
     const sent = this.#now()
     const got = await acquireLeases(db, t, me, wanted, this.#ttlMs)
     if (this.#closing) return []
     const fresh = this.#local.acquired(sent, got)
     if (fresh.length === 0) return []
+    for (const l of fresh) {
+      const end = ends.get(l.accountId)
+      if (end === undefined || end.epoch === 0 || l.epoch !== end.epoch + 1) continue
+      this.stats.takeovers++
+      // The server's time from the lease's end to the read, then this replica's since the read's answer.
+      this.#o.onTakeover?.(l, Math.max(0, end.endedMsAgo) + (this.#now() - read))
+    }
     const prior = await readPriorStarts(
       db,
       t,

@@ -172,7 +172,15 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   set.start()
   try {
     if (sharded)
-      replica = await startReplica({ config, set, accounts: () => list, logger, clock: options.clock ?? systemClock, bodyBudget })
+      replica = await startReplica({
+        config,
+        set,
+        accounts: () => list,
+        logger,
+        clock: options.clock ?? systemClock,
+        bodyBudget,
+        registry: processMetrics.registry,
+      })
   } catch (err) {
     await closeServer(server)
     await Promise.all([set.stop(), checkpoints.stop()])

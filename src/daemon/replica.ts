@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
+import type { Registry } from 'prom-client'
 import type { AccountConfig, Config } from '../config/index.js'
 import { ensureCoordinationSchema } from '../coordination/coordination-schema.js'
 import { Coordinator } from '../coordination/coordinator.js'
@@ -25,6 +26,7 @@ import type { BodyBudget } from '../webhooks/body-budget.js'
 import { createIntakeHandler, type IntakeHandler } from '../webhooks/intake-handler.js'
 import { activeSecretsOf } from '../webhooks/secret-store.js'
 import type { AccountSet } from './account-set.js'
+import { ReplicaMetrics } from './replica-metrics.js'
 
 /** The governor's window, over which a new owner counts the old owner's starts. */
 const WINDOW_MS = 60_000
@@ -41,6 +43,8 @@ export interface ReplicaOptions {
   clock: Clock
   /** The process's webhook body budget, which the intake for accounts held elsewhere draws on too. */
   bodyBudget?: BodyBudget
+  /** The process's registry, which the replica's series join (replica-metrics.ts). */
+  registry?: Registry
 }
 
 export interface Replica {
@@ -152,6 +156,7 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
         },
         held,
       )
+      metrics?.sweeping(accountId, adopted.then(() => set.runtimes.get(accountId)?.firstSweep).then(held))
       // Once its runtime runs: its secrets for the other replicas, then the deliveries they stored.
       void adopted
         .then(async () => {
@@ -166,6 +171,8 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       shared.forgetPublished(accountId)
       await set.remove(accountId)
     },
+    onTakeover: (lease, vacantMs) => metrics?.takenOver(lease.accountId, vacantMs),
+    releaseChannel: w.leasesChannel,
     starts: (held) => {
       const now = clock.now()
       return held.flatMap((l): StartsRecord[] => {
@@ -175,6 +182,14 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       })
     },
   })
+  const metrics =
+    o.registry &&
+    new ReplicaMetrics(o.registry, {
+      replica: name,
+      stats: coordinator.stats,
+      owned: () => coordinator.owned().length,
+      now: () => clock.now(),
+    })
   const relay = new InboxRelay({
     db: pool,
     connect: async () => {
@@ -189,6 +204,8 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
     // Not before its runtime runs: the takeover moves what waited meanwhile.
     epochOf: (a) => (set.runtimes.has(a) ? coordinator.validEpoch(a) : undefined),
     onSecretsChanged: (a) => shared.invalidate(a),
+    // Another replica released leases: take what the assignment gives this one now, not at the next heartbeat.
+    onLeasesReleased: (by) => by !== name && coordinator.poke(),
     onError: warn('moving deliveries from the shared webhook inbox failed; the next sweep tries again'),
     deliver: async (a, rows) => {
       const rt = set.runtimes.get(a)
