@@ -137,10 +137,16 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
-    // Sharded: an account held elsewhere goes to the shared inbox (replica.ts).
+    // Sharded: every delivery goes to the shared inbox, the owner's own too (replica.ts), so a
+    // replica that dies leaves none acknowledged in a local inbox the next owner never reads.
     webhookHandler: (id) =>
-      set.webhookHandler(id) ??
-      (sharded ? (replica === undefined ? (list.some((a) => a.id === id) ? elsewhere(id) : undefined) : replica.intake(id)) : undefined),
+      sharded
+        ? replica === undefined
+          ? list.some((a) => a.id === id)
+            ? elsewhere(id)
+            : undefined
+          : replica.intake(id)
+        : set.webhookHandler(id),
     webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
     onDrop: () => processMetrics.listener.connectionsDropped++,
     onUnknownAccount: () => processMetrics.listener.unknownAccount++,

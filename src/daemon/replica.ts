@@ -2,8 +2,8 @@
 // Postgres server, says which accounts of the list run here. Each lease acquired adds that account's
 // runtime, its governor seeded with the previous owner's last minute and both its governor and its
 // destination fenced by the lease's epoch; each loss or handover removes it at once; a graceful
-// stop stops the runtimes first, then hands every lease over. A delivery for a listed account held
-// elsewhere is verified with the shared secrets and stored in the shared inbox; the owner's relay
+// stop stops the runtimes first, then hands every lease over. A delivery for a listed account (held
+// here or elsewhere) is verified with the shared secrets and stored in the shared inbox; the owner's relay
 // moves it into the account's local inbox (docs/sharding.md, Webhooks).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
@@ -53,8 +53,9 @@ export interface Replica {
   /** The accounts whose lease this replica holds and may act on now. */
   owned(): string[]
   /**
-   * The intake of a listed account this replica does not run: verified with the secrets its owner
-   * published, stored in the shared inbox, 200 once committed. Undefined when the account is not listed.
+   * The intake of a listed account, held here or elsewhere: verified with the secrets its owner
+   * published (and this replica's own file), stored in the shared inbox, 200 once committed; the
+   * owner's relay moves it into its local inbox. Undefined when the account is not listed.
    */
   intake(accountId: string): IntakeHandler | undefined
   /** Stops the owned accounts' runtimes, then releases their leases at once and leaves. */
@@ -242,16 +243,18 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
     if (kept?.config === account.config) return kept.handler
     const c = account.config
     const graceH = c.webhooks.rotationGraceHours
+    const local = () => set.runtimes.get(accountId)?.webhooks.secrets.active(clock.now(), graceH) ?? []
     const env = c.webhookSecrets.map((secret, i) => ({ secret, label: `FSM_WEBHOOK_SECRETS#${i}` }))
     const handler = createIntakeHandler({
       inbox: { enqueue: (d) => storeDelivery(pool, w, accountId, d) },
-      secrets: () => [...env, ...activeSecretsOf(shared.cached(accountId), clock.now(), graceH)],
-      refreshSecrets: async () => [...env, ...activeSecretsOf(await shared.refresh(accountId), clock.now(), graceH)],
+      // The owner's own file too: a `webhooks register` here verifies before its next publish.
+      secrets: () => [...env, ...local(), ...activeSecretsOf(shared.cached(accountId), clock.now(), graceH)],
+      refreshSecrets: async () => [...env, ...local(), ...activeSecretsOf(await shared.refresh(accountId), clock.now(), graceH)],
       maxBodyBytes: c.webhooks.maxBodyBytes,
       bodyTimeoutMs: c.webhooks.bodyTimeoutMs,
       maxBufferedBytes: c.webhooks.maxBufferedBytes,
       ...(o.bodyBudget === undefined ? {} : { budget: o.bodyBudget }),
-      logger: logger.child({ account: accountId, heldElsewhere: true }),
+      logger: logger.child({ account: accountId, sharedInbox: true }),
       now: () => clock.now(),
     })
     intakes.set(accountId, { config: account.config, handler })
