@@ -153,7 +153,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     logger,
     metrics: async () => ({
       contentType: processMetrics.registry.contentType,
-      body: await exposition([processMetrics.registry, ...[...set.runtimes.values()].map((r) => r.metrics.registry)]),
+      body: await exposition([processMetrics.registry, ...[...set.runtimes.values()].map((r) => r.metrics.registry)], (err) =>
+        logger.warn({ error: (err as Error).message }, "an account's metrics could not be collected: left out of this scrape"),
+      ),
     }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
