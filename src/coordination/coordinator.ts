@@ -145,6 +145,12 @@ export class Coordinator {
     const owners = assign(this.#o.accounts(), live)
     const handover = held.map((l) => l.accountId).filter((a) => owners.get(a) !== me.name)
     if (handover.length > 0) await this.#handOver(handover, stop)
+    // Renewed on the server but stopped here (it ran out locally: a heartbeat came late) and now
+    // another's: renewing it would keep it from its owner for good. Its runtime has already stopped.
+    const stray = renewed
+      .filter((l) => owners.get(l.accountId) !== me.name && this.#local.validEpoch(l.accountId, this.#now()) === undefined)
+      .map((l) => l.accountId)
+    if (stray.length > 0 && (await releaseLeases(db, t, me, stray)).length > 0) await this.#announce()
 
     const wanted = [...owners].filter(([a, r]) => r === me.name && this.#local.validEpoch(a, this.#now()) === undefined).map(([a]) => a)
     const acquired = await this.#acquire(wanted)

@@ -177,6 +177,23 @@ describe('the coordinator', () => {
     expect(errors).toEqual([])
   })
 
+  test('a lease that ran out here but not on the server, now assigned to another replica, is released rather than renewed for good', async () => {
+    const t = await fresh()
+    // Valid here for 100 ms of its 3 s on the server: a heartbeat that comes late.
+    const a = (await replica('a', t, { ttlMs: 3_000, marginMs: 2_900 })).c
+    await a.tick()
+    expect(a.owned()).toHaveLength(60)
+    await new Promise((r) => setTimeout(r, 200))
+    const b = (await replica('b', t)).c
+    await b.tick()
+    // a stops every account (ran out here), renews them all on the server, takes its share back and lets b's go.
+    await a.tick()
+    expect(a.stats.stopped.expired).toBe(60)
+    await b.tick()
+    const bShare = [...assign(ACCOUNTS, ['a', 'b'])].filter(([, r]) => r === 'b').map(([x]) => x)
+    expect(b.owned().sort()).toEqual(bShare.sort())
+  })
+
   test('a replica joining takes about a third, each account handed over before it starts again', async () => {
     const t = await fresh()
     const cs: Record<string, Coordinator> = { a: (await replica('a', t)).c, b: (await replica('b', t)).c }
