@@ -5,6 +5,7 @@
 import type { Clock } from '../model/clock.js'
 import type { CoordinationTables, Queryable } from './coordination-schema.js'
 import { acquireLeases, releaseLeases, renewLeases, type Lease } from './leases.js'
+import { announceRelease, countWaiting, readLeaseEnds } from './lease-watch.js'
 import { LocalLeases } from './local-leases.js'
 import { deregister, heartbeat, liveReplicas, markStopping, registerReplica, type ReplicaIdentity } from './membership.js'
 import { monotonicClock, type Monotonic } from './monotonic.js'
@@ -15,6 +16,19 @@ import { assign } from './rendezvous.js'
 export const DEFAULT_LEASE_TTL_MS = 15_000
 
 export type StopReason = 'lost' | 'expired' | 'handover' | 'shutdown' | 'displaced'
+export const STOP_REASONS: readonly StopReason[] = ['lost', 'expired', 'handover', 'shutdown', 'displaced']
+
+/** What this replica's coordination has done, for its metrics (docs/metrics.md, Replicas). */
+export interface CoordinatorStats {
+  /** Heartbeats whose renewal of every lease answered, and those that failed (Postgres, or displaced). */
+  renewals: { ok: number; failed: number }
+  /** Leases acquired from another owner or incarnation (the epoch grew), not an account's first. */
+  takeovers: number
+  /** Accounts stopped here, by why. */
+  stopped: Record<StopReason, number>
+  /** Accounts of the list without an unexpired lease, at the end of the last heartbeat. */
+  waiting: number
+}
 
 export interface CoordinatorOptions {
   /** Single statements only (a pg.Pool does): nothing here holds a transaction open. */
@@ -33,6 +47,14 @@ export interface CoordinatorOptions {
    * An account may be left out while it made no start since its last record (that record stays).
    */
   starts?: (held: readonly Lease[]) => StartsRecord[]
+  /**
+   * A lease taken over from an earlier owner, before its onAcquired: `vacantMs` is how long the lease
+   * has been over (released or expired): by the server's clock up to a read just before the acquire,
+   * then by this replica's since that read's answer.
+   */
+  onTakeover?: (lease: Lease, vacantMs: number) => void
+  /** Where a release is announced (NOTIFY), so the others take the accounts at once: see poke(). */
+  releaseChannel?: string
   ttlMs?: number
   /** Taken off the ttl locally: clock drift over one ttl, plus the time an action needs to land. */
   marginMs?: number
@@ -59,6 +81,13 @@ export class Coordinator {
   /** Accounts whose runtime is stopping, to the end of that stop (and of the lease's release). */
   readonly #leaving = new Map<string, Promise<void>>()
   #failure: Error | undefined
+  #poke: () => void = () => undefined
+  readonly stats: CoordinatorStats = {
+    renewals: { ok: 0, failed: 0 },
+    takeovers: 0,
+    stopped: { lost: 0, expired: 0, handover: 0, shutdown: 0, displaced: 0 },
+    waiting: 0,
+  }
 
   constructor(options: CoordinatorOptions) {
     this.#o = options
@@ -105,14 +134,22 @@ export class Coordinator {
     // What ran out locally stops; if the server still has it as ours, a later beat takes it back.
     stop(this.#local.expired(this.#now()), 'expired')
     const sent = this.#now()
-    if (!(await heartbeat(db, t, me))) {
-      // Another process runs under this name: it owns what the name owned.
-      await this.#stopAll(this.#local.accounts(), 'displaced')
-      throw new Error(
-        `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
-      )
+    let renewed: Lease[]
+    try {
+      if (!(await heartbeat(db, t, me))) {
+        // Another process runs under this name: it owns what the name owned.
+        await this.#stopAll(this.#local.accounts(), 'displaced')
+        throw new Error(
+          `replica ${me.name}: another process registered under this name; this one stops acting (give each replica its own name)`,
+        )
+      }
+      renewed = await renewLeases(db, t, me, this.#ttlMs)
+    } catch (err) {
+      this.stats.renewals.failed++
+      throw err
     }
-    stop(this.#local.renewed(sent, await renewLeases(db, t, me, this.#ttlMs)), 'lost')
+    this.stats.renewals.ok++
+    stop(this.#local.renewed(sent, renewed), 'lost')
     const held = this.#held()
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held))
 
@@ -126,11 +163,23 @@ export class Coordinator {
       'handover',
       () => this.#release(handover),
     )
+    // Renewed on the server but stopped here (it ran out locally: a heartbeat came late), its runtime
+    // done stopping, and now another's: renewing it would keep it from its owner for good.
+    const stray = renewed
+      .filter(
+        (l) =>
+          owners.get(l.accountId) !== me.name &&
+          !this.#leaving.has(l.accountId) &&
+          this.#local.validEpoch(l.accountId, this.#now()) === undefined,
+      )
+      .map((l) => l.accountId)
+    if (stray.length > 0 && (await releaseLeases(db, t, me, stray)).length > 0) await this.#announce()
 
     const wanted = [...owners]
       .filter(([a, r]) => r === me.name && !this.#leaving.has(a) && this.#local.validEpoch(a, this.#now()) === undefined)
       .map(([a]) => a)
     const acquired = await this.#acquire(wanted)
+    this.stats.waiting = await countWaiting(db, t, this.#o.accounts())
     return { live: live.sort(), acquired, stopped }
   }
 
@@ -153,14 +202,28 @@ export class Coordinator {
    * expiry, so a heartbeat that hangs (a server that stopped answering) cannot keep one running.
    */
   start(clock: Clock, onError: (err: unknown) => void): void {
+    let ticking = false
+    let again = false
     const beat = () => {
+      ticking = true
       this.#running = this.tick()
         .catch(onError)
         .finally(() => {
+          ticking = false
           if (this.#closing) return
           armExpiry()
-          this.#cancelBeat = clock.setTimer(this.heartbeatMs, beat, { background: true })
+          this.#cancelBeat = clock.setTimer(again ? 0 : this.heartbeatMs, beat, { background: true })
+          again = false
         })
+    }
+    this.#poke = () => {
+      if (this.#closing) return
+      if (ticking) {
+        again = true
+        return
+      }
+      this.#cancelBeat()
+      beat()
     }
     const armExpiry = () => {
       this.#cancelExpiry()
@@ -171,6 +234,14 @@ export class Coordinator {
     }
     armExpiry()
     beat()
+  }
+
+  /**
+   * A heartbeat now rather than at its time, or right after the one running: another replica released
+   * leases (its announcement on releaseChannel), which the assignment may give to this one.
+   */
+  poke(): void {
+    this.#poke()
   }
 
   /**
@@ -195,12 +266,14 @@ export class Coordinator {
     if (this.#o.starts !== undefined && held.length > 0) await recordStarts(db, t, me, this.#o.starts(held), true).catch(keep)
     await releaseLeases(db, t, me).catch(keep)
     await deregister(db, t, me).catch(keep)
+    if (failure === undefined) await this.#announce()
     if (failure !== undefined) throw failure
   }
 
   /** Forgets the leases first: from here on, validEpoch refuses them while their runtimes wind down. */
   async #stopAll(ids: readonly string[], reason: StopReason): Promise<void> {
     this.#local.drop(ids)
+    this.stats.stopped[reason] += ids.length
     await Promise.all(
       ids.map(async (a) => {
         await this.#o.onStop(a, reason)
@@ -220,12 +293,17 @@ export class Coordinator {
   async #release(leases: readonly Lease[]): Promise<void> {
     const { db, tables: t, me } = this.#o
     if (this.#o.starts !== undefined) await recordStarts(db, t, me, this.#o.starts(leases), true)
-    await releaseLeases(
-      db,
-      t,
-      me,
-      leases.map((l) => l.accountId),
+    if (
+      (
+        await releaseLeases(
+          db,
+          t,
+          me,
+          leases.map((l) => l.accountId),
+        )
+      ).length > 0
     )
+      await this.#announce()
   }
 
   /** Keeps `ids` out of acquisition until `work` ends; its failure is thrown by the next tick. */
@@ -239,14 +317,30 @@ export class Coordinator {
     })
   }
 
+  /** Best effort: without it, the others take the accounts at their next heartbeat. */
+  async #announce(): Promise<void> {
+    const channel = this.#o.releaseChannel
+    if (channel !== undefined) await announceRelease(this.#o.db, channel, this.#o.me.name).catch(() => undefined)
+  }
+
   async #acquire(wanted: string[]): Promise<Lease[]> {
     if (wanted.length === 0 || this.#closing) return []
     const { db, tables: t, me } = this.#o
+    // Read just before: a lease acquired at the next epoch was taken over from this row's end.
+    const ends = await readLeaseEnds(db, t, wanted)
+    const read = this.#now()
     const sent = this.#now()
     const got = await acquireLeases(db, t, me, wanted, this.#ttlMs)
     if (this.#closing) return []
     const fresh = this.#local.acquired(sent, got)
     if (fresh.length === 0) return []
+    for (const l of fresh) {
+      const end = ends.get(l.accountId)
+      if (end === undefined || end.epoch === 0 || l.epoch !== end.epoch + 1) continue
+      this.stats.takeovers++
+      // The server's time from the lease's end to the read, then this replica's since the read's answer.
+      this.#o.onTakeover?.(l, Math.max(0, end.endedMsAgo) + (this.#now() - read))
+    }
     const prior = await readPriorStarts(
       db,
       t,

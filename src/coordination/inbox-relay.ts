@@ -28,6 +28,8 @@ export interface InboxRelayOptions {
   deliver: (accountId: string, deliveries: readonly PendingDelivery[]) => Promise<void>
   /** A NOTIFY on the secrets channel: the owner published the account's secrets again. */
   onSecretsChanged?: (accountId: string) => void
+  /** A NOTIFY on the leases channel: the named replica released leases (Coordinator.poke). */
+  onLeasesReleased?: (replica: string) => void
   onError: (err: unknown, accountId?: string) => void
   clock: Clock
   /** The safety net's period (default 3 s); also the wait before reconnecting. */
@@ -162,9 +164,11 @@ export class InboxRelay {
       if (msg.channel === t.inboxChannel) {
         if (this.#o.epochOf(accountId) !== undefined) void this.drain(accountId).catch((err: unknown) => this.#o.onError(err, accountId))
       } else if (msg.channel === t.secretsChannel) this.#o.onSecretsChanged?.(accountId)
+      else if (msg.channel === t.leasesChannel) this.#o.onLeasesReleased?.(accountId)
     })
     await client.query(`LISTEN ${quoteIdentifier(t.inboxChannel)}`)
     await client.query(`LISTEN ${quoteIdentifier(t.secretsChannel)}`)
+    await client.query(`LISTEN ${quoteIdentifier(t.leasesChannel)}`)
     if (this.#closed) {
       await client.end()
       return

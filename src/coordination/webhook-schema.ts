@@ -14,6 +14,8 @@ export interface WebhookTables {
   inboxChannel: string
   /** The NOTIFY channel of published secrets (payload: the account id); not quoted. */
   secretsChannel: string
+  /** The NOTIFY channel of released leases (payload: the releasing replica's name); not quoted. */
+  leasesChannel: string
 }
 
 export function webhookTables(schema = DEFAULT_COORDINATION_SCHEMA): WebhookTables {
@@ -26,6 +28,7 @@ export function webhookTables(schema = DEFAULT_COORDINATION_SCHEMA): WebhookTabl
     inbox: `${s}.webhook_inbox`,
     inboxChannel: `fsm_inbox${suffix}`,
     secretsChannel: `fsm_secrets${suffix}`,
+    leasesChannel: `fsm_leases${suffix}`,
   }
 }
 

@@ -137,17 +137,25 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const server: Server = createDaemonServer({
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
-    // Sharded: an account held elsewhere goes to the shared inbox (replica.ts).
+    // Sharded: every delivery goes to the shared inbox, the owner's own too (replica.ts), so a
+    // replica that dies leaves none acknowledged in a local inbox the next owner never reads.
     webhookHandler: (id) =>
-      set.webhookHandler(id) ??
-      (sharded ? (replica === undefined ? (list.some((a) => a.id === id) ? elsewhere(id) : undefined) : replica.intake(id)) : undefined),
+      sharded
+        ? replica === undefined
+          ? list.some((a) => a.id === id)
+            ? elsewhere(id)
+            : undefined
+          : replica.intake(id)
+        : set.webhookHandler(id),
     webhookLimits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
     onDrop: () => processMetrics.listener.connectionsDropped++,
     onUnknownAccount: () => processMetrics.listener.unknownAccount++,
     logger,
     metrics: async () => ({
       contentType: processMetrics.registry.contentType,
-      body: await exposition([processMetrics.registry, ...[...set.runtimes.values()].map((r) => r.metrics.registry)]),
+      body: await exposition([processMetrics.registry, ...[...set.runtimes.values()].map((r) => r.metrics.registry)], (err) =>
+        logger.warn({ error: (err as Error).message }, "an account's metrics could not be collected: left out of this scrape"),
+      ),
     }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
@@ -172,7 +180,15 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   set.start()
   try {
     if (sharded)
-      replica = await startReplica({ config, set, accounts: () => list, logger, clock: options.clock ?? systemClock, bodyBudget })
+      replica = await startReplica({
+        config,
+        set,
+        accounts: () => list,
+        logger,
+        clock: options.clock ?? systemClock,
+        bodyBudget,
+        registry: processMetrics.registry,
+      })
   } catch (err) {
     await closeServer(server)
     await Promise.all([set.stop(), checkpoints.stop()])

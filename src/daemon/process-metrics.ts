@@ -42,13 +42,21 @@ export class ProcessMetrics {
  * than one gets its HELP and TYPE once, then every registry's samples, in the order given. The
  * event loop turns after each registry: a thousand accounts of 90 series took 0.4 to 0.7 s to
  * render here, and webhook acks must not wait behind all of it (the loop was held 7 to 38 ms at most).
+ * A registry that fails to collect (an account whose mirror closed as it left this replica) is left
+ * out of this scrape and handed to `onSkipped`, rather than failing the whole answer.
  */
-export async function exposition(registries: readonly Registry[]): Promise<string> {
+export async function exposition(registries: readonly Registry[], onSkipped?: (err: unknown) => void): Promise<string> {
   // prom-client writes a family as its HELP line, its TYPE line, then one line per sample (label
   // values and help texts have their newlines escaped).
   const families = new Map<string, { head: string; samples: string[] }>()
   for (const registry of registries) {
-    const texts = await Promise.all(registry.getMetricsAsArray().map((m) => registry.getSingleMetricAsString(m.name)))
+    let texts: string[]
+    try {
+      texts = await Promise.all(registry.getMetricsAsArray().map((m) => registry.getSingleMetricAsString(m.name)))
+    } catch (err) {
+      onSkipped?.(err)
+      continue
+    }
     for (const text of texts) {
       const name = text.slice(HELP.length, text.indexOf(' ', HELP.length))
       const afterType = text.indexOf('\n', text.indexOf('\n') + 1)

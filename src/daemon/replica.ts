@@ -2,12 +2,13 @@
 // Postgres server, says which accounts of the list run here. Each lease acquired adds that account's
 // runtime, its governor seeded with the previous owner's last minute and both its governor and its
 // destination fenced by the lease's epoch; each loss or handover removes it at once; a graceful
-// stop stops the runtimes first, then hands every lease over. A delivery for a listed account held
-// elsewhere is verified with the shared secrets and stored in the shared inbox; the owner's relay
+// stop stops the runtimes first, then hands every lease over. A delivery for a listed account (held
+// here or elsewhere) is verified with the shared secrets and stored in the shared inbox; the owner's relay
 // moves it into the account's local inbox (docs/sharding.md, Webhooks).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import pg from 'pg'
+import type { Registry } from 'prom-client'
 import type { AccountConfig, Config } from '../config/index.js'
 import { ensureCoordinationSchema } from '../coordination/coordination-schema.js'
 import { Coordinator } from '../coordination/coordinator.js'
@@ -26,6 +27,7 @@ import type { BodyBudget } from '../webhooks/body-budget.js'
 import { createIntakeHandler, type IntakeHandler } from '../webhooks/intake-handler.js'
 import { activeSecretsOf } from '../webhooks/secret-store.js'
 import type { AccountSet } from './account-set.js'
+import { ReplicaMetrics } from './replica-metrics.js'
 
 /** The governor's window, over which a new owner counts the old owner's starts. */
 const WINDOW_MS = 60_000
@@ -42,6 +44,8 @@ export interface ReplicaOptions {
   clock: Clock
   /** The process's webhook body budget, which the intake for accounts held elsewhere draws on too. */
   bodyBudget?: BodyBudget
+  /** The process's registry, which the replica's series join (replica-metrics.ts). */
+  registry?: Registry
 }
 
 export interface Replica {
@@ -50,8 +54,9 @@ export interface Replica {
   /** The accounts whose lease this replica holds and may act on now. */
   owned(): string[]
   /**
-   * The intake of a listed account this replica does not run: verified with the secrets its owner
-   * published, stored in the shared inbox, 200 once committed. Undefined when the account is not listed.
+   * The intake of a listed account, held here or elsewhere: verified with the secrets its owner
+   * published (and this replica's own file), stored in the shared inbox, 200 once committed; the
+   * owner's relay moves it into its local inbox. Undefined when the account is not listed.
    */
   intake(accountId: string): IntakeHandler | undefined
   /** Stops the owned accounts' runtimes, then releases their leases at once and leaves. */
@@ -174,6 +179,7 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
         },
         held,
       )
+      metrics?.sweeping(accountId, adopted.then(() => set.runtimes.get(accountId)?.firstSweep).then(held))
       // Once its runtime runs: its secrets for the other replicas, then the deliveries they stored.
       void adopted
         .then(async () => {
@@ -188,6 +194,8 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       shared.forgetPublished(accountId)
       await set.remove(accountId)
     },
+    onTakeover: (lease, vacantMs) => metrics?.takenOver(lease.accountId, vacantMs),
+    releaseChannel: w.leasesChannel,
     starts: (held) => {
       const now = clock.now()
       return held.flatMap((l): StartsRecord[] => {
@@ -197,6 +205,14 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
       })
     },
   })
+  const metrics =
+    o.registry &&
+    new ReplicaMetrics(o.registry, {
+      replica: name,
+      stats: coordinator.stats,
+      owned: () => coordinator.owned().length,
+      now: () => clock.now(),
+    })
   const relay = new InboxRelay({
     db: pool,
     connect: async () => {
@@ -211,6 +227,8 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
     // Not before its runtime runs: the takeover moves what waited meanwhile.
     epochOf: (a) => (set.runtimes.has(a) ? coordinator.validEpoch(a) : undefined),
     onSecretsChanged: (a) => shared.invalidate(a),
+    // Another replica released leases: take what the assignment gives this one now, not at the next heartbeat.
+    onLeasesReleased: (by) => by !== name && coordinator.poke(),
     onError: warn('moving deliveries from the shared webhook inbox failed; the next sweep tries again'),
     deliver: async (a, rows) => {
       const rt = set.runtimes.get(a)
@@ -247,16 +265,18 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
     if (kept?.config === account.config) return kept.handler
     const c = account.config
     const graceH = c.webhooks.rotationGraceHours
+    const local = () => set.runtimes.get(accountId)?.webhooks.secrets.active(clock.now(), graceH) ?? []
     const env = c.webhookSecrets.map((secret, i) => ({ secret, label: `FSM_WEBHOOK_SECRETS#${i}` }))
     const handler = createIntakeHandler({
       inbox: { enqueue: (d) => storeDelivery(pool, w, accountId, d) },
-      secrets: () => [...env, ...activeSecretsOf(shared.cached(accountId), clock.now(), graceH)],
-      refreshSecrets: async () => [...env, ...activeSecretsOf(await shared.refresh(accountId), clock.now(), graceH)],
+      // The owner's own file too: a `webhooks register` here verifies before its next publish.
+      secrets: () => [...env, ...local(), ...activeSecretsOf(shared.cached(accountId), clock.now(), graceH)],
+      refreshSecrets: async () => [...env, ...local(), ...activeSecretsOf(await shared.refresh(accountId), clock.now(), graceH)],
       maxBodyBytes: c.webhooks.maxBodyBytes,
       bodyTimeoutMs: c.webhooks.bodyTimeoutMs,
       maxBufferedBytes: c.webhooks.maxBufferedBytes,
       ...(o.bodyBudget === undefined ? {} : { budget: o.bodyBudget }),
-      logger: logger.child({ account: accountId, heldElsewhere: true }),
+      logger: logger.child({ account: accountId, sharedInbox: true }),
       now: () => clock.now(),
     })
     intakes.set(accountId, { config: account.config, handler })

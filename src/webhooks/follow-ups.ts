@@ -4,7 +4,7 @@
 // afterwards, because the GET in flight may have been answered before the change it announces.
 import type { RecordStream } from '../model/streams.js'
 import type { Payload } from '../model/rows.js'
-import { NotFoundError, type ApiResponse, type CallOptions } from '../api/index.js'
+import { isFenced, NotFoundError, type ApiResponse, type CallOptions } from '../api/index.js'
 import type { Logger } from '../log/logger.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { RecordWriter } from '../store/repositories/record-writer.js'
@@ -85,6 +85,12 @@ export class FollowUps {
         return
       }
       if (this.#abort.signal.aborted) return
+      if (isFenced(err)) {
+        // The lease moved (docs/sharding.md, Wiring): the new owner applies the delivery again from
+        // the shared inbox and fetches the record itself. Nothing failed here.
+        logger.info({ stream: stream.name, id }, 'webhook follow-up GET not sent: the account moved to another replica, which fetches it')
+        return
+      }
       if (metrics) metrics.processor.followUpFailures++
       logger.warn({ err, stream: stream.name, id }, 'webhook follow-up GET failed: the next sweep brings the record')
     }

@@ -11,6 +11,8 @@ import { listLeases } from '../../../src/coordination/leases.js'
 import { assign } from '../../../src/coordination/rendezvous.js'
 import type { PriorStarts } from '../../../src/coordination/request-starts.js'
 import { systemClock } from '../../../src/model/clock.js'
+import { until } from '../../support/daemon-env.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { createDatabase } from '../../support/postgres-server.js'
 
 let url: string
@@ -38,6 +40,8 @@ afterAll(async () => {
 let events: string[] = []
 /** What each new owner was handed of the old owner's request starts, by `account by replica`. */
 const priors = new Map<string, PriorStarts>()
+/** How long each account's lease had been over when a replica took it over, by `account by replica`. */
+const vacancies = new Map<string, number>()
 
 async function replica(
   name: string,
@@ -72,6 +76,7 @@ async function replica(
     // Each replica reports two starts per account it holds: 5 s and 1 s ago.
     starts: (held) => held.map((l) => ({ ...l, agesMs: [5_000, 1_000] })),
     onStop: (a, reason) => void events.push(`stop ${a} by ${name} (${reason})`),
+    onTakeover: (l, vacantMs) => void vacancies.set(`${l.accountId} by ${name}`, vacantMs),
     ttlMs: 3_000,
     marginMs: 1_000,
     ...extra,
@@ -87,6 +92,7 @@ async function fresh(): Promise<CoordinationTables> {
   clients.push(admin)
   events = []
   priors.clear()
+  vacancies.clear()
   return ensureCoordinationSchema(admin, `run_${schemas++}`)
 }
 
@@ -110,14 +116,25 @@ describe('the coordinator', () => {
     expect(owned).toEqual(assign(ACCOUNTS, ['a', 'b', 'c']))
     for (const name of ['a', 'b', 'c']) expect(Math.abs([...owned.values()].filter((r) => r === name).length - 20)).toBeLessThanOrEqual(4)
     expect(events.filter((e) => e.startsWith('start'))).toHaveLength(60)
+    // An account's first owner took nothing over; every heartbeat renewed.
+    for (const c of Object.values(cs)) expect(c.stats).toMatchObject({ renewals: { ok: 2, failed: 0 }, takeovers: 0, waiting: 0 })
+    expect(vacancies.size).toBe(0)
 
     const mine = cs.c.owned()
     await cs.c.stop()
+    expect(cs.c.stats.stopped).toMatchObject({ shutdown: mine.length, handover: 0, lost: 0 })
     // The other two take c's accounts at their next heartbeat, without waiting for the leases to lapse.
     await cs.a.tick()
+    // a took its part: c's accounts that go to b wait for an owner until b's heartbeat.
+    expect(cs.a.stats.waiting).toBe(mine.filter((x) => assign(ACCOUNTS, ['a', 'b']).get(x) === 'b').length)
     await cs.b.tick()
+    expect(cs.b.stats.waiting).toBe(0)
     const after = owners({ a: cs.a, b: cs.b })
     expect(after).toEqual(assign(ACCOUNTS, ['a', 'b']))
+    // Each of c's accounts counted once as a takeover, its lease over since c released it (a few ms).
+    expect(cs.a.stats.takeovers + cs.b.stats.takeovers).toBe(mine.length)
+    expect([...vacancies.keys()].sort()).toEqual(mine.map((x) => `${x} by ${after.get(x)!}`).sort())
+    for (const ms of vacancies.values()) expect(ms).toBeLessThan(10_000)
     for (const a of mine) {
       const stop = events.indexOf(`stop ${a} by c (shutdown)`)
       expect(stop).toBeGreaterThanOrEqual(0)
@@ -134,6 +151,48 @@ describe('the coordinator', () => {
     expect(events.filter((e) => e.startsWith('stop') && !e.includes(' by c '))).toEqual([])
     const leases = await listLeases(clients[0]!, t)
     expect(leases.filter((l) => mine.includes(l.accountId)).every((l) => l.epoch === 2)).toBe(true)
+  })
+
+  test('a graceful stop announces its release: the replica it pokes takes the accounts at once, not at its next heartbeat', async () => {
+    const t = await fresh()
+    const channel = `fsm_leases_test_${schemas}`
+    const long = { ttlMs: 60_000, marginMs: 10_000, releaseChannel: channel }
+    const a = (await replica('a', t, long)).c
+    const b = (await replica('b', t, long)).c
+    for (let round = 0; round < 2; round++) for (const c of [a, b]) await c.tick()
+    const mine = b.owned()
+    expect(mine.length).toBeGreaterThan(10)
+    // What the relay's LISTEN does in the daemon (replica.ts): another replica's release pokes this one.
+    const listener = new pg.Client({ connectionString: url })
+    await listener.connect()
+    clients.push(listener)
+    listener.on('notification', (m) => m.payload === 'b' && a.poke())
+    await listener.query(`LISTEN "${channel}"`)
+    // Never advanced: a heartbeats once at start, then only when poked.
+    const errors: unknown[] = []
+    a.start(new FakeClock(), (err) => errors.push(err))
+    await until('a’s first heartbeat', () => a.stats.renewals.ok === 3)
+    await b.stop()
+    await until('b’s accounts owned by a', () => mine.every((x) => a.owned().includes(x)), 10_000)
+    expect(a.stats.renewals.ok).toBe(4)
+    expect(errors).toEqual([])
+  })
+
+  test('a lease that ran out here but not on the server, now assigned to another replica, is released rather than renewed for good', async () => {
+    const t = await fresh()
+    // Valid here for 100 ms of its 3 s on the server: a heartbeat that comes late.
+    const a = (await replica('a', t, { ttlMs: 3_000, marginMs: 2_900 })).c
+    await a.tick()
+    expect(a.owned()).toHaveLength(60)
+    await new Promise((r) => setTimeout(r, 200))
+    const b = (await replica('b', t)).c
+    await b.tick()
+    // a stops every account (ran out here), renews them all on the server, takes its share back and lets b's go.
+    await a.tick()
+    expect(a.stats.stopped.expired).toBe(60)
+    await b.tick()
+    const bShare = [...assign(ACCOUNTS, ['a', 'b'])].filter(([, r]) => r === 'b').map(([x]) => x)
+    expect(b.owned().sort()).toEqual(bShare.sort())
   })
 
   test('a replica joining takes about a third, each account handed over before it starts again', async () => {
@@ -181,6 +240,10 @@ describe('the coordinator', () => {
     expect(errors).toEqual([])
     expect(hung.length).toBeGreaterThan(0)
     expect(cut.c.owned()).toEqual([])
+    expect(cut.c.stats.stopped.expired).toBe(lost.length)
+    // Taken over after the leases ran out on the server: each vacancy counted from there.
+    expect(a.stats.takeovers + b.stats.takeovers).toBe(lost.length)
+    for (const x of lost) expect(vacancies.get(`${x} by ${a.owned().includes(x) ? 'a' : 'b'}`), x).toBeGreaterThanOrEqual(0)
     for (const x of lost) {
       const stop = events.indexOf(`stop ${x} by c (expired)`)
       expect(stop, x).toBeGreaterThanOrEqual(0)

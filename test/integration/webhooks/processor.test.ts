@@ -1,13 +1,14 @@
 // The processor: receipt order, newer-wins snapshots, deletions, the partial job.status_changed and
 // its coalesced follow-up GET, custom-object deliveries, errors kept (never retried in a loop).
 import { afterEach, describe, expect, test } from 'vitest'
-import { NotFoundError, type CallOptions } from '../../../src/api/index.js'
+import { ApiClient, NotFoundError, RequestGovernor, type CallOptions } from '../../../src/api/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { systemClock } from '../../../src/model/clock.js'
 import { OBJECTS_DEFERRED, OBJECTS_DEFERRED_EARLIER } from '../../../src/webhooks/delivery-applier.js'
 import type { FollowUpClient } from '../../../src/webhooks/follow-ups.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { WebhookProcessor } from '../../../src/webhooks/processor.js'
+import { emulatorEnv } from '../../support/emulator-env.js'
 import { tempMirror } from '../../support/temp-mirror.js'
 import { T, hex, jobPayload, webhookEnv, type WebhookEnv } from '../../support/webhook-env.js'
 
@@ -155,6 +156,29 @@ describe('job.status_changed', () => {
     expect(job(env, hex(1))!.deleted_at).not.toBeNull()
     expect(env.service.metrics.processor.followUpFailures).toBe(1)
     expect(env.logs()).toContain('webhook follow-up GET failed')
+  })
+
+  test('a follow-up the lease fenced (FencedError) is left to the new owner: not sent, not counted as failed', async () => {
+    const emu = await emulatorEnv({ seed: 3, counts: { clients: 1, jobs: 1 } })
+    // The replica lost the account: the governor's permit refuses every start (docs/sharding.md, Wiring).
+    const governor = new RequestGovernor({ limitPerMinute: 100_000, permit: () => false })
+    const client = new ApiClient({ baseUrl: emu.url, apiKey: emu.apiKey, governor, logger: createLogger({ level: 'silent' }) })
+    try {
+      env = await webhookEnv({ client })
+      await env.deliver('1', 'job.created', jobPayload(hex(1), T(1), { jobStatus: 'scheduled' }))
+      await env.deliver('2', 'job.status_changed', statusChange(hex(1), 'scheduled', 'completed'))
+      await env.service.processor.drained()
+      expect(job(env, hex(1))!.job_status).toBe('completed')
+      expect(env.service.metrics.processor.followUps).toBe(1)
+      expect(env.service.metrics.processor.followUpFailures).toBe(0)
+      expect(env.service.metrics.processor.failed).toBe(0)
+      expect(env.logs()).toContain('the account moved to another replica')
+      expect(env.logs()).not.toContain('webhook follow-up GET failed')
+      expect(await emu.control('GET', '/requests?path=/api/v1/jobs')).toEqual([])
+    } finally {
+      await client.close()
+      await emu.close()
+    }
   })
 })
 

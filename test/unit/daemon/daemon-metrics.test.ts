@@ -107,6 +107,21 @@ test("one exposition of the process and its accounts: each family's HELP and TYP
   expect(alone.filter((s) => s.labels.account === 'south-2').length).toBe(samples.filter((s) => s.labels.account === 'south-2').length)
 })
 
+test('an account whose metrics fail to collect (its mirror closed as it left) is left out of the scrape, the others served', async () => {
+  const ok = new DaemonMetrics({ account: 'ok', governor })
+  const closing = new DaemonMetrics({
+    account: 'closing',
+    governor: () => {
+      throw new TypeError('The database connection is not open')
+    },
+  })
+  const skipped: unknown[] = []
+  const { samples } = parseExposition(await exposition([closing.registry, ok.registry], (err) => skipped.push(err)))
+  expect(samples.some((s) => s.labels.account === 'ok')).toBe(true)
+  expect(samples.some((s) => s.labels.account === 'closing')).toBe(false)
+  expect(skipped.map((e) => (e as Error).message)).toEqual(['The database connection is not open'])
+})
+
 test('the exposition lets the event loop turn between two accounts, so acks do not wait behind a whole scrape', async () => {
   const accounts = ['a', 'b'].map((id) => new DaemonMetrics({ account: id, governor }))
   let turned = false

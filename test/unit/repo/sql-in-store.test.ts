@@ -43,7 +43,7 @@ const ALLOWED: readonly Allowance[] = [
     why: "Postgres statements (DDL, upserts, information_schema and pg_catalog queries) run on the warehouse's pg client, never on the mirror",
   },
   {
-    file: /^src\/coordination\/(?:coordination-schema|leases|membership|request-starts|webhook-schema|shared-inbox|shared-secrets)\.ts$/,
+    file: /^src\/coordination\/(?:coordination-schema|leases|lease-watch|membership|request-starts|webhook-schema|shared-inbox|shared-secrets)\.ts$/,
     text: /./,
     why: "the replicas' membership, leases and shared webhook tables live in the destination's Postgres server, never in the mirror",
   },
