@@ -71,6 +71,8 @@ export class IntakeJournal {
   readonly #due = new Set<string>()
   #ready: string[] = []
   #relaying = 0
+  /** Rows up to this seq are on disk: a relay takes no row whose sync has not returned (its count is not in #waiting yet). */
+  #durableSeq: number
 
   constructor(options: IntakeJournalOptions) {
     this.#o = options
@@ -80,6 +82,7 @@ export class IntakeJournal {
     // The -wal beside SQLite's own name for the file (wal-file.ts); 'a': created if SQLite has not yet.
     this.#walFd = fs.openSync(walFileOf(this.#store.sqlite) ?? `${options.file}-wal`, 'a')
     for (const [id, n] of this.#store.counts()) this.#waiting.set(id, n)
+    this.#durableSeq = this.#store.lastSeq()
   }
 
   /** The journal's connection (the process's checkpoint thread checkpoints it). */
@@ -177,8 +180,10 @@ export class IntakeJournal {
     this.#queue = []
     for (const w of group) this.#queued.set(w.entry.accountId, (this.#queued.get(w.entry.accountId) ?? 1) - 1)
     let inserted: boolean[]
+    let lastSeq: number
     try {
       inserted = this.#store.insertGroup(group.map((w) => w.entry))
+      lastSeq = this.#store.lastSeq()
     } catch (err) {
       this.#log.error({ err, deliveries: group.length }, 'webhook deliveries could not be stored in the intake journal: answering 503')
       const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be written: ${(err as Error).message}`)
@@ -198,6 +203,7 @@ export class IntakeJournal {
         for (const w of [...group, ...this.#queue.splice(0)]) w.reject(error)
         return this.#settleIdle()
       }
+      this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
       const accounts = new Set<string>()
       group.forEach((w, i) => {
         if (inserted[i] === true) {
@@ -273,8 +279,12 @@ export class IntakeJournal {
 
   /** Moves a batch of the account's deliveries into its inbox; removes them once the inbox's log is synced. */
   async #relay(accountId: string, target: Target): Promise<number> {
-    const rows = this.#store.pending(accountId, this.#o.relayBatch ?? 500)
-    if (rows.length === 0) return 0
+    const rows = this.#store.pending(accountId, this.#durableSeq, this.#o.relayBatch ?? 500)
+    if (rows.length === 0) {
+      // The file is the authority: nothing of the account's is left to relay.
+      this.#waiting.delete(accountId)
+      return 0
+    }
     await Promise.all(rows.map((r) => target.inbox.enqueue(r.delivery, r.receivedAt)))
     await this.#o.afterInboxCommit?.(accountId)
     this.#store.remove(rows.map((r) => r.seq))

@@ -26,6 +26,7 @@ export class IntakeJournalStore {
   readonly #pending
   readonly #remove: (seqs: readonly number[]) => void
   readonly #counts
+  readonly #lastSeq
 
   constructor(file: string) {
     const sqlite = new Database(file)
@@ -57,12 +58,14 @@ export class IntakeJournalStore {
       ),
     )
     this.#pending = sqlite.prepare(
-      `SELECT seq, delivery_id, event, received_at, raw, verified_with FROM intake_journal WHERE account_id = ? ORDER BY seq LIMIT ?`,
+      `SELECT seq, delivery_id, event, received_at, raw, verified_with FROM intake_journal
+       WHERE account_id = ? AND seq <= ? ORDER BY seq LIMIT ?`,
     )
     const remove = sqlite.prepare(`DELETE FROM intake_journal WHERE seq = ?`)
     this.#remove = sqlite.transaction((seqs: readonly number[]) => {
       for (const seq of seqs) remove.run(seq)
     })
+    this.#lastSeq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM intake_journal`).pluck()
     this.#counts = sqlite.prepare(`SELECT account_id, count(*) AS n FROM intake_journal GROUP BY account_id`)
   }
 
@@ -71,9 +74,14 @@ export class IntakeJournalStore {
     return this.#insertGroup(group)
   }
 
-  /** The account's oldest waiting deliveries, in receipt order. */
-  pending(accountId: string, limit: number): JournalRow[] {
-    const rows = this.#pending.all(accountId, limit) as {
+  /** The newest delivery's seq (0 when empty). */
+  lastSeq(): number {
+    return this.#lastSeq.get() as number
+  }
+
+  /** The account's oldest waiting deliveries up to `throughSeq`, in receipt order. */
+  pending(accountId: string, throughSeq: number, limit: number): JournalRow[] {
+    const rows = this.#pending.all(accountId, throughSeq, limit) as {
       seq: number
       delivery_id: string
       event: string

@@ -86,3 +86,36 @@ test('a backlog at webhooks.maxBacklog and a closed account answer 503; what an 
     await journal.close()
   }
 })
+
+test('a relay while the next group waits for its sync takes only what is on disk, and that group follows once synced', async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  const held: (() => void)[] = []
+  let hold = false
+  const journal = new IntakeJournal({
+    file,
+    logger,
+    clock: systemClock,
+    relayDelayMs: 30,
+    syncFile: (fd, done) => (hold ? held.push(() => fs.fdatasync(fd, done)) : fs.fdatasync(fd, done)),
+  })
+  const a = await accounts(1)
+  try {
+    const port = journal.attach('acct-0', a.inboxes[0]!, 100)
+    expect(await port.enqueue(delivery('first'))).toBe('stored')
+    // The relay of `first` is due in 30 ms; `second` is committed meanwhile, its sync held past that.
+    hold = true
+    const second = port.enqueue(delivery('second'))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(held).toHaveLength(1)
+    expect(a.ids(0)).toEqual(['first'])
+    hold = false
+    for (const release of held.splice(0)) release()
+    expect(await second).toBe('stored')
+    await port.relayed()
+    expect(a.ids(0)).toEqual(['first', 'second'])
+    expect(journal.size).toBe(0)
+  } finally {
+    await a.dispose()
+    await journal.close()
+  }
+})
