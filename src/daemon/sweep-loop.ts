@@ -117,9 +117,9 @@ export class SweepLoop {
 
   /**
    * Notes `n` changes of `stream` seen at `at` (the webhook path): they count in its change rate.
-   * The first such note after a quiet bound also ends the stream's rest and halves the others' (the
-   * account is active); later ones within the bound do not, since each delivery carries its change:
-   * a flow of deliveries must not keep an account sweeping at its active pace.
+   * The first such note after a quiet bound also ends that stream's rest; later ones within the
+   * bound do not, and none shortens the other streams' rests, since each delivery carries its
+   * change: deliveries spread over many accounts must not set every account sweeping at once.
    */
   noteChanges(stream: string, n: number, at: number = this.#options.clock.now()): void {
     const unit = this.#units.get(stream)
@@ -127,7 +127,7 @@ export class SweepLoop {
     unit.rate.add(n, at)
     if (this.#nudgedAt !== undefined && at - this.#nudgedAt < this.#options.maxIntervalMs) return
     this.#nudgedAt = at
-    this.#active(stream)
+    unit.restMs = restAfterActivity(unit.restMs, true)
   }
 
   /**
