@@ -135,7 +135,7 @@ export class SweepLoop {
    * or, within WAKE_EVERY_MS of the last wake, once that has passed (one wake for a burst).
    */
   wake(): void {
-    if (this.#cancelWake !== undefined) return
+    if (this.#cancelWake !== undefined || this.#controller.signal.aborted) return
     const { clock } = this.#options
     const now = clock.now()
     const due = this.#wokeAt === undefined ? now : this.#wokeAt + WAKE_EVERY_MS
