@@ -23,7 +23,7 @@ const STEADY_SECONDS = Number(process.env.FSM_BENCH_STEADY_SECONDS ?? 180)
 /** After the backfill, before the steady window: the idle accounts' rests grow to their bound (1 + 2 + ... + 32 s, and a round). */
 const SETTLE_SECONDS = Number(process.env.FSM_BENCH_SETTLE_SECONDS ?? 120)
 const BACKFILL_TIMEOUT_SECONDS = Number(process.env.FSM_BENCH_BACKFILL_TIMEOUT ?? 2400)
-const WEBHOOK_RATE = 1000
+const WEBHOOK_RATE = Number(process.env.FSM_BENCH_WEBHOOK_RATE ?? 1000)
 const WEBHOOK_SECONDS = Number(process.env.FSM_BENCH_WEBHOOK_SECONDS ?? 10)
 const STREAMS = ['clients', 'jobs', 'visits', 'invoices', 'objects:equipment', 'objects:inspections']
 /** Where the web-app writes go (as staleness.bench.ts): jobs and visits take most. */
@@ -243,7 +243,13 @@ export default async function manyAccounts(): Promise<BenchResult> {
     const sent = await m.sendAtRate(`http://127.0.0.1:${port}`, deliveries, WEBHOOK_RATE)
     const whAfter = m.procSample(pid)
     const ackP99 = m.quantile(sent.latencies, 0.99)
-    log(`webhooks: ${deliveries.length} at ${WEBHOOK_RATE}/s, p99 ${r1(ackP99)} ms, statuses ${JSON.stringify(sent.statuses)}`)
+    const acked = sent.statuses[200] ?? 0
+    // Acknowledged means stored (durable): the rate the daemon stored them at, first send to last ack.
+    const storedPerSecond = acked / sent.seconds
+    const whLoad = os.loadavg()[0]!
+    log(
+      `webhooks: ${deliveries.length} at ${WEBHOOK_RATE}/s, p50 ${r1(m.quantile(sent.latencies, 0.5))} p99 ${r1(ackP99)} ms, stored ${r1(storedPerSecond)}/s, statuses ${JSON.stringify(sent.statuses)}`,
+    )
     // One scrape of /metrics and one /readyz, after everything else: their size grows with N.
     const scrape = async (route: string): Promise<string> => {
       const t = Date.now()
@@ -300,6 +306,13 @@ export default async function manyAccounts(): Promise<BenchResult> {
       },
       { metric: 'web-app staleness p50, active accounts', value: r1(m.quantile(stale, 0.5)), unit: 's', goal: '' },
       { metric: `webhook ack p99 at ${WEBHOOK_RATE}/s over ${N} accounts`, value: r1(ackP99), unit: 'ms', goal: '< 20', met: ackP99 < 20 },
+      {
+        metric: `webhook deliveries stored (acknowledged) per second, sent at ${WEBHOOK_RATE}/s`,
+        value: r1(storedPerSecond),
+        unit: '/s',
+        goal: '',
+        baseline: `ack p50 ${r1(m.quantile(sent.latencies, 0.5))} ms; daemon CPU ${r3((whAfter.cpuSeconds - whBefore.cpuSeconds) / sent.seconds)} cores; load average ${whLoad.toFixed(2)}`,
+      },
       { metric: 'idle account: RSS (whole process / N, steady state)', value: r3(after.rssBytes / N / MiB), unit: 'MiB', goal: '' },
       { metric: 'idle account: file descriptors (whole process / N)', value: r3(after.fds / N), unit: 'fds', goal: '' },
       {

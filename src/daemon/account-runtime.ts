@@ -15,6 +15,7 @@ import { parseObjectStream } from '../model/streams.js'
 import type { BodyBudget } from '../webhooks/body-budget.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
 import { DeliveryGapCheck } from '../webhooks/delivery-gaps.js'
+import type { IntakeJournal } from '../webhooks/intake-journal.js'
 import { createWebhookService, type WebhookService } from '../webhooks/webhook-service.js'
 import type { LeaseHooks } from './api-access.js'
 import { createApp, type App } from './create-app.js'
@@ -46,6 +47,8 @@ export interface AccountRuntimeDeps {
   lease?: AccountLease
   /** The process's Postgres connections, shared by every account's destination (destination.postgres.maxConnections). */
   destinationPool?: DestinationPool
+  /** The process's webhook intake journal (webhooks/intake-journal.ts): acks through it, relayed into this account's inbox. */
+  intakeJournal?: IntakeJournal
 }
 
 /** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
@@ -131,6 +134,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     // A delivery is a change on the account: resting sweeps plan again (sweep-loop.ts).
     onStored: () => sweeps?.wake(),
     ...(deps.bodyBudget === undefined ? {} : { bodyBudget: deps.bodyBudget }),
+    ...(deps.intakeJournal === undefined ? {} : { journal: { journal: deps.intakeJournal, accountId: id } }),
   })
   // Checkpoints on the process's worker thread, registered at start: a start that fails before
   // leaves the thread alone.

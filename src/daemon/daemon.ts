@@ -4,13 +4,16 @@
 // it in order within the shutdown budget (docs/commands.md: exit 0 within 10 s of SIGTERM). The
 // sweep in flight sees the scheduler's signal between pages, so the page being written commits and
 // the run ends; the next start resumes from that checkpoint.
+import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:http'
+import path from 'node:path'
 import { diffAccounts, type AccountConfig, type AccountsDiff, type Config } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
-import { startCheckpointService, type BackgroundCheckpoints } from '../store/sqlite/background-checkpoints.js'
+import { startCheckpointService, type BackgroundCheckpoints, type CheckpointService } from '../store/sqlite/background-checkpoints.js'
 import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
 import type { IntakeHandler } from '../webhooks/intake-handler.js'
+import { IntakeJournal } from '../webhooks/intake-journal.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import { createDestinationPool, type PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
@@ -87,6 +90,20 @@ export interface DaemonOptions {
   listed?: boolean
 }
 
+/** The intake journal in the data folder, checkpointed on the process's thread; close() after every account stopped. */
+function openJournal(config: Config, logger: Logger, clock: Clock, checkpoints: CheckpointService) {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  const journal = new IntakeJournal({ file: path.join(config.dataDir, 'intake-journal.db'), logger, clock })
+  const registration = checkpoints.register(journal.sqlite, { logger })
+  return {
+    journal,
+    close: async () => {
+      await registration.stop()
+      await journal.close()
+    },
+  }
+}
+
 /** Sharded, before this replica has joined: a delivery for a listed account is not acknowledged yet (503). */
 function elsewhere(id: string): IntakeHandler {
   return (_req, res) => {
@@ -112,6 +129,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   checkDescriptors(list.length, logger)
   // One bound on Postgres connections for every account's destination (destination.postgres.maxConnections).
   const destinationPool = createDestinationPool(config.destination.postgres, options.clock ?? systemClock)
+  // An accounts list: one intake journal acks every account's deliveries (docs/webhooks.md).
+  const journal =
+    options.accounts !== undefined && !sharded ? openJournal(config, logger, options.clock ?? systemClock, checkpoints) : undefined
   const set: AccountSet = new AccountSet({
     logger,
     checkpoints,
@@ -119,11 +139,13 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     runtimeDeps: () => ({
       bodyBudget: accountBodyBudget(bodyBudget, () => set.runtimes.size),
       ...(destinationPool === undefined ? {} : { destinationPool }),
+      ...(journal === undefined ? {} : { intakeJournal: journal.journal }),
     }),
   })
   try {
     await set.open(sharded ? [] : list, options.listed !== true && !sharded)
   } catch (err) {
+    await journal?.close()
     await Promise.all([checkpoints.stop(), destinationPool?.end()])
     throw err
   }
@@ -170,6 +192,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     address = await listen(server, config.httpPort, config.httpHost)
   } catch (err) {
     await Promise.all([set.stop(), checkpoints.stop()])
+    await journal?.close()
     await destinationPool?.end()
     throw new Error(`cannot listen on ${config.httpHost}:${config.httpPort} (FSM_HTTP_HOST, FSM_HTTP_PORT): ${(err as Error).message}`, {
       cause: err,
@@ -213,6 +236,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       await closeServer(server)
       // Each account closes its mirror, or leaves it open when the disk does not answer.
       await set.stop()
+      await journal?.close()
       await destinationPool?.end()
       logger.info('stopped cleanly')
     })())

@@ -29,6 +29,9 @@ import { ChangeRate, planNext, restAfterActivity, restAfterSweep, retryDelayMs, 
  */
 export const DISCOVERY_EVERY_MS = SCHEMA_MAX_AGE_MS
 
+/** Webhook deliveries wake a resting loop at most this often; those in between join the next wake. */
+export const WAKE_EVERY_MS = 2_000
+
 export interface SweepLoopOptions {
   /** The sweeps' context (mirror, state, logger, options); its upstream is replaced by the share's. */
   context: (signal: AbortSignal) => SyncContext
@@ -74,6 +77,10 @@ export class SweepLoop {
   #wake: (() => void) | undefined
   #failure: string | undefined
   #hintsFailed = false
+  #wokeAt: number | undefined
+  #cancelWake: (() => void) | undefined
+  /** When webhook traffic last shortened the rests (noteChanges): at most once per bound. */
+  #nudgedAt: number | undefined
 
   constructor(options: SweepLoopOptions) {
     this.#options = options
@@ -109,22 +116,41 @@ export class SweepLoop {
   }
 
   /**
-   * Notes `n` changes of `stream` seen at `at` (the webhook path): it is swept sooner, and the
-   * other streams rest less (the account is active).
+   * Notes `n` changes of `stream` seen at `at` (the webhook path): they count in its change rate.
+   * The first such note after a quiet bound also ends that stream's rest; later ones within the
+   * bound do not, and none shortens the other streams' rests, since each delivery carries its
+   * change: deliveries spread over many accounts must not set every account sweeping at once.
    */
   noteChanges(stream: string, n: number, at: number = this.#options.clock.now()): void {
     const unit = this.#units.get(stream)
     if (unit === undefined || n <= 0) return
     unit.rate.add(n, at)
-    this.#active(stream)
+    if (this.#nudgedAt !== undefined && at - this.#nudgedAt < this.#options.maxIntervalMs) return
+    this.#nudgedAt = at
+    unit.restMs = restAfterActivity(unit.restMs, true)
   }
 
-  /** Something may have changed (a webhook delivery was stored): a loop resting plans again now. */
+  /**
+   * Something may have changed (a webhook delivery was stored): a loop resting plans again, at once
+   * or, within WAKE_EVERY_MS of the last wake, once that has passed (one wake for a burst).
+   */
   wake(): void {
-    this.#wake?.()
+    if (this.#cancelWake !== undefined || this.#controller.signal.aborted) return
+    const { clock } = this.#options
+    const now = clock.now()
+    const due = this.#wokeAt === undefined ? now : this.#wokeAt + WAKE_EVERY_MS
+    const fire = () => {
+      this.#cancelWake = undefined
+      this.#wokeAt = clock.now()
+      this.#wake?.()
+    }
+    if (due <= now) fire()
+    else this.#cancelWake = clock.setTimer(due - now, fire, { background: true })
   }
 
   async stop(): Promise<void> {
+    this.#cancelWake?.()
+    this.#cancelWake = undefined
     this.#controller.abort(new Error('the daemon is stopping'))
     this.#wake?.()
     this.#firstPass.resolve()

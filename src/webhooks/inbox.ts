@@ -130,8 +130,11 @@ export class WebhookInbox {
     return this.#backlog + this.#queue.length
   }
 
-  /** Resolves once the delivery is durably stored (or known); rejects with InboxUnavailableError. */
-  enqueue(delivery: Delivery): Promise<EnqueueResult> {
+  /**
+   * Resolves once the delivery is durably stored (or known); rejects with InboxUnavailableError.
+   * `receivedAt`: when it was received, if earlier (the intake journal's relay); default now.
+   */
+  enqueue(delivery: Delivery, receivedAt?: string): Promise<EnqueueResult> {
     if (this.#closed)
       return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the daemon is stopping)'))
     if (this.#broken !== undefined) {
@@ -151,9 +154,14 @@ export class WebhookInbox {
       )
     }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ delivery, receivedAt: new Date(this.#options.now()).toISOString(), resolve, reject })
+      this.#queue.push({ delivery, receivedAt: receivedAt ?? new Date(this.#options.now()).toISOString(), resolve, reject })
       this.#schedule()
     })
+  }
+
+  /** The delivery id is stored (applied or not). */
+  has(deliveryId: string): boolean {
+    return this.#store.has(deliveryId)
   }
 
   /** Unapplied rows after `afterSeq`, in receipt order. */

@@ -56,6 +56,8 @@ export interface WebhookProcessorOptions {
    * transactions (multi-row upserts, fewer log frames) instead of one small one per group.
    */
   gatherMs?: number
+  /** Resolves once deliveries acknowledged elsewhere (the intake journal) are in the inbox: drained() waits for it first. */
+  relayed?: () => Promise<void>
 }
 
 type Settled = { row: InboxRow; outcome: ApplyOutcome | { kind: 'failed'; error: string } }
@@ -235,6 +237,7 @@ export class WebhookProcessor {
 
   /** Resolves when every stored row has been settled and no follow-up GET is in flight. */
   async drained(): Promise<void> {
+    await this.#options.relayed?.()
     for (;;) {
       while (this.#running !== undefined || this.#wakeTimer !== undefined) {
         if (this.#running !== undefined) await this.#running

@@ -11,6 +11,7 @@ import type { ObjectSink } from './delivery-applier.js'
 import type { FollowUpClient } from './follow-ups.js'
 import { WebhookInbox, type SyncFile } from './inbox.js'
 import { createIntakeHandler, type IntakeHandler } from './intake-handler.js'
+import type { IntakeJournal, JournalIntake } from './intake-journal.js'
 import { INTAKE_LIMIT_DEFAULTS, type IntakeLimits } from './intake-limits.js'
 import { WebhookMetrics } from './metrics.js'
 import { WebhookProcessor } from './processor.js'
@@ -41,6 +42,8 @@ export interface WebhookServiceOptions {
   bodyBudget?: BodyBudget
   /** Told when new deliveries are stored (the daemon's continuous sweeps plan again on it). */
   onStored?: () => void
+  /** The process's intake journal, which acks for every account and relays into this inbox (intake-journal.ts). */
+  journal?: { journal: IntakeJournal; accountId: string }
 }
 
 export interface WebhookService {
@@ -63,6 +66,7 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
   const metrics = new WebhookMetrics()
   const secrets = options.secrets ?? SecretStore.forMirror(options.sqlite.name)
   let processor: WebhookProcessor | undefined = undefined
+  let port: JournalIntake | undefined = undefined
   const inbox = new WebhookInbox(options.sqlite, {
     now,
     maxBacklog: options.config.webhooks.maxBacklog,
@@ -84,13 +88,15 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
     ...(options.objectSink === undefined ? {} : { objectSink: options.objectSink }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
     selection: deliverySelection(options.selectedStreams),
+    relayed: () => port?.relayed() ?? Promise.resolve(),
   })
   const w = options.config.webhooks
   // One fallback for callers that leave limits out (tests, the bench): the config schema's defaults.
   const limits: IntakeLimits = { ...INTAKE_LIMIT_DEFAULTS }
   for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) if (w[key] !== undefined) limits[key] = w[key]
+  port = options.journal?.journal.attach(options.journal.accountId, inbox, options.config.webhooks.maxBacklog)
   const handler = createIntakeHandler({
-    inbox,
+    inbox: port ?? inbox,
     secrets: secretSource({
       envSecrets: options.config.webhookSecrets,
       store: secrets,
@@ -117,6 +123,8 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
       if (options.process !== false) p.start()
     },
     stop: async () => {
+      // The journal's deliveries for this account reach its inbox before the inbox closes.
+      await port?.close()
       await inbox.close()
       await p.stop()
     },

@@ -49,6 +49,7 @@ export class WebhookInboxStore {
   readonly #clearFault
   readonly #requeuePrefix
   readonly #requeueError
+  readonly #has
   readonly #sqlite: Sqlite
 
   constructor(sqlite: Sqlite) {
@@ -90,6 +91,12 @@ export class WebhookInboxStore {
     )
     this.#requeuePrefix = sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error LIKE ? || '%'`)
     this.#requeueError = sqlite.prepare(`UPDATE webhook_inbox SET error = NULL WHERE processed_at IS NULL AND error = ?`)
+    this.#has = sqlite.prepare(`SELECT 1 FROM webhook_inbox WHERE delivery_id = ?`).pluck()
+  }
+
+  /** The delivery id is stored (one lookup in its unique index). */
+  has(deliveryId: string): boolean {
+    return this.#has.get(deliveryId) !== undefined
   }
 
   /**

@@ -387,6 +387,32 @@ describe('continuous sweeping', () => {
       await drive(60_000, clientsSweeps)
       expect(clientsSweeps()).toBe(true)
       expect(clock.now() - deliveredAt).toBeLessThanOrEqual(5_000)
+
+      // A flow of deliveries (one every 2 s for a minute) does not keep the account at its active
+      // pace: each carries its change, so only the first after a quiet bound ends the rests.
+      const flowFrom = clock.now()
+      for (let i = 0; i < 30; i++) {
+        const doc = Buffer.from(JSON.stringify({ id: 'c-webhook', name: `Flow ${i}`, updatedAt: new Date(clock.now()).toISOString() }))
+        const r = await request(`${daemon.url}${config.webhooks.path}`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-service-event': 'client.updated',
+            'x-service-delivery': `d-flow-${i}`,
+            'x-service-signature': sign(secret, doc),
+          },
+          body: doc,
+        })
+        await r.body.text()
+        expect(r.statusCode).toBe(200)
+        await drive(2_000)
+      }
+      const flowSweeps = sqlite
+        .prepare(`SELECT count(*) FROM sync_runs WHERE kind = 'sweep' AND started_at >= ?`)
+        .pluck()
+        .get(new Date(flowFrom).toISOString()) as number
+      // About an idle minute's round (six streams) and the first one's doubling rests, not the share's 51.
+      expect(flowSweeps).toBeLessThanOrEqual(16)
     } finally {
       await daemon.stop()
       await emu.close()

@@ -1,14 +1,17 @@
 // Many accounts in one daemon (src/daemon/account-set.ts): each account ends exact in its own mirror
 // under <dataDir>/<id>/; one whose mirror cannot open is kept apart (failed, logged once, retried)
-// while the others run; a revoked key and an upstream answering 503 touch only their own accounts.
-import { statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs'
+// while the others run; a revoked key and an upstream answering 503 touch only their own accounts;
+// one intake journal acks every account's webhook deliveries.
+import { existsSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { request } from 'undici'
 import { expect, test } from 'vitest'
 import { startDaemon, type Daemon } from '../../../src/daemon/daemon.js'
+import { sign } from '../../../src/webhooks/signature.js'
 import { accountsEnv, busiestMinute, capturedLogger, compareAccount } from '../../support/accounts-env.js'
 import { until } from '../../support/daemon-env.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
+import { hex, jobPayload, T } from '../../support/webhook-env.js'
 
 const counts = { clients: 6, jobs: 5, visitsPerJob: 1, invoices: 3, customRecords: 0 }
 
@@ -140,3 +143,49 @@ test('a revoked key and an upstream answering 503 leave the third account fully 
     await daemon.stop()
   }
 }, 120_000)
+
+test("an accounts list: one intake journal in the data folder acks every account's deliveries, each applied in its own mirror only", async () => {
+  const emu = await emulatorEnv({ accounts: 2, counts })
+  const env = accountsEnv(emu)
+  const secretOf = (id: string) => `whsec_journal_${id}_0123456789abcdef`
+  for (const a of emu.accounts) {
+    mkdirSync(path.join(env.dataDir, a.id), { recursive: true, mode: 0o700 })
+    const entry = { endpointId: `e-${a.id}`, url: 'http://127.0.0.1:9', secret: secretOf(a.id), createdAt: T(0), supersededAt: null }
+    writeFileSync(path.join(env.dataDir, a.id, 'mirror.secrets.json'), JSON.stringify({ version: 1, secrets: [entry] }), { mode: 0o600 })
+  }
+  const loaded = env.load(emu.accounts)
+  const { logger } = capturedLogger('warn')
+  const daemon = await startDaemon(loaded.config, { logger, accounts: loaded.accounts, listed: true })
+  const post = async (account: string, n: number, secret: string) => {
+    const body = Buffer.from(JSON.stringify(jobPayload(hex(n), T(n))))
+    const res = await request(`${daemon.url}/webhooks/${account}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-service-event': 'job.created',
+        'x-service-delivery': `j-${n}`,
+        'x-service-signature': sign(secret, body),
+      },
+      body,
+    })
+    return { status: res.statusCode, body: await res.body.text() }
+  }
+  try {
+    const [one, two] = emu.accounts.map((a) => a.id) as [string, string]
+    const sent = await Promise.all([post(one, 1, secretOf(one)), post(two, 2, secretOf(two)), post(one, 3, secretOf(one))])
+    expect(sent.map((r) => r.status)).toEqual([200, 200, 200])
+    expect(existsSync(path.join(env.dataDir, 'intake-journal.db'))).toBe(true)
+    // Signed for one account, posted to the other's path: refused.
+    expect((await post(two, 4, secretOf(one))).status).toBe(401)
+    const runtime = (id: string) => daemon.accounts.get(id)!
+    await Promise.all([one, two].map((id) => runtime(id).webhooks.processor.drained()))
+    const jobs = (id: string) =>
+      runtime(id).app.mirror.sqlite.prepare(`SELECT id FROM jobs WHERE id IN (?, ?, ?, ?)`).pluck().all(hex(1), hex(2), hex(3), hex(4))
+    expect(jobs(one)).toEqual([hex(1), hex(3)])
+    expect(jobs(two)).toEqual([hex(2)])
+    // Relayed already: the same delivery again is a duplicate.
+    expect(await post(one, 1, secretOf(one))).toEqual({ status: 200, body: '{"received":true,"duplicate":true}' })
+  } finally {
+    await daemon.stop()
+  }
+}, 90_000)

@@ -1,0 +1,322 @@
+// One intake journal for every account of the process (docs/webhooks.md, One journal for every
+// account). Each account's intake appends its verified deliveries here; what arrives meanwhile,
+// whatever the account, is committed in one transaction and made durable by one fdatasync of the
+// journal's -wal (as the inbox does, inbox.ts), and only then answered 200. A relay then moves each
+// account's deliveries into its own inbox in batches (WebhookInbox.enqueue, which dedups on the
+// delivery id and resolves once its own log is synced) and removes them from the journal only after
+// that: a crash in between relays them again, and the inbox keeps a delivery id once.
+import fs from 'node:fs'
+import type { Logger } from '../log/logger.js'
+import type { Clock } from '../model/clock.js'
+import { IntakeJournalStore, type JournalEntry } from '../store/repositories/intake-journal-store.js'
+import { walFileOf } from '../store/sqlite/wal-file.js'
+import { InboxUnavailableError, type Delivery, type EnqueueResult, type SyncFile, type WebhookInbox } from './inbox.js'
+
+/**
+ * Relays start at most this often (100 a second). Each costs its account an inbox commit, a sync and
+ * an apply transaction whatever its size: spread over many accounts, a relay per delivery would cost
+ * the event loop more than the acks. Accounts wait their turn in order, and what arrives meanwhile
+ * joins their batch: over 10 busy accounts each is relayed every 100 ms, over 1,000 every 10 s.
+ */
+export const RELAY_EVERY_MS = 10
+
+export interface IntakeJournalOptions {
+  file: string
+  logger: Logger
+  clock: Clock
+  syncFile?: SyncFile
+  /** Relays in flight at once: each ends in a sync of its inbox's log on libuv's pool, where the journal's own sync must find a thread. Default 2. */
+  relayConcurrency?: number
+  /** An account's deliveries wait at least this long before its relay (ms, default 0). */
+  relayDelayMs?: number
+  /** Least time between the starts of two relays (ms, default RELAY_EVERY_MS). */
+  relayEveryMs?: number
+  /** Deliveries moved by one relay at most (default 500). */
+  relayBatch?: number
+  /** Tests: runs after an account's inbox holds a relayed batch, before the journal lets it go. */
+  afterInboxCommit?: (accountId: string) => Promise<void>
+}
+
+/** What an account's intake handler enqueues into (its `inbox` option). */
+export interface JournalIntake {
+  enqueue(delivery: Delivery): Promise<EnqueueResult>
+  /** Deliveries of the account in the journal, not yet in its inbox. */
+  readonly waiting: number
+  /** Resolves once every delivery of the account acknowledged so far is in its inbox (or the account closed). */
+  relayed(): Promise<void>
+  /** Stops taking deliveries (503), then relays what the journal holds for the account into its inbox. */
+  close(): Promise<void>
+}
+
+interface Waiting {
+  entry: JournalEntry
+  resolve: (result: EnqueueResult) => void
+  reject: (err: Error) => void
+}
+
+interface Target {
+  inbox: WebhookInbox
+  maxBacklog: number
+  closed: boolean
+  relaying: Promise<unknown> | undefined
+  relayedWaiters: (() => void)[]
+}
+
+export class IntakeJournal {
+  readonly #store: IntakeJournalStore
+  readonly #o: IntakeJournalOptions
+  readonly #log: Logger
+  readonly #syncFile: SyncFile
+  readonly #walFd: number
+  readonly #targets = new Map<string, Target>()
+  /** Committed and not yet removed, per account; queued: waiting for the next group commit. */
+  readonly #waiting = new Map<string, number>()
+  readonly #queued = new Map<string, number>()
+  #queue: Waiting[] = []
+  #scheduled = false
+  #inFlight = false
+  #broken: Error | undefined
+  #closed = false
+  #idle: (() => void)[] = []
+  readonly #due = new Set<string>()
+  #ready: string[] = []
+  #nextStartAt = 0
+  #cancelPump: (() => void) | undefined
+  #relaying = 0
+  /** Rows up to this seq are on disk: a relay takes no row whose sync has not returned (its count is not in #waiting yet). */
+  #durableSeq: number
+
+  constructor(options: IntakeJournalOptions) {
+    this.#o = options
+    this.#log = options.logger.child({ component: 'intake-journal' })
+    this.#syncFile = options.syncFile ?? fs.fdatasync
+    this.#store = new IntakeJournalStore(options.file)
+    // The -wal beside SQLite's own name for the file (wal-file.ts); 'a': created if SQLite has not yet.
+    this.#walFd = fs.openSync(walFileOf(this.#store.sqlite) ?? `${options.file}-wal`, 'a')
+    for (const [id, n] of this.#store.counts()) this.#waiting.set(id, n)
+    this.#durableSeq = this.#store.lastSeq()
+  }
+
+  /** The journal's connection (the process's checkpoint thread checkpoints it). */
+  get sqlite() {
+    return this.#store.sqlite
+  }
+
+  /** Deliveries in the journal or waiting for its next commit, every account. */
+  get size(): number {
+    let n = this.#queue.length
+    for (const w of this.#waiting.values()) n += w
+    return n
+  }
+
+  /** The account's intake through the journal; what an earlier process left for it is relayed now. */
+  attach(accountId: string, inbox: WebhookInbox, maxBacklog: number): JournalIntake {
+    const target: Target = { inbox, maxBacklog, closed: false, relaying: undefined, relayedWaiters: [] }
+    this.#targets.set(accountId, target)
+    if ((this.#waiting.get(accountId) ?? 0) > 0) this.#relaySoon(accountId, 0)
+    const waiting = () => (this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0)
+    return {
+      enqueue: (delivery) => this.#enqueue(accountId, target, delivery, waiting()),
+      get waiting() {
+        return waiting()
+      },
+      relayed: () =>
+        new Promise<void>((resolve) => {
+          target.relayedWaiters.push(resolve)
+          this.#checkRelayed(accountId, target)
+        }),
+      close: async () => {
+        target.closed = true
+        await this.#flushed()
+        await target.relaying
+        // What stays (the inbox refused it) is relayed when the account attaches again.
+        try {
+          while ((this.#waiting.get(accountId) ?? 0) > 0 && (await this.#relay(accountId, target)) > 0);
+        } catch (err) {
+          this.#log.warn({ err, account: accountId }, 'webhook deliveries stay in the intake journal until the account starts again')
+        }
+        if (this.#targets.get(accountId) === target) this.#targets.delete(accountId)
+        for (const resolve of target.relayedWaiters.splice(0)) resolve()
+      },
+    }
+  }
+
+  /** After every account closed its intake: commits what waits, then closes the file. */
+  async close(): Promise<void> {
+    this.#closed = true
+    this.#cancelPump?.()
+    await this.#flushed()
+    await Promise.all([...this.#targets.values()].map((t) => t.relaying ?? Promise.resolve()))
+    fs.closeSync(this.#walFd)
+    this.#store.close()
+  }
+
+  #enqueue(accountId: string, target: Target, delivery: Delivery, waiting: number): Promise<EnqueueResult> {
+    if (target.closed || this.#closed)
+      return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the account is stopping)'))
+    if (this.#broken !== undefined)
+      return Promise.reject(
+        new InboxUnavailableError(
+          'INBOX_WRITE_FAILED',
+          `the intake journal cannot confirm writes since a sync of its log failed (${this.#broken.message}): check the disk, then restart the daemon`,
+        ),
+      )
+    // Already in the account's inbox (relayed earlier): durable there, nothing to store.
+    if (target.inbox.has(delivery.deliveryId)) return Promise.resolve('duplicate')
+    const backlog = target.inbox.backlog + waiting
+    if (backlog >= target.maxBacklog)
+      return Promise.reject(
+        new InboxUnavailableError(
+          'INBOX_BACKLOG_FULL',
+          `the webhook inbox holds ${backlog} unapplied deliveries, at the bound webhooks.maxBacklog=${target.maxBacklog}: the processor is behind or stopped`,
+        ),
+      )
+    this.#queued.set(accountId, (this.#queued.get(accountId) ?? 0) + 1)
+    const receivedAt = new Date(this.#o.clock.now()).toISOString()
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ entry: { accountId, delivery, receivedAt }, resolve, reject })
+      this.#schedule()
+    })
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight) return
+    this.#scheduled = true
+    // After the poll phase: every request whose body completed in this turn joins the group.
+    setImmediate(() => this.#flush())
+  }
+
+  #flush(): void {
+    this.#scheduled = false
+    if (this.#queue.length === 0 || this.#inFlight) return this.#settleIdle()
+    const group = this.#queue
+    this.#queue = []
+    for (const w of group) this.#queued.set(w.entry.accountId, (this.#queued.get(w.entry.accountId) ?? 1) - 1)
+    let inserted: boolean[]
+    let lastSeq: number
+    try {
+      inserted = this.#store.insertGroup(group.map((w) => w.entry))
+      lastSeq = this.#store.lastSeq()
+    } catch (err) {
+      this.#log.error({ err, deliveries: group.length }, 'webhook deliveries could not be stored in the intake journal: answering 503')
+      const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be written: ${(err as Error).message}`)
+      for (const w of group) w.reject(error)
+      return this.#settleIdle()
+    }
+    this.#inFlight = true
+    this.#syncFile(this.#walFd, (err) => {
+      this.#inFlight = false
+      if (err !== null) {
+        this.#broken = err
+        this.#log.error(
+          { err, deliveries: group.length },
+          'syncing the intake journal to disk failed: answering 503 until the daemon restarts',
+        )
+        const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be synced: ${err.message}`)
+        for (const w of [...group, ...this.#queue.splice(0)]) w.reject(error)
+        return this.#settleIdle()
+      }
+      this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
+      const accounts = new Set<string>()
+      group.forEach((w, i) => {
+        if (inserted[i] === true) {
+          const id = w.entry.accountId
+          this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + 1)
+          accounts.add(id)
+        }
+        w.resolve(inserted[i] === true ? 'stored' : 'duplicate')
+      })
+      for (const id of accounts) this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
+      for (const w of group) {
+        const t = this.#targets.get(w.entry.accountId)
+        if (t !== undefined) this.#checkRelayed(w.entry.accountId, t)
+      }
+      if (this.#queue.length > 0) this.#schedule()
+      else this.#settleIdle()
+    })
+  }
+
+  /** Resolves once nothing waits for a commit or a sync. */
+  #flushed(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#idle.push(resolve)
+      this.#settleIdle()
+    })
+  }
+
+  #settleIdle(): void {
+    if (this.#inFlight || this.#queue.length > 0 || this.#scheduled) return
+    for (const resolve of this.#idle.splice(0)) resolve()
+  }
+
+  #checkRelayed(accountId: string, target: Target): void {
+    if (target.relayedWaiters.length === 0 || target.relaying !== undefined || this.#due.has(accountId)) return
+    if ((this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0) > 0 && !target.closed) return
+    for (const resolve of target.relayedWaiters.splice(0)) resolve()
+  }
+
+  #relaySoon(accountId: string, delayMs: number): void {
+    if (this.#due.has(accountId)) return
+    this.#due.add(accountId)
+    const ready = () => {
+      this.#ready.push(accountId)
+      this.#pump()
+    }
+    if (delayMs <= 0) ready()
+    else this.#o.clock.setTimer(delayMs, ready, { background: true })
+  }
+
+  #pump(): void {
+    while (this.#relaying < (this.#o.relayConcurrency ?? 2) && this.#ready.length > 0) {
+      const now = this.#o.clock.now()
+      if (now < this.#nextStartAt) {
+        this.#cancelPump ??= this.#o.clock.setTimer(
+          this.#nextStartAt - now,
+          () => {
+            this.#cancelPump = undefined
+            this.#pump()
+          },
+          { background: true },
+        )
+        return
+      }
+      this.#nextStartAt = now + (this.#o.relayEveryMs ?? RELAY_EVERY_MS)
+      const id = this.#ready.shift()!
+      this.#due.delete(id)
+      const target = this.#targets.get(id)
+      // An account not running here keeps its deliveries in the journal until it attaches.
+      if (target === undefined || target.closed || target.relaying !== undefined) continue
+      this.#relaying++
+      target.relaying = this.#relay(id, target)
+        .catch((err: unknown) => {
+          this.#log.warn({ err, account: id }, 'relaying webhook deliveries into the account inbox failed; trying again in 1 s')
+          this.#relaySoon(id, 1_000)
+        })
+        .finally(() => {
+          target.relaying = undefined
+          this.#relaying--
+          // Deliveries stored while this relay ran (their own call found it busy).
+          if ((this.#waiting.get(id) ?? 0) > 0 && !target.closed) this.#relaySoon(id, 0)
+          this.#checkRelayed(id, target)
+          this.#pump()
+        })
+    }
+  }
+
+  /** Moves a batch of the account's deliveries into its inbox; removes them once the inbox's log is synced. */
+  async #relay(accountId: string, target: Target): Promise<number> {
+    const rows = this.#store.pending(accountId, this.#durableSeq, this.#o.relayBatch ?? 500)
+    if (rows.length === 0) {
+      // The file is the authority: nothing of the account's is left to relay.
+      this.#waiting.delete(accountId)
+      return 0
+    }
+    await Promise.all(rows.map((r) => target.inbox.enqueue(r.delivery, r.receivedAt)))
+    await this.#o.afterInboxCommit?.(accountId)
+    this.#store.remove(rows.map((r) => r.seq))
+    const left = Math.max(0, (this.#waiting.get(accountId) ?? 0) - rows.length)
+    if (left === 0) this.#waiting.delete(accountId)
+    else this.#waiting.set(accountId, left)
+    return rows.length
+  }
+}

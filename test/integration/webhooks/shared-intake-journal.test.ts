@@ -1,0 +1,121 @@
+// The process's intake journal (src/webhooks/intake-journal.ts): deliveries of many accounts that
+// arrive together share one commit and one sync before their acks, then each reaches its own
+// account's inbox only; a delivery already relayed is a duplicate; an account over its backlog or
+// closing is answered 503, and what it left waits in the journal for its next start.
+import fs from 'node:fs'
+import path from 'node:path'
+import { Writable } from 'node:stream'
+import { expect, test } from 'vitest'
+import { createLogger } from '../../../src/log/logger.js'
+import { systemClock } from '../../../src/model/clock.js'
+import { WebhookInbox } from '../../../src/webhooks/inbox.js'
+import { IntakeJournal } from '../../../src/webhooks/intake-journal.js'
+import { tempDir, tempMirror } from '../../support/temp-mirror.js'
+
+const logger = createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
+const delivery = (id: string) => ({ deliveryId: id, event: 'job.updated', body: Buffer.from(`{"id":"${id}"}`), verifiedWith: 'test' })
+
+async function accounts(n: number) {
+  const mirrors = await Promise.all(Array.from({ length: n }, () => tempMirror()))
+  const inboxes = mirrors.map((m) => new WebhookInbox(m.sqlite, { now: () => Date.now(), maxBacklog: 3, logger }))
+  const ids = (i: number) => mirrors[i]!.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()
+  const dispose = async () => {
+    for (const inbox of inboxes) await inbox.close()
+    for (const m of mirrors) await m.dispose()
+  }
+  return { mirrors, inboxes, ids, dispose }
+}
+
+test('deliveries of three accounts in one turn: one journal commit and one sync before the acks; each in its own inbox after', async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  let syncs = 0
+  const journal = new IntakeJournal({
+    file,
+    logger,
+    clock: systemClock,
+    syncFile: (fd, done) => {
+      syncs++
+      fs.fdatasync(fd, done)
+    },
+  })
+  const a = await accounts(3)
+  try {
+    const ports = a.inboxes.map((inbox, i) => journal.attach(`acct-${i}`, inbox, 100))
+    const acks = await Promise.all(ports.map((p, i) => p.enqueue(delivery(`d-${i}`))))
+    expect(acks).toEqual(['stored', 'stored', 'stored'])
+    expect(syncs).toBe(1)
+    await Promise.all(ports.map((p) => p.relayed()))
+    expect([0, 1, 2].map((i) => a.ids(i))).toEqual([['d-0'], ['d-1'], ['d-2']])
+    expect(journal.size).toBe(0)
+    // The same delivery again, once relayed: known, nothing stored twice; in another account, new.
+    expect(await ports[0]!.enqueue(delivery('d-0'))).toBe('duplicate')
+    expect(await ports[1]!.enqueue(delivery('d-0'))).toBe('stored')
+    await ports[1]!.relayed()
+    expect(a.ids(1)).toEqual(['d-1', 'd-0'])
+  } finally {
+    await a.dispose()
+    await journal.close()
+  }
+})
+
+test('a backlog at webhooks.maxBacklog and a closed account answer 503; what an account left is relayed when it attaches again', async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  const a = await accounts(1)
+  let journal = new IntakeJournal({ file, logger, clock: systemClock, relayDelayMs: 3_600_000 })
+  try {
+    const port = journal.attach('acct-0', a.inboxes[0]!, 3)
+    expect(await Promise.all(['x', 'y', 'z'].map((id) => port.enqueue(delivery(id))))).toEqual(['stored', 'stored', 'stored'])
+    // Three in the journal, none applied yet: the account is at its bound of 3.
+    await expect(port.enqueue(delivery('w'))).rejects.toMatchObject({ code: 'INBOX_BACKLOG_FULL' })
+    // The inbox closes with the account (a daemon stopping before the relay): they stay in the journal.
+    await a.inboxes[0]!.close()
+    await port.close()
+    await expect(port.enqueue(delivery('v'))).rejects.toMatchObject({ code: 'INBOX_CLOSED' })
+    expect(a.ids(0)).toEqual([])
+    await journal.close()
+    journal = new IntakeJournal({ file, logger, clock: systemClock })
+    expect(journal.size).toBe(3)
+    const inbox = new WebhookInbox(a.mirrors[0]!.sqlite, { now: () => Date.now(), maxBacklog: 3, logger })
+    const again = journal.attach('acct-0', inbox, 3)
+    await again.relayed()
+    expect(a.ids(0)).toEqual(['x', 'y', 'z'])
+    expect(journal.size).toBe(0)
+    await inbox.close()
+  } finally {
+    await a.dispose()
+    await journal.close()
+  }
+})
+
+test('a relay while the next group waits for its sync takes only what is on disk, and that group follows once synced', async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  const held: (() => void)[] = []
+  let hold = false
+  const journal = new IntakeJournal({
+    file,
+    logger,
+    clock: systemClock,
+    relayDelayMs: 30,
+    syncFile: (fd, done) => (hold ? held.push(() => fs.fdatasync(fd, done)) : fs.fdatasync(fd, done)),
+  })
+  const a = await accounts(1)
+  try {
+    const port = journal.attach('acct-0', a.inboxes[0]!, 100)
+    expect(await port.enqueue(delivery('first'))).toBe('stored')
+    // The relay of `first` is due in 30 ms; `second` is committed meanwhile, its sync held past that.
+    hold = true
+    const second = port.enqueue(delivery('second'))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(held).toHaveLength(1)
+    expect(a.ids(0)).toEqual(['first'])
+    hold = false
+    for (const release of held.splice(0)) release()
+    expect(await second).toBe('stored')
+    await port.relayed()
+    expect(a.ids(0)).toEqual(['first', 'second'])
+    expect(journal.size).toBe(0)
+  } finally {
+    await a.dispose()
+    await journal.close()
+  }
+})
