@@ -57,3 +57,29 @@ export function checkDescriptors(
   if (shortfall === undefined) logger.debug({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft }, 'file descriptors suffice')
   else logger.warn({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft, hard: limits.hard }, shortfall)
 }
+
+/** Descriptors of an open mirror: the writer's database, -wal and -shm, the checkpoint thread's database and -wal. */
+export const DESCRIPTORS_PER_OPEN_MIRROR = 5
+/** Descriptors of an account whose mirror is parked: about one upstream socket while it sweeps. */
+export const DESCRIPTORS_PER_PARKED_ACCOUNT = 1
+/** Open mirrors the parking never goes below (accounts at work keep theirs open whatever the budget). */
+export const MIN_OPEN_MIRRORS = 16
+
+let softLimit: number | undefined
+
+/** The soft `ulimit -n` of this process, read once (Linux); infinite when it cannot be read. */
+export function openFileLimit(readLimits: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number {
+  if (softLimit !== undefined) return softLimit
+  try {
+    softLimit = parseOpenFileLimits(readLimits())?.soft ?? Number.POSITIVE_INFINITY
+  } catch {
+    softLimit = Number.POSITIVE_INFINITY
+  }
+  return softLimit
+}
+
+/** Mirrors `accounts` accounts may keep open within `soft` descriptors, the others' parked share set aside. */
+export function openMirrorBudget(accounts: number, soft: number = openFileLimit()): number {
+  const room = soft - DESCRIPTORS_BASE - DESCRIPTORS_PER_PARKED_ACCOUNT * accounts
+  return Math.max(MIN_OPEN_MIRRORS, Math.floor(room / DESCRIPTORS_PER_OPEN_MIRROR))
+}

@@ -52,8 +52,10 @@ export interface MirrorCheckpointStats extends CheckpointStats {
 /** One mirror's checkpoints (a registration with the service). */
 export interface BackgroundCheckpoints {
   readonly running: boolean
-  /** stop() gave up waiting for a pass stuck on the disk: the thread may outlive a normal exit. */
+  /** stop() gave up waiting for a pass stuck on the disk, and the thread still holds the mirror. */
   readonly abandoned: boolean
+  /** Resolves once the thread holds no connection to the mirror (after stop(); at once when it never did). */
+  released(): Promise<void>
   stats(): MirrorCheckpointStats
   /** Stops checkpointing this mirror and gives its writer back its own automatic checkpoints. */
   stop(): Promise<void>
@@ -136,7 +138,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     const stats = () => Object.fromEntries(FIELDS.map((f, i) => [f, counters[i]!])) as unknown as MirrorCheckpointStats
     const walMode = sqlite.pragma('journal_mode', { simple: true }) === 'wal'
     if (!walMode || sqlite.memory || sqlite.name === '') {
-      return { running: false, abandoned: false, stats, stop: () => Promise.resolve() }
+      return { running: false, abandoned: false, released: () => Promise.resolve(), stats, stop: () => Promise.resolve() }
     }
     const id = nextId++
     const previous = sqlite.pragma('wal_autocheckpoint', { simple: true }) as number
@@ -145,6 +147,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     let leaving = false
     let left = false
     let done: Promise<void> | undefined
+    let letGo: Promise<void> = Promise.resolve()
     const registration: Registration = {
       log,
       giveBack: (why, err) => {
@@ -168,16 +171,20 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
       if (running && registered.has(id)) {
         const closed = new Promise<void>((resolve) => (registration.removed = resolve))
         send({ kind: 'remove', id })
-        // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway.
-        if (!(await within(Promise.race([closed, exited])))) {
+        letGo = Promise.race([closed, exited]).then(() => {
+          registered.delete(id)
+          left = false
+        })
+        // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway, and
+        // the registration stays until the thread lets go (released()).
+        if (!(await within(letGo))) {
           left = true
           log.error(
             { waitedMs: waitMs, file: sqlite.name },
             'the checkpoint worker did not let go of the mirror in time (a pass is waiting on the disk)',
           )
         }
-      }
-      registered.delete(id)
+      } else registered.delete(id)
       registration.giveBack('unregistered')
     }
     return {
@@ -187,6 +194,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
       get abandoned() {
         return left || abandoned
       },
+      released: () => (done ?? Promise.resolve()).then(() => letGo),
       stats,
       stop: () => (done ??= leave()),
     }
@@ -244,6 +252,7 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     get abandoned() {
       return mirror.abandoned || service.abandoned
     },
+    released: () => mirror.released(),
     stats: () => mirror.stats(),
     stop: () => service.stop(),
   }
