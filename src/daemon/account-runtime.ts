@@ -271,6 +271,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   let lastProbe: Awaited<ReturnType<typeof probeMirror>> | undefined
   const probe = async (): Promise<ReadyAnswer> => {
     if (stopping) return { ready: false, reason: 'stopping' }
+    if (parking?.parked === true && lastProbe?.ok !== true) parking.unpark()
     const mirror =
       parking?.parked === true && lastProbe?.ok === true
         ? lastProbe
@@ -349,10 +350,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
 
   const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned
   let parkingNow: Promise<boolean> | undefined
-  const busy = () =>
+  const working = () =>
     !started ||
     stopping ||
-    parkingNow !== undefined ||
     app.mirror.sqlite.inTransaction ||
     serialQueue.busy ||
     scheduler.busy().length > 0 ||
@@ -360,12 +360,13 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     probes.size > 0 ||
     // The destination reads the mirror's change log at every poll: its mirror stays open.
     destination !== undefined
+  const busy = () => parkingNow !== undefined || working()
   const park = (): Promise<boolean> => {
     if (parking === undefined || parking.parked || busy()) return Promise.resolve(false)
     return (parkingNow = (async () => {
       await unregister()
       // Used meanwhile (a delivery, a sweep woken): it stays open, with the thread's checkpoints.
-      const parked = !busy() && !stuck() && parking.park()
+      const parked = !working() && !stuck() && parking.park()
       if (!parked && !stopping && !mirrorCheckpoints.abandoned) register()
       return parked
     })().finally(() => (parkingNow = undefined)))
@@ -402,8 +403,20 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     app,
     scheduler,
     webhooks,
+    // Its counters add up over the registrations of a mirror parked and reopened.
     get checkpoints() {
-      return mirrorCheckpoints
+      const current = mirrorCheckpoints
+      return {
+        get running() {
+          return current.running
+        },
+        get abandoned() {
+          return current.abandoned
+        },
+        released: () => current.released(),
+        stop: () => current.stop(),
+        stats: checkpointStats,
+      }
     },
     metrics,
     destination,

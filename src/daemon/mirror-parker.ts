@@ -12,7 +12,7 @@ export const PARKING_LOOK_MS = 2_000
 /** A mirror unused this long is parked (the budget may park one sooner). */
 export const IDLE_PARK_MS = 10_000
 /** Accounts backfilling (in their first sweep) at once. */
-export const FIRST_SWEEPS_AT_ONCE = Math.max(2, 2 * availableParallelism())
+export const FIRST_SWEEPS_AT_ONCE = Math.max(4, 4 * availableParallelism())
 
 export class MirrorParker {
   readonly #tracker = new QuietTracker()

@@ -20,6 +20,8 @@ export interface MirrorParking {
    * it stays open and false is returned. The next use opens it again (no migration).
    */
   park(): boolean
+  /** Opens a parked connection now (a use). */
+  unpark(): void
   /** Runs `fn` on the open connection without counting it as a use; undefined (not run) while parked. */
   ifOpen<T>(fn: () => T): T | undefined
   /** Called after each reopen, on the new connection, before the use that reopened it runs. */
@@ -179,6 +181,9 @@ export function parkable(first: Sqlite, reopen: () => Sqlite): Parkable {
       }
       conn = undefined
       return true
+    },
+    unpark() {
+      use()
     },
     ifOpen<T>(fn: () => T): T | undefined {
       if (conn === undefined) return undefined
