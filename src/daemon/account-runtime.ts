@@ -178,6 +178,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     await ending.stop()
     const last = ending.stats()
     for (const k of COUNTED) before[k] += last[k]
+    // A reopen meanwhile registered the mirror again: that registration stays.
+    if (mirrorCheckpoints !== ending) return
     mirrorCheckpoints = { ...ending, stats: () => ({ ...last, ...Object.fromEntries(COUNTED.map((k) => [k, 0])) }) }
     Object.defineProperty(mirrorCheckpoints, 'abandoned', { get: () => ending.abandoned })
   }
@@ -362,14 +364,12 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     destination !== undefined
   const busy = () => parkingNow !== undefined || working()
   const park = (): Promise<boolean> => {
-    if (parking === undefined || parking.parked || busy()) return Promise.resolve(false)
-    return (parkingNow = (async () => {
-      await unregister()
-      // Used meanwhile (a delivery, a sweep woken): it stays open, with the thread's checkpoints.
-      const parked = !working() && !stuck() && parking.park()
-      if (!parked && !stopping && !mirrorCheckpoints.abandoned) register()
-      return parked
-    })().finally(() => (parkingNow = undefined)))
+    // The writer closes first: the checkpoint thread's connection still holds the mirror, so this
+    // close does not checkpoint (nor sync) on the event loop; the thread's, the last, does it there.
+    if (parking === undefined || parking.parked || busy() || stuck() || !parking.park()) return Promise.resolve(false)
+    return (parkingNow = unregister()
+      .then(() => true)
+      .finally(() => (parkingNow = undefined)))
   }
   let drained: Promise<void> | undefined
   const drain = () =>

@@ -83,6 +83,8 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
   const everyMs = options.everyMs ?? 100
   const waitMs = options.stopTimeoutMs ?? 3_000
   const registered = new Map<number, Registration>()
+  /** Removed, but the thread has not let go of them yet (their 'removed' answer is still awaited). */
+  const lingering = new Map<number, Registration>()
   let worker: Worker | undefined
   let exited = Promise.resolve()
   let stopping = false
@@ -100,7 +102,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     const w = startModuleWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { everyMs } })
     w.unref()
     w.on('message', (m: CheckpointWorkerMessage) => {
-      const r = registered.get(m.id)
+      const r = registered.get(m.id) ?? lingering.get(m.id)
       if (r === undefined) return
       if (m.kind === 'failed') {
         registered.delete(m.id)
@@ -172,19 +174,21 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
         const closed = new Promise<void>((resolve) => (registration.removed = resolve))
         send({ kind: 'remove', id })
         letGo = Promise.race([closed, exited]).then(() => {
-          registered.delete(id)
+          lingering.delete(id)
           left = false
         })
         // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway, and
-        // the registration stays until the thread lets go (released()).
+        // the registration lingers until the thread lets go (released()).
         if (!(await within(letGo))) {
           left = true
+          lingering.set(id, registration)
           log.error(
             { waitedMs: waitMs, file: sqlite.name },
             'the checkpoint worker did not let go of the mirror in time (a pass is waiting on the disk)',
           )
         }
-      } else registered.delete(id)
+      }
+      registered.delete(id)
       registration.giveBack('unregistered')
     }
     return {
