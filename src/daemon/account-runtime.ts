@@ -304,50 +304,51 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     return p
   }
 
-  const atStart: { firstSweep?: (p: Promise<void>) => void; reference?: (p: Promise<boolean>) => void } = {}
+  const atStart: { firstSweep?: (p: Promise<void>) => void } = {}
   const firstSweep = new Promise<void>((resolve) => (atStart.firstSweep = resolve))
-  const referenceAtStart = new Promise<boolean>((resolve) => (atStart.reference = resolve))
+  let resolveReference: (p: Promise<boolean>) => void = () => undefined
+  const referenceAtStart = new Promise<boolean>((resolve) => (resolveReference = resolve))
   const start = (): void => {
     if (started || stopping) return
     started = true
-    register()
+    // A mirror parked since its open (account-set.ts) registers at its first use.
+    if (parking?.parked !== true) register()
     parking?.onReopen(() => {
       if (!stopping) register()
     })
     webhooks.start()
     scheduler.start()
     destination?.start()
-    if (sweeps !== undefined) {
-      // The first pass waits for its turn (a few accounts backfill at once); intake runs meanwhile.
-      const turns = deps.firstSweepTurns
-      if (turns === undefined) sweeps.start()
-      else
-        void turns.run(() => {
-          if (stopping) return Promise.resolve()
-          sweeps.start()
-          return sweeps.firstPass
-        })
-      logger.info(
-        { budgetShare: config.sync.budgetShare, maxSweepIntervalSeconds: config.sync.maxSweepIntervalSeconds },
-        'sweeping continuously within its share of the request budget',
-      )
-    }
     const off = scheduler.off()
     if (off.length > 0)
       logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
-    // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
-    atStart.firstSweep?.(
-      sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
-    )
     // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
     // that has none yet (a new deployment) gets them now rather than at the next tick.
     const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(
       (name) => app.state.get(name)?.lastSuccessAt == null,
     )
-    if (missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF) {
-      logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
-      atStart.reference?.(scheduler.runNow('reference'))
-    } else atStart.reference?.(Promise.resolve(false))
+    const readReference = missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF
+    if (readReference) logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
+    else resolveReference(Promise.resolve(false))
+    // The first pass and the reference read at start take one turn (a few tens of accounts
+    // backfill at once); intake runs meanwhile.
+    const turns = deps.firstSweepTurns ?? { run: <T>(work: () => Promise<T>) => work() }
+    void turns.run(async () => {
+      if (stopping) return resolveReference(Promise.resolve(false))
+      sweeps?.start()
+      const reference = readReference ? scheduler.runNow('reference') : Promise.resolve(false)
+      if (readReference) resolveReference(reference)
+      await Promise.allSettled([sweeps?.firstPass, reference])
+    })
+    if (sweeps !== undefined)
+      logger.info(
+        { budgetShare: config.sync.budgetShare, maxSweepIntervalSeconds: config.sync.maxSweepIntervalSeconds },
+        'sweeping continuously within its share of the request budget',
+      )
+    // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
+    atStart.firstSweep?.(
+      sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
+    )
   }
 
   const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned

@@ -78,13 +78,14 @@ export class AccountSet {
   private readonly stuckOnes = new Set<AccountRuntime>()
   private readonly firstSweeps = turns(FIRST_SWEEPS_AT_ONCE)
   readonly parker: MirrorParker
+  private readonly policy: (accounts: number) => ParkingPolicy
 
   constructor(private readonly options: AccountSetOptions) {
     this.clock = options.clock ?? systemClock
-    const policy = options.parking ?? defaultParking
+    this.policy = options.parking ?? defaultParking
     this.parker = new MirrorParker(
       () => this.runtimes,
-      () => policy(this.runtimes.size),
+      () => this.policy(this.runtimes.size),
       this.clock,
       options.logger,
     )
@@ -292,6 +293,11 @@ export class AccountSet {
     return [...this.stuckOnes, ...this.runtimes.values()].some((r) => r.stuck())
   }
 
+  /** Idle mirrors are parked (more than one account, by default). */
+  private parking(): boolean {
+    return Number.isFinite(this.policy(this.entries.size).idleMs)
+  }
+
   private entry(a: AccountConfig): Entry {
     return {
       id: a.id,
@@ -327,6 +333,8 @@ export class AccountSet {
       await runtime.stop()
       return undefined
     }
+    // Parked from its open until its first use: opening many accounts keeps a few mirrors open, not all.
+    if (this.parking()) runtime.app.mirror.parking?.park()
     e.runtime = runtime
     this.setState(e, 'running')
     this.runtimes.set(e.id, runtime)
@@ -341,6 +349,8 @@ export class AccountSet {
     e.started = true
     try {
       runtime.start()
+      // What the start read (the inbox) opened it for: parked again until its turn or a delivery.
+      if (this.parking()) void runtime.park()
     } catch (err) {
       this.runtimes.delete(e.id)
       e.runtime = undefined
