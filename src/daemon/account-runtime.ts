@@ -171,7 +171,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     return { ...now, ...Object.fromEntries(COUNTED.map((k) => [k, before[k] + now[k]])) }
   }
   const register = () => {
-    mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
+    if (!mirrorCheckpoints.running) mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
   }
   const unregister = async () => {
     const ending = mirrorCheckpoints
@@ -354,7 +354,6 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned
   let parkingNow: Promise<boolean> | undefined
   const working = () =>
-    !started ||
     stopping ||
     app.mirror.sqlite.inTransaction ||
     serialQueue.busy ||
@@ -365,9 +364,16 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     destination !== undefined
   const busy = () => parkingNow !== undefined || working()
   const park = (): Promise<boolean> => {
-    // The writer closes first: the checkpoint thread's connection still holds the mirror, so this
-    // close does not checkpoint (nor sync) on the event loop; the thread's, the last, does it there.
-    if (parking === undefined || parking.parked || busy() || stuck() || !parking.park()) return Promise.resolve(false)
+    if (parking === undefined || parking.parked || busy() || stuck()) return Promise.resolve(false)
+    // The writer closes first, once the checkpoint thread holds the mirror (it has looked at it):
+    // then this close does not checkpoint (nor sync) on the event loop; the thread's, the last,
+    // does it there. Not held yet: registered now, parked at a later look.
+    if (!mirrorCheckpoints.running) {
+      register()
+      return Promise.resolve(false)
+    }
+    const s = mirrorCheckpoints.stats()
+    if (s.passes + s.idle + s.busy + s.errors === 0 || !parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
       .finally(() => (parkingNow = undefined)))

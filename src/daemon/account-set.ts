@@ -96,6 +96,8 @@ export class AccountSet {
    * fails the whole open, the ones opened are stopped (today's single account: the start fails).
    */
   async open(accounts: readonly AccountConfig[], strict = false): Promise<void> {
+    // Mirrors opened are parked while the others open: not every mirror open at once.
+    this.parker.start()
     for (const a of accounts) this.entries.set(a.id, this.entry(a))
     const failures = await this.openAll(
       accounts.map((a) => this.entries.get(a.id)!),
@@ -333,8 +335,6 @@ export class AccountSet {
       await runtime.stop()
       return undefined
     }
-    // Parked from its open until its first use: opening many accounts keeps a few mirrors open, not all.
-    if (this.parking()) runtime.app.mirror.parking?.park()
     e.runtime = runtime
     this.setState(e, 'running')
     this.runtimes.set(e.id, runtime)
