@@ -62,34 +62,14 @@ export function parkable(first: Sqlite, reopen: () => Sqlite): Parkable {
     return current()
   }
 
-  /** The statement of `sql` on the current connection, prepared again after a reopen. */
-  const statement = (sql: string): Statement => {
-    let stmt = use().prepare(sql)
-    let made = generation
-    const modes: [string, unknown[]][] = []
-    const fresh = (): Statement => {
-      const c = use()
-      if (made !== generation) {
-        stmt = c.prepare(sql)
-        for (const [m, args] of modes) (stmt as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!(...args)
-        made = generation
-      }
-      return stmt
-    }
-    const wrapper: Record<string, unknown> = {}
-    for (const m of ['run', 'get', 'all', 'iterate', 'columns'])
-      wrapper[m] = (...args: unknown[]) => (fresh() as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!(...args)
-    // Modes stay with the statement: kept to be applied again on a new connection.
-    for (const m of ['pluck', 'expand', 'raw', 'safeIntegers', 'bind'])
-      wrapper[m] = (...args: unknown[]) => {
-        ;(fresh() as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!(...args)
-        modes.push([m, args])
-        return wrapper
-      }
-    for (const p of ['source', 'reader', 'readonly', 'busy', 'database'])
-      Object.defineProperty(wrapper, p, { get: () => (fresh() as unknown as Record<string, unknown>)[p] })
-    return wrapper as unknown as Statement
+  const connection: Connection = {
+    use,
+    get generation() {
+      return generation
+    },
   }
+  /** The statement of `sql` on the current connection, prepared again after a reopen. */
+  const statement = (sql: string): Statement => new ParkableStatement(connection, sql) as unknown as Statement
 
   /** A transaction function that runs on the current connection (made again after a reopen). */
   const transaction = (fn: (...args: unknown[]) => unknown) => {
@@ -199,4 +179,88 @@ export function parkable(first: Sqlite, reopen: () => Sqlite): Parkable {
     },
   }
   return { sqlite, parking, close }
+}
+
+interface Connection {
+  use(): Sqlite
+  readonly generation: number
+}
+
+type Methods = Record<string, (...a: unknown[]) => unknown>
+
+/**
+ * A statement prepared again on a new connection after a reopen, with the modes set on it. A class,
+ * not closures: a mirror's repositories hold hundreds of statements, and a process many mirrors.
+ */
+class ParkableStatement {
+  #stmt: Statement
+  #made: number
+  #modes: [string, unknown[]][] = []
+
+  constructor(
+    private readonly connection: Connection,
+    readonly source: string,
+  ) {
+    this.#stmt = connection.use().prepare(source)
+    this.#made = connection.generation
+  }
+
+  #fresh(): Methods {
+    const c = this.connection.use()
+    if (this.#made !== this.connection.generation) {
+      this.#stmt = c.prepare(this.source)
+      for (const [m, args] of this.#modes) (this.#stmt as unknown as Methods)[m]!(...args)
+      this.#made = this.connection.generation
+    }
+    return this.#stmt as unknown as Methods
+  }
+
+  #mode(m: string, args: unknown[]): this {
+    this.#fresh()[m]!(...args)
+    this.#modes.push([m, args])
+    return this
+  }
+
+  run(...args: unknown[]) {
+    return this.#fresh().run!(...args)
+  }
+  get(...args: unknown[]) {
+    return this.#fresh().get!(...args)
+  }
+  all(...args: unknown[]) {
+    return this.#fresh().all!(...args)
+  }
+  iterate(...args: unknown[]) {
+    return this.#fresh().iterate!(...args)
+  }
+  columns(...args: unknown[]) {
+    return this.#fresh().columns!(...args)
+  }
+  pluck(...args: unknown[]) {
+    return this.#mode('pluck', args)
+  }
+  expand(...args: unknown[]) {
+    return this.#mode('expand', args)
+  }
+  raw(...args: unknown[]) {
+    return this.#mode('raw', args)
+  }
+  safeIntegers(...args: unknown[]) {
+    return this.#mode('safeIntegers', args)
+  }
+  bind(...args: unknown[]) {
+    return this.#mode('bind', args)
+  }
+  get reader(): boolean {
+    return (this.#fresh() as unknown as Statement).reader
+  }
+  get readonly(): boolean {
+    return (this.#fresh() as unknown as Statement).readonly
+  }
+  get busy(): boolean {
+    return (this.#fresh() as unknown as Statement).busy
+  }
+  get database(): Sqlite {
+    return (this.#fresh() as unknown as Statement).database
+  }
 }
