@@ -11,6 +11,9 @@ import { getHeapSnapshot } from 'node:v8'
 import { startEmulator } from '../emulator/index.js'
 import { loadAccounts } from '../src/config/index.js'
 import { openAccountRuntime, type AccountRuntime } from '../src/daemon/account-runtime.js'
+import { defaultParking } from '../src/daemon/account-set.js'
+import { FIRST_SWEEPS_AT_ONCE, MirrorParker, turns } from '../src/daemon/mirror-parker.js'
+import { systemClock } from '../src/model/clock.js'
 import { createLogger } from '../src/log/logger.js'
 import { startCheckpointService } from '../src/store/sqlite/background-checkpoints.js'
 
@@ -108,7 +111,23 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
   const checkpoints = startCheckpointService({ logger })
   const runtimes: AccountRuntime[] = []
   const t0 = performance.now()
-  for (const a of loaded.accounts) runtimes.push(await openAccountRuntime(a.config, { logger, checkpoints, id: a.id }))
+  // As the daemon's account set does: first sweeps take turns, idle mirrors are parked (FSM_BENCH_PARKING=0: neither).
+  const parking = process.env.FSM_BENCH_PARKING !== '0'
+  const firstSweepTurns = parking ? turns(FIRST_SWEEPS_AT_ONCE) : undefined
+  const parker = new MirrorParker(
+    () => new Map(runtimes.map((r) => [r.id, r])),
+    () => defaultParking(runtimes.length),
+    systemClock,
+    logger,
+  )
+  if (parking) parker.start()
+  for (const a of loaded.accounts) {
+    runtimes.push(
+      await openAccountRuntime(a.config, { logger, checkpoints, id: a.id, ...(firstSweepTurns === undefined ? {} : { firstSweepTurns }) }),
+    )
+    // A turn of the event loop between two opens (as the account set leaves): the parker's timer runs.
+    await new Promise((resolve) => setImmediate(resolve))
+  }
   const openMs = performance.now() - t0
   const opened = sample()
   const t1 = performance.now()
@@ -141,6 +160,8 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
   const active = resources()
   const after = heap ? await heapByName() : undefined
   const ready = (await Promise.all(runtimes.map((r) => r.ready()))).filter((a) => a.ready).length
+  const parked = runtimes.filter((r) => !r.activity().open).length
+  parker.stop()
   await Promise.all(runtimes.map((r) => r.stop()))
   await checkpoints.stop()
   const heapGrowth =
@@ -174,6 +195,7 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
       logged,
       shown,
       heapGrowth,
+      parked,
     }) + '\n',
   )
 }

@@ -47,6 +47,8 @@ export interface Run {
   logged: Record<string, number>
   shown: string[]
   loadAverage: number[]
+  /** Accounts whose mirror was parked (closed while idle) at the end of the quiet period. */
+  parked: number
 }
 
 function run(args: string[], onLine?: (line: string, p: ChildProcess) => void): Promise<string> {
@@ -157,7 +159,7 @@ export default async function accountCost(): Promise<BenchResult> {
   }
   const phase = (r: Run, name: string) => {
     const s = summary(r)
-    return `${r.n} accounts, ${name}: opened in ${s.openSeconds} s, first sweeps ${s.backfillSeconds} s; RSS ${s.rssMiB} MiB of which heap used ${s.heapUsedMiB} MiB (heap reserved ${round(r.quiet.heapTotal / MiB, 1)}), external ${s.externalMiB} MiB, the rest (native: SQLite, allocator, threads, code) ${s.nativeMiB} MiB; ${round(r.quiet.fds / r.n, 1)} fds per account in all; requests a minute mean ${s.requestsPerMinuteMean}, busiest ${s.requestsPerMinuteMax}; CPU ${s.cpuCores} cores; handles ${JSON.stringify(r.active)}; load average ${r.loadAverage.join(' ')}; ${r.ready}/${r.n} ready; log lines at warn and above ${JSON.stringify(r.logged)}.`
+    return `${r.n} accounts, ${name}: opened in ${s.openSeconds} s, first sweeps ${s.backfillSeconds} s; RSS ${s.rssMiB} MiB of which heap used ${s.heapUsedMiB} MiB (heap reserved ${round(r.quiet.heapTotal / MiB, 1)}), external ${s.externalMiB} MiB, the rest (native: SQLite, allocator, threads, code) ${s.nativeMiB} MiB; ${round(r.quiet.fds / r.n, 1)} fds per account in all; requests a minute mean ${s.requestsPerMinuteMean}, busiest ${s.requestsPerMinuteMax}; CPU ${s.cpuCores} cores; handles ${JSON.stringify(r.active)}; load average ${r.loadAverage.join(' ')}; ${r.ready}/${r.n} ready; ${r.parked}/${r.n} mirrors parked at the end; log lines at warn and above ${JSON.stringify(r.logged)}.`
   }
   return {
     name: 'account-cost',

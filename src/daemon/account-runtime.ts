@@ -29,6 +29,9 @@ import { Scheduler } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
 import { SerialQueue, syncJobs } from './sync-jobs.js'
 
+/** The checkpoint counters that add up over a mirror's registrations (logFrames is a level). */
+const COUNTED = ['passes', 'busy', 'errors', 'copiedFrames', 'micros', 'idle'] as const
+
 /** The id of the one account today's configuration describes. */
 export const DEFAULT_ACCOUNT = 'default'
 
@@ -49,6 +52,23 @@ export interface AccountRuntimeDeps {
   destinationPool?: DestinationPool
   /** The process's webhook intake journal (webhooks/intake-journal.ts): acks through it, relayed into this account's inbox. */
   intakeJournal?: IntakeJournal
+  /** Turns for first sweeps, shared by the process's accounts (a few backfill at once); default: no wait. */
+  firstSweepTurns?: Turns
+}
+
+/** At most a few holders at once (turns.ts). */
+export interface Turns {
+  run<T>(work: () => Promise<T>): Promise<T>
+}
+
+/** What the daemon's parking of idle mirrors (mirror-parker.ts) reads of an account. */
+export interface MirrorActivity {
+  /** The writer is open (not parked). */
+  open: boolean
+  /** A run, a job, a webhook delivery or a destination batch is under way: not to be parked. */
+  busy: boolean
+  /** Grows with every use of the mirror (parkable-connection.ts). */
+  uses: number
 }
 
 /** A replica's lease on the account: its governor's window and permit, and its destination's fence (docs/sharding.md, Wiring). */
@@ -101,8 +121,14 @@ export interface AccountRuntime {
   drain(): Promise<void>
   /** drain(), then the mirror closes (left open when the disk does not answer: stuck()). */
   stop(): Promise<void>
-  /** After stop(): a sync of the disk never returned; the mirror was left open. */
+  /** After stop(): a sync of the disk never returned; the mirror was left open (closed once the disk answers). */
   stuck(): boolean
+  activity(): MirrorActivity
+  /**
+   * Closes the mirror while the account is idle (src/store/README.md, "Idle mirrors"): its
+   * checkpoint registration ends first; true when it was parked. The next use opens it again.
+   */
+  park(): Promise<boolean>
 }
 
 /** Builds an account (opens its mirror, migrates it) without starting anything that runs. */
@@ -116,8 +142,10 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     onResponse: (e) => metricsHolder.metrics?.onResponse(e),
     ...(deps.lease === undefined ? {} : { lease: deps.lease }),
+    parkable: true,
   })
   const clock = app.clock
+  const parking = app.mirror.parking
   const now = () => clock.now()
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
@@ -139,7 +167,32 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   // Checkpoints on the process's worker thread, registered at start: a start that fails before
   // leaves the thread alone.
   const idle = { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0, idle: 0 }
-  let mirrorCheckpoints: BackgroundCheckpoints = { running: false, abandoned: false, stats: () => idle, stop: () => Promise.resolve() }
+  let mirrorCheckpoints: BackgroundCheckpoints = {
+    running: false,
+    abandoned: false,
+    released: () => Promise.resolve(),
+    stats: () => idle,
+    stop: () => Promise.resolve(),
+  }
+  // A parked mirror's registration ends; a reopened one registers again: the counters add up.
+  const before = { ...idle }
+  const checkpointStats = () => {
+    const now = mirrorCheckpoints.stats()
+    return { ...now, ...Object.fromEntries(COUNTED.map((k) => [k, before[k] + now[k]])) }
+  }
+  const register = () => {
+    if (!mirrorCheckpoints.running) mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
+  }
+  const unregister = async () => {
+    const ending = mirrorCheckpoints
+    await ending.stop()
+    const last = ending.stats()
+    for (const k of COUNTED) before[k] += last[k]
+    // A reopen meanwhile registered the mirror again: that registration stays.
+    if (mirrorCheckpoints !== ending) return
+    mirrorCheckpoints = { ...ending, stats: () => ({ ...last, ...Object.fromEntries(COUNTED.map((k) => [k, 0])) }) }
+    Object.defineProperty(mirrorCheckpoints, 'abandoned', { get: () => ending.abandoned })
+  }
   const selection = selectStreams(config.streams)
   const serialQueue = new SerialQueue()
   const sweeps =
@@ -176,14 +229,20 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       ...selection.metadata.map((s) => s.name),
     ]),
   ]
+  // A scrape does not open a parked mirror: it shows the figures read when the mirror was last open.
+  let lastFreshness: ReturnType<typeof streamFreshness> = []
+  const freshness = () => {
+    const read = () => (lastFreshness = streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()))
+    return parking === undefined ? read() : (parking.ifOpen(read) ?? lastFreshness)
+  }
   const metrics = new DaemonMetrics({
     account: id,
-    freshness: () => streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()),
+    freshness,
     ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
     governor: () => app.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
-    checkpoints: () => mirrorCheckpoints.stats(),
+    checkpoints: checkpointStats,
     now,
   })
   metricsHolder.metrics = metrics
@@ -222,9 +281,15 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   let stopping = false
   // Probes in flight write to the mirror: stop waits for them before it closes it.
   const probes = new Set<Promise<unknown>>()
+  // A parked mirror is not opened for a probe: it answered the last one before it was parked.
+  let lastProbe: Awaited<ReturnType<typeof probeMirror>> | undefined
   const probe = async (): Promise<ReadyAnswer> => {
     if (stopping) return { ready: false, reason: 'stopping' }
-    const mirror = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
+    if (parking?.parked === true && lastProbe?.ok !== true) parking.unpark()
+    const mirror =
+      parking?.parked === true && lastProbe?.ok === true
+        ? lastProbe
+        : (lastProbe = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes))
     if (stopping) return { ready: false, reason: 'stopping' }
     if (!mirror.ok) return { ready: false, reason: mirror.reason }
     const fault = webhooks.processor.fault
@@ -251,44 +316,82 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     return p
   }
 
-  const atStart: { firstSweep?: (p: Promise<void>) => void; reference?: (p: Promise<boolean>) => void } = {}
+  const atStart: { firstSweep?: (p: Promise<void>) => void } = {}
   const firstSweep = new Promise<void>((resolve) => (atStart.firstSweep = resolve))
-  const referenceAtStart = new Promise<boolean>((resolve) => (atStart.reference = resolve))
+  let resolveReference: (p: Promise<boolean>) => void = () => undefined
+  const referenceAtStart = new Promise<boolean>((resolve) => (resolveReference = resolve))
   const start = (): void => {
     if (started || stopping) return
     started = true
-    mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
+    // A mirror parked since its open (account-set.ts) registers at its first use.
+    if (parking?.parked !== true) register()
+    parking?.onReopen(() => {
+      if (!stopping) register()
+    })
     webhooks.start()
     scheduler.start()
     destination?.start()
-    if (sweeps !== undefined) {
-      sweeps.start()
-      logger.info(
-        { budgetShare: config.sync.budgetShare, maxSweepIntervalSeconds: config.sync.maxSweepIntervalSeconds },
-        'sweeping continuously within its share of the request budget',
-      )
-    }
     const off = scheduler.off()
     if (off.length > 0)
       logger.info({ off }, `schedules switched off ("off" in the config): ${off.join(', ')}; those jobs run only when asked`)
-    // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
-    atStart.firstSweep?.(
-      sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
-    )
-    // A mirror restored from the warehouse misses what only an in-flight webhook announced (a deletion): reconcile soon.
-    if (restored && !scheduler.off().includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
     // Reference data and account metadata change rarely and keep their hourly schedule, but a mirror
     // that has none yet (a new deployment) gets them now rather than at the next tick.
     const missing = [...selection.reference.map((s) => s.name), ...selection.metadata.map((s) => s.name)].filter(
       (name) => app.state.get(name)?.lastSuccessAt == null,
     )
-    if (missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF) {
-      logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
-      atStart.reference?.(scheduler.runNow('reference'))
-    } else atStart.reference?.(Promise.resolve(false))
+    const readReference = missing.length > 0 && config.schedules.reference !== SCHEDULE_OFF
+    if (readReference) logger.info({ streams: missing }, 'no reference data or account metadata in the mirror yet: reading it now')
+    else resolveReference(Promise.resolve(false))
+    // The first pass and the reference read at start take one turn (a few tens of accounts
+    // backfill at once); intake runs meanwhile.
+    const turns = deps.firstSweepTurns ?? { run: <T>(work: () => Promise<T>) => work() }
+    void turns.run(async () => {
+      if (stopping) return resolveReference(Promise.resolve(false))
+      sweeps?.start()
+      const reference = readReference ? scheduler.runNow('reference') : Promise.resolve(false)
+      if (readReference) resolveReference(reference)
+      await Promise.allSettled([sweeps?.firstPass, reference])
+    })
+    if (sweeps !== undefined)
+      logger.info(
+        { budgetShare: config.sync.budgetShare, maxSweepIntervalSeconds: config.sync.maxSweepIntervalSeconds },
+        'sweeping continuously within its share of the request budget',
+      )
+    // One sweep at start, so a fresh deployment does not wait for the first tick (unless sweeps are off).
+    atStart.firstSweep?.(
+      sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
+    )
+    // A mirror restored from the warehouse misses what only an in-flight webhook announced (a deletion): reconcile soon.
+    if (restored && !off.includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
   }
 
   const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned
+  let parkingNow: Promise<boolean> | undefined
+  const working = () =>
+    stopping ||
+    app.mirror.sqlite.inTransaction ||
+    serialQueue.busy ||
+    scheduler.busy().length > 0 ||
+    webhooks.inbox.backlog > 0 ||
+    probes.size > 0 ||
+    // The destination reads the mirror's change log at every poll: its mirror stays open.
+    destination !== undefined
+  const busy = () => parkingNow !== undefined || working()
+  const park = (): Promise<boolean> => {
+    if (parking === undefined || parking.parked || busy() || stuck()) return Promise.resolve(false)
+    // The writer closes first, once the checkpoint thread holds the mirror (it has looked at it):
+    // then this close does not checkpoint (nor sync) on the event loop; the thread's, the last,
+    // does it there. Not held yet: registered now, parked at a later look.
+    if (!mirrorCheckpoints.running) {
+      register()
+      return Promise.resolve(false)
+    }
+    const s = mirrorCheckpoints.stats()
+    if (s.passes + s.idle + s.busy + s.errors === 0 || !parking.park()) return Promise.resolve(false)
+    return (parkingNow = unregister()
+      .then(() => true)
+      .finally(() => (parkingNow = undefined)))
+  }
   let drained: Promise<void> | undefined
   const drain = () =>
     (drained ??= (async () => {
@@ -301,11 +404,19 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const stop = () =>
     (stopped ??= (async () => {
       await drain()
+      await parkingNow
       await Promise.allSettled([...probes])
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
-      if (stuck()) logger.error('the disk is not answering: the mirror is left open; the next start recovers it from its log')
-      else await app.close()
+      if (!stuck()) return app.close()
+      logger.error('the disk is not answering: the mirror is left open; the next start recovers it from its log')
+      // Closed once the checkpoint thread lets go of it (the disk answered), and stuck() is false again.
+      if (!webhooks.inbox.abandoned)
+        void mirrorCheckpoints
+          .released()
+          .then(() => app.close())
+          .then(() => logger.info('the checkpoint thread let go of the mirror: it is closed now'))
+          .catch((err: unknown) => logger.error({ err }, 'closing the mirror after the checkpoint thread let go failed'))
     })())
 
   return {
@@ -313,8 +424,20 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     app,
     scheduler,
     webhooks,
+    // Its counters add up over the registrations of a mirror parked and reopened.
     get checkpoints() {
-      return mirrorCheckpoints
+      const current = mirrorCheckpoints
+      return {
+        get running() {
+          return current.running
+        },
+        get abandoned() {
+          return current.abandoned
+        },
+        released: () => current.released(),
+        stop: () => current.stop(),
+        stats: checkpointStats,
+      }
     },
     metrics,
     destination,
@@ -335,6 +458,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     }),
     stop,
     stuck,
+    activity: () => ({ open: parking?.parked !== true, busy: busy(), uses: parking?.uses ?? 0 }),
+    park,
   }
 }
 

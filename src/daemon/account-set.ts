@@ -4,6 +4,7 @@
 // one apply at a time. The process half (listener, checkpoint thread) stays in daemon.ts.
 import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ACCOUNT_ID_PATTERN, DEFAULT_ACCOUNT_ID, diffAccounts, type AccountConfig, type AccountsDiff } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
 import { systemClock, type Clock } from '../model/clock.js'
@@ -11,6 +12,9 @@ import type { CheckpointService } from '../store/sqlite/background-checkpoints.j
 import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import { openAccountRuntime, type AccountRuntime, type AccountRuntimeDeps, type AccountStatus } from './account-runtime.js'
 import type { AccountReadiness, AccountState } from './account-readiness.js'
+import { openMirrorBudget } from './descriptor-budget.js'
+import { FIRST_SWEEPS_AT_ONCE, IDLE_PARK_MS, MirrorParker, turns } from './mirror-parker.js'
+import type { ParkingPolicy } from './mirror-parking.js'
 
 /** An account's part of the daemon's status. */
 export type AccountSetStatus =
@@ -36,6 +40,14 @@ export interface AccountSetOptions {
   checkpoints: CheckpointService
   /** What else each account's runtime takes from the process (its share of the webhook body budget). */
   runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget' | 'destinationPool'>
+  /** When idle mirrors are parked; default: with more than one account, after IDLE_PARK_MS, within the descriptor budget. */
+  parking?: (accounts: number) => ParkingPolicy
+}
+
+/** One account keeps its mirror open; more are parked while idle, within the process's descriptors. */
+export function defaultParking(accounts: number): ParkingPolicy {
+  if (accounts <= 1) return { idleMs: Number.POSITIVE_INFINITY, maxOpen: Number.POSITIVE_INFINITY }
+  return { idleMs: IDLE_PARK_MS, maxOpen: openMirrorBudget(accounts) }
 }
 
 interface Entry {
@@ -50,6 +62,8 @@ interface Entry {
   cancelRetry: (() => void) | undefined
   /** What its runtime takes beyond the process's (a replica's lease on it). */
   extra: Partial<AccountRuntimeDeps> | undefined
+  /** Its runtime was started. */
+  started?: boolean
 }
 
 export class AccountSet {
@@ -60,10 +74,21 @@ export class AccountSet {
   private chain: Promise<unknown> = Promise.resolve()
   private started = false
   private closed = false
-  private stuckSeen = false
+  /** Runtimes stopped with their mirror left open (the disk not answering): stuck until it closes. */
+  private readonly stuckOnes = new Set<AccountRuntime>()
+  private readonly firstSweeps = turns(FIRST_SWEEPS_AT_ONCE)
+  readonly parker: MirrorParker
+  private readonly policy: (accounts: number) => ParkingPolicy
 
   constructor(private readonly options: AccountSetOptions) {
     this.clock = options.clock ?? systemClock
+    this.policy = options.parking ?? defaultParking
+    this.parker = new MirrorParker(
+      () => this.runtimes,
+      () => this.policy(this.runtimes.size),
+      this.clock,
+      options.logger,
+    )
   }
 
   /**
@@ -71,6 +96,8 @@ export class AccountSet {
    * fails the whole open, the ones opened are stopped (today's single account: the start fails).
    */
   async open(accounts: readonly AccountConfig[], strict = false): Promise<void> {
+    // Mirrors opened are parked while the others open: not every mirror open at once.
+    this.parker.start()
     for (const a of accounts) this.entries.set(a.id, this.entry(a))
     const failures = await this.openAll(
       accounts.map((a) => this.entries.get(a.id)!),
@@ -90,6 +117,9 @@ export class AccountSet {
       for (let e = queue.shift(); e !== undefined && (isolate || failures.length === 0); e = queue.shift()) {
         const failed = await this.openOne(e, isolate)
         if (failed !== undefined) failures.push(failed)
+        // An open is synchronous work chained by promises: without a turn of the event loop between
+        // two, timers (lease heartbeats) and HTTP wait for all of them.
+        await nextTurn()
       }
     }
     await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, entries.length) }, worker))
@@ -99,7 +129,18 @@ export class AccountSet {
   /** Starts every open account; from now on an account that opens starts at once. */
   start(): void {
     this.started = true
-    for (const e of this.entries.values()) if (e.state === 'running' && e.runtime !== undefined) this.startOne(e, e.runtime)
+    this.parker.start()
+    const waiting = [...this.entries.values()]
+    // One account now, the others each after a turn of the event loop (timers and HTTP run between).
+    const next = (): void => {
+      for (let e = waiting.shift(); e !== undefined; e = waiting.shift()) {
+        if (this.closed || e.state !== 'running' || e.runtime === undefined) continue
+        if (e.started !== true) this.startOne(e, e.runtime)
+        if (waiting.length > 0) void nextTurn().then(next)
+        return
+      }
+    }
+    next()
   }
 
   /** The accounts list as last applied, in its order (failed accounts included). */
@@ -238,6 +279,7 @@ export class AccountSet {
   /** No more applies or retries; the running accounts drain (their mirrors stay open). */
   async drain(): Promise<void> {
     this.closed = true
+    this.parker.stop()
     for (const e of this.entries.values()) this.cancelRetry(e)
     await this.chain
     await Promise.all([...this.runtimes.values()].map((r) => r.drain()))
@@ -250,7 +292,12 @@ export class AccountSet {
 
   /** After stop(): a sync of the disk never returned in one of the accounts. */
   stuck(): boolean {
-    return this.stuckSeen || [...this.runtimes.values()].some((r) => r.stuck())
+    return [...this.stuckOnes, ...this.runtimes.values()].some((r) => r.stuck())
+  }
+
+  /** Idle mirrors are parked (more than one account, by default). */
+  private parking(): boolean {
+    return Number.isFinite(this.policy(this.entries.size).idleMs)
   }
 
   private entry(a: AccountConfig): Entry {
@@ -299,12 +346,15 @@ export class AccountSet {
   }
 
   private startOne(e: Entry, runtime: AccountRuntime): void {
+    e.started = true
     try {
       runtime.start()
+      // What the start read (the inbox) opened it for: parked again until its turn or a delivery.
+      if (this.parking()) void runtime.park()
     } catch (err) {
       this.runtimes.delete(e.id)
       e.runtime = undefined
-      void runtime.stop().finally(() => (this.stuckSeen ||= runtime.stuck()))
+      void runtime.stop().finally(() => this.keepIfStuck(runtime))
       this.fail(e, err)
     }
   }
@@ -346,8 +396,13 @@ export class AccountSet {
     this.runtimes.delete(e.id)
     e.runtime = undefined
     await runtime.stop()
-    this.stuckSeen ||= runtime.stuck()
+    this.keepIfStuck(runtime)
     this.log(e).info('the account stopped: its mirror stays on disk')
+  }
+
+  /** A runtime stopped with its mirror left open stays stuck until the mirror closes (runtime.stuck()). */
+  private keepIfStuck(runtime: AccountRuntime): void {
+    if (runtime.stuck()) this.stuckOnes.add(runtime)
   }
 
   private cancelRetry(e: Entry): void {
@@ -374,7 +429,7 @@ export class AccountSet {
 
   private deps() {
     const { logger, checkpoints, runtimeDeps } = this.options
-    return { logger, checkpoints, clock: this.clock, ...runtimeDeps?.() }
+    return { logger, checkpoints, clock: this.clock, firstSweepTurns: this.firstSweeps, ...runtimeDeps?.() }
   }
 }
 

@@ -45,15 +45,22 @@ export interface AppOptions {
   onResponse?: (event: ResponseEvent) => void
   /** The account's lease, when replicas share the accounts (api-access.ts). */
   lease?: LeaseHooks
+  /** The daemon's accounts: a mirror that can be parked while idle (src/store/README.md, "Idle mirrors"). */
+  parkable?: boolean
 }
 
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const { logger, clock = systemClock } = options
   const now = () => clock.now()
   const { baseUrl, apiKey } = requireApiSettings(config)
-  const mirror = await openMirror(config.db, { mode: config.dbMode, logger })
+  const mirror = await openMirror(config.db, { mode: config.dbMode, logger, parkable: options.parkable === true })
+  const parking = mirror.parking
   // Runs are owned: a command started beside a live daemon leaves the daemon's runs alone.
-  const ownership = new RunOwnership(mirror.sqlite, logger, { clock })
+  const ownership = new RunOwnership(mirror.sqlite, logger, {
+    clock,
+    ...(parking === undefined ? {} : { whenOpen: (beat: () => void) => parking.ifOpen(beat) }),
+  })
+  parking?.onReopen(() => ownership.beatNow())
   const state = new SyncStateStore(mirror.sqlite, { ownerId: ownership.id })
   const abandoned = ownership.abandonGone(state)
   if (abandoned.runs > 0)

@@ -1,5 +1,5 @@
 // The file descriptors a daemon's accounts need against the process's soft limit (`ulimit -n`),
-// told once at start (docs/accounts.md, File descriptors). The figures are src/store/README.md's
+// told once at start (docs/accounts.md, Memory and file descriptors). The figures are src/store/README.md's
 // "What an open mirror costs", plus the account's connection to the upstream.
 import { readFileSync } from 'node:fs'
 import type { Logger } from '../log/logger.js'
@@ -13,8 +13,13 @@ export const DESCRIPTORS_PER_ACCOUNT = 8
 /** The process: stdio, the event loop, the thread pool, the listener, the checkpoint thread, and room for probes and webhook senders. */
 export const DESCRIPTORS_BASE = 100
 
+/**
+ * One account keeps its mirror open (DESCRIPTORS_PER_ACCOUNT); with more, idle mirrors are parked
+ * (docs/accounts.md): each account its socket, and room for MIN_OPEN_MIRRORS open at once.
+ */
 export function descriptorsNeeded(accounts: number): number {
-  return DESCRIPTORS_BASE + DESCRIPTORS_PER_ACCOUNT * accounts
+  if (accounts <= 1) return DESCRIPTORS_BASE + DESCRIPTORS_PER_ACCOUNT * accounts
+  return DESCRIPTORS_BASE + DESCRIPTORS_PER_PARKED_ACCOUNT * accounts + DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS
 }
 
 /** The soft and hard "Max open files" of a /proc/<pid>/limits text; undefined when absent. */
@@ -35,9 +40,14 @@ export function descriptorShortfall(accounts: number, limits: { soft: number; ha
       ? `raise it up to the hard limit (${limits.hard}) before starting: \`ulimit -n ${need}\`, LimitNOFILE=${need} (systemd) or --ulimit nofile=${need}:${need} (Docker)`
       : `the hard limit (${limits.hard}) is below that too: raise both, e.g. LimitNOFILE=${need} (systemd) or --ulimit nofile=${need}:${need} (Docker)`
   return (
-    `${accounts} accounts need about ${need} file descriptors (${DESCRIPTORS_PER_ACCOUNT} each plus ${DESCRIPTORS_BASE}), ` +
+    `${accounts} accounts need about ${need} file descriptors (${describe(accounts)}), ` +
     `but the soft limit (ulimit -n) is ${limits.soft}: accounts past it fail to open ("too many open files") and are retried; ${raise}`
   )
+}
+
+function describe(accounts: number): string {
+  if (accounts <= 1) return `${DESCRIPTORS_PER_ACCOUNT} for the account plus ${DESCRIPTORS_BASE}`
+  return `${DESCRIPTORS_PER_PARKED_ACCOUNT} an account with its mirror parked while idle, ${DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS} for ${MIN_OPEN_MIRRORS} open mirrors, plus ${DESCRIPTORS_BASE}`
 }
 
 /** Logs the shortfall once (Linux: reads /proc/self/limits; elsewhere nothing is checked). */
@@ -56,4 +66,30 @@ export function checkDescriptors(
   const shortfall = descriptorShortfall(accounts, limits)
   if (shortfall === undefined) logger.debug({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft }, 'file descriptors suffice')
   else logger.warn({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft, hard: limits.hard }, shortfall)
+}
+
+/** Descriptors of an open mirror: the writer's database, -wal and -shm, the checkpoint thread's database and -wal. */
+export const DESCRIPTORS_PER_OPEN_MIRROR = 5
+/** Descriptors of an account whose mirror is parked: about one upstream socket while it sweeps. */
+export const DESCRIPTORS_PER_PARKED_ACCOUNT = 1
+/** Open mirrors the parking never goes below (accounts at work keep theirs open whatever the budget). */
+export const MIN_OPEN_MIRRORS = 16
+
+let softLimit: number | undefined
+
+/** The soft `ulimit -n` of this process, read once (Linux); infinite when it cannot be read. */
+export function openFileLimit(readLimits: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number {
+  if (softLimit !== undefined) return softLimit
+  try {
+    softLimit = parseOpenFileLimits(readLimits())?.soft ?? Number.POSITIVE_INFINITY
+  } catch {
+    softLimit = Number.POSITIVE_INFINITY
+  }
+  return softLimit
+}
+
+/** Mirrors `accounts` accounts may keep open within `soft` descriptors, the others' parked share set aside. */
+export function openMirrorBudget(accounts: number, soft: number = openFileLimit()): number {
+  const room = soft - DESCRIPTORS_BASE - DESCRIPTORS_PER_PARKED_ACCOUNT * accounts
+  return Math.max(MIN_OPEN_MIRRORS, Math.floor(room / DESCRIPTORS_PER_OPEN_MIRROR))
 }

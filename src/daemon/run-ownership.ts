@@ -23,6 +23,11 @@ export interface RunOwnershipOptions {
   clock?: Clock
   identity?: ProcessIdentity
   pidExists?: (pid: number) => boolean
+  /**
+   * Runs a heartbeat only while the mirror is open (a parked mirror, src/store/README.md "Idle
+   * mirrors", is not opened for it); undefined when it was not run. Default: always runs.
+   */
+  whenOpen?: (beat: () => void) => void
 }
 
 export interface AbandonedOwner {
@@ -42,6 +47,8 @@ export class RunOwnership {
   readonly #pidExists: (pid: number) => boolean
   #cancelBeat: (() => void) | undefined
   #beatFailed = false
+  /** Writes the heartbeat now (after a parked mirror reopens, before its first run). */
+  readonly beatNow: () => void
 
   constructor(sqlite: Sqlite, logger: Logger, options: RunOwnershipOptions = {}) {
     this.#sqlite = sqlite
@@ -58,7 +65,8 @@ export class RunOwnership {
     const arm = () => {
       this.#cancelBeat = this.#clock.setTimer(everyMs, beat, { background: true })
     }
-    const beat = () => {
+    const whenOpen = options.whenOpen ?? ((fn: () => void) => fn())
+    this.beatNow = () => {
       try {
         this.#store.beat(this.#self, isoNow(this.#clock.now()))
         this.#beatFailed = false
@@ -68,6 +76,11 @@ export class RunOwnership {
           logger.warn({ err }, "cannot refresh this process's heartbeat in the mirror; another host may take its runs for abandoned")
         this.#beatFailed = true
       }
+    }
+    // While parked no run of this process is running: a stale heartbeat then abandons nothing of
+    // ours, and the reopen beats (and puts back a row pruned meanwhile) before the next run starts.
+    const beat = () => {
+      whenOpen(this.beatNow)
       arm()
     }
     arm()

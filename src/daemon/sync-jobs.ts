@@ -19,9 +19,16 @@ import type { JobDefinition } from './scheduler.js'
 /** A serial queue: one piece of work at a time, callers served in the order they came. */
 export class SerialQueue {
   #tail: Promise<unknown> = Promise.resolve()
+  #queued = 0
+
+  /** Work queued or running (the parking of idle mirrors waits for none). */
+  get busy(): boolean {
+    return this.#queued > 0
+  }
 
   run<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.#tail.then(work)
+    this.#queued++
+    const next = this.#tail.then(work).finally(() => this.#queued--)
     this.#tail = next.catch(() => undefined)
     return next
   }

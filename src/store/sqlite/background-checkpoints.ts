@@ -52,8 +52,10 @@ export interface MirrorCheckpointStats extends CheckpointStats {
 /** One mirror's checkpoints (a registration with the service). */
 export interface BackgroundCheckpoints {
   readonly running: boolean
-  /** stop() gave up waiting for a pass stuck on the disk: the thread may outlive a normal exit. */
+  /** stop() gave up waiting for a pass stuck on the disk, and the thread still holds the mirror. */
   readonly abandoned: boolean
+  /** Resolves once the thread holds no connection to the mirror (after stop(); at once when it never did). */
+  released(): Promise<void>
   stats(): MirrorCheckpointStats
   /** Stops checkpointing this mirror and gives its writer back its own automatic checkpoints. */
   stop(): Promise<void>
@@ -81,6 +83,8 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
   const everyMs = options.everyMs ?? 100
   const waitMs = options.stopTimeoutMs ?? 3_000
   const registered = new Map<number, Registration>()
+  /** Removed, but the thread has not let go of them yet (their 'removed' answer is still awaited). */
+  const lingering = new Map<number, Registration>()
   let worker: Worker | undefined
   let exited = Promise.resolve()
   let stopping = false
@@ -98,7 +102,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     const w = startModuleWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { everyMs } })
     w.unref()
     w.on('message', (m: CheckpointWorkerMessage) => {
-      const r = registered.get(m.id)
+      const r = registered.get(m.id) ?? lingering.get(m.id)
       if (r === undefined) return
       if (m.kind === 'failed') {
         registered.delete(m.id)
@@ -136,7 +140,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     const stats = () => Object.fromEntries(FIELDS.map((f, i) => [f, counters[i]!])) as unknown as MirrorCheckpointStats
     const walMode = sqlite.pragma('journal_mode', { simple: true }) === 'wal'
     if (!walMode || sqlite.memory || sqlite.name === '') {
-      return { running: false, abandoned: false, stats, stop: () => Promise.resolve() }
+      return { running: false, abandoned: false, released: () => Promise.resolve(), stats, stop: () => Promise.resolve() }
     }
     const id = nextId++
     const previous = sqlite.pragma('wal_autocheckpoint', { simple: true }) as number
@@ -145,6 +149,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
     let leaving = false
     let left = false
     let done: Promise<void> | undefined
+    let letGo: Promise<void> = Promise.resolve()
     const registration: Registration = {
       log,
       giveBack: (why, err) => {
@@ -168,9 +173,15 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
       if (running && registered.has(id)) {
         const closed = new Promise<void>((resolve) => (registration.removed = resolve))
         send({ kind: 'remove', id })
-        // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway.
-        if (!(await within(Promise.race([closed, exited])))) {
+        letGo = Promise.race([closed, exited]).then(() => {
+          lingering.delete(id)
+          left = false
+        })
+        // A pass stuck in a sync holds the thread: the writer gets its checkpoints back anyway, and
+        // the registration lingers until the thread lets go (released()).
+        if (!(await within(letGo))) {
           left = true
+          lingering.set(id, registration)
           log.error(
             { waitedMs: waitMs, file: sqlite.name },
             'the checkpoint worker did not let go of the mirror in time (a pass is waiting on the disk)',
@@ -187,6 +198,7 @@ export function startCheckpointService(options: CheckpointServiceOptions): Check
       get abandoned() {
         return left || abandoned
       },
+      released: () => (done ?? Promise.resolve()).then(() => letGo),
       stats,
       stop: () => (done ??= leave()),
     }
@@ -244,6 +256,7 @@ export function startBackgroundCheckpoints(options: BackgroundCheckpointsOptions
     get abandoned() {
       return mirror.abandoned || service.abandoned
     },
+    released: () => mirror.released(),
     stats: () => mirror.stats(),
     stop: () => service.stop(),
   }

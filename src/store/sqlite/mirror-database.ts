@@ -14,6 +14,7 @@ import type { MigrationHooks } from '../migrations/types.js'
 import { MirrorError } from './mirror-error.js'
 import { explainMirrorError } from './file-faults.js'
 import { SECRETS_FILE_MODE } from '../repositories/secrets-file.js'
+import { parkable, type MirrorParking } from './parkable-connection.js'
 
 export { MirrorError } from './mirror-error.js'
 export { explainMirrorError } from './file-faults.js'
@@ -23,6 +24,8 @@ export type Sqlite = Database.Database
 export interface Mirror {
   readonly path: string
   readonly sqlite: Sqlite
+  /** A writer opened with `parkable`: closes while idle, reopens on its next use (parkable-connection.ts). */
+  readonly parking?: MirrorParking
   close(): Promise<void>
 }
 
@@ -36,6 +39,8 @@ export interface OpenMirrorOptions {
   migrations?: Migrations
   /** Told when a migration an earlier version left half-applied was cleaned up and applied again. */
   logger?: Pick<Logger, 'warn'>
+  /** A writer whose connection can be parked while idle (the daemon's accounts, src/store/README.md "Idle mirrors"). */
+  parkable?: boolean
 }
 
 /** Owner read/write, group read: the mirror holds no secret, and warehouse readers may share a group. */
@@ -118,7 +123,39 @@ function open(file: string, options: OpenMirrorOptions, migrating: Migrating | u
       throw explainMirrorError(file, err)
     }
   }
+  if (options.parkable === true && !readonly) {
+    // A reopen: the file exists and is migrated (by this open), so only the connection's settings.
+    const p = parkable(sqlite, () => reopen(file, options))
+    return {
+      path: file,
+      sqlite: p.sqlite,
+      parking: p.parking,
+      close: () => {
+        p.close()
+        return Promise.resolve()
+      },
+    }
+  }
   return mirror
+}
+
+function reopen(file: string, options: OpenMirrorOptions): Sqlite {
+  let sqlite: Sqlite
+  try {
+    sqlite = new Database(file, { fileMustExist: true })
+  } catch (err) {
+    throw explainMirrorError(
+      file,
+      new MirrorError('MIRROR_OPEN_FAILED', `cannot open the mirror ${file} again: ${(err as Error).message}`, { cause: err }),
+    )
+  }
+  try {
+    configure(sqlite, false, options)
+  } catch (err) {
+    sqlite.close()
+    throw explainMirrorError(file, err)
+  }
+  return sqlite
 }
 
 function configure(sqlite: Sqlite, readonly: boolean, options: OpenMirrorOptions): void {

@@ -1,6 +1,7 @@
 // An account runtime (src/daemon/account-runtime.ts) started on its own, without the daemon's
 // listener: it sweeps its account into its mirror and stops leaving nothing behind; two of them
-// in one process, each with its own mirror and key, keep two accounts apart.
+// in one process, each with its own mirror and key, keep two accounts apart; a mirror the
+// checkpoint thread held past the stop is closed once the thread lets go.
 import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
@@ -14,6 +15,8 @@ import { compareMirror } from '../../support/compare-mirror.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
+import { until } from '../../support/daemon-env.js'
+import { tempMirror } from '../../support/temp-mirror.js'
 
 // On the FakeClock one stream (the sweep paces between streams on the clock); on the system clock all four.
 const STREAMS = ['clients']
@@ -123,4 +126,30 @@ test('a daemon that cannot listen stops the account it opened: nothing armed, no
   }
   // The run heartbeat of the account's app is disarmed with it.
   expect(clock.pending).toBe(0)
+})
+
+test('a mirror the checkpoint thread held past the stop wait is closed once the thread lets go, and the runtime is no longer stuck', async () => {
+  const emu = await emulatorEnv({ counts })
+  const { logger } = capture()
+  const checkpoints = startCheckpointService({ logger, stopTimeoutMs: 50 })
+  // Another mirror, held by a connection in exclusive locking mode: the thread's open of it waits
+  // in SQLite's busy handler (2 s), and the thread answers nothing meanwhile (a pass stuck on a disk).
+  const blocker = await tempMirror()
+  blocker.sqlite.pragma('locking_mode = EXCLUSIVE')
+  blocker.sqlite.exec('CREATE TABLE held (x); INSERT INTO held VALUES (1)')
+  const config = inProcessDaemonConfig(emu, { streams: STREAMS })
+  const runtime = await startAccountRuntime(config, { logger, checkpoints })
+  try {
+    checkpoints.register(blocker.sqlite, { logger })
+    await runtime.stop()
+    // Left open while the thread holds it: a SIGTERM now would end the process with SIGKILL.
+    expect(runtime.stuck()).toBe(true)
+    expect(runtime.app.mirror.sqlite.open).toBe(true)
+    await runtime.checkpoints.released()
+    await until('the mirror closed', () => !runtime.app.mirror.sqlite.open)
+    expect(runtime.stuck()).toBe(false)
+  } finally {
+    await checkpoints.stop()
+    await blocker.dispose()
+  }
 })

@@ -5,6 +5,8 @@ import { existsSync } from 'node:fs'
 import { expect, test } from 'vitest'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import type { AccountRuntime } from '../../../src/daemon/account-runtime.js'
+import { AccountSet } from '../../../src/daemon/account-set.js'
+import { startCheckpointService } from '../../../src/store/sqlite/background-checkpoints.js'
 import { accountsEnv, capturedLogger, compareAccount } from '../../support/accounts-env.js'
 import { until } from '../../support/daemon-env.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
@@ -72,3 +74,36 @@ test('applyAccounts adds one account and removes another while the others keep r
     await daemon.stop()
   }
 }, 120_000)
+
+test('opening and starting many accounts leaves the event loop turns between them (timers and HTTP keep running)', async () => {
+  const emu = await emulatorEnv({ accounts: 8, counts })
+  const { accounts } = accountsEnv(emu).load(emu.accounts)
+  const { logger } = capturedLogger('warn')
+  const checkpoints = startCheckpointService({ logger })
+  const set = new AccountSet({ logger, checkpoints })
+  // A turn of the event loop counted while the accounts open (what a lease heartbeat's timer needs).
+  let turns = 0
+  let counting = true
+  const count = () => {
+    turns++
+    if (counting) setImmediate(count)
+  }
+  setImmediate(count)
+  try {
+    await set.open(accounts)
+    const opening = turns
+    expect(set.runtimes.size).toBe(8)
+    // Every open is followed by a turn: the opens do not hold the loop together.
+    expect(opening).toBeGreaterThanOrEqual(8 / 4)
+    set.start()
+    // One starts now, the others each after a turn.
+    expect([...set.runtimes.values()].filter((r) => r.scheduler.active).length).toBe(1)
+    await until('every account started', () => [...set.runtimes.values()].every((r) => r.scheduler.active))
+    expect(turns).toBeGreaterThanOrEqual(opening + 7)
+  } finally {
+    counting = false
+    await set.stop()
+    await checkpoints.stop()
+    await emu.close()
+  }
+})

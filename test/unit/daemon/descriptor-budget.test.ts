@@ -6,6 +6,9 @@ import {
   checkDescriptors,
   DESCRIPTORS_BASE,
   DESCRIPTORS_PER_ACCOUNT,
+  DESCRIPTORS_PER_OPEN_MIRROR,
+  DESCRIPTORS_PER_PARKED_ACCOUNT,
+  MIN_OPEN_MIRRORS,
   descriptorShortfall,
   descriptorsNeeded,
   parseOpenFileLimits,
@@ -17,11 +20,15 @@ Max open files            1024                 524288               files
 Max locked memory         8388608              8388608              bytes
 `
 
-test('the need grows by the per-account figure over a fixed base', () => {
+test('one account keeps its mirror open; with more, idle mirrors are parked and each account needs about its socket', () => {
   expect(descriptorsNeeded(0)).toBe(DESCRIPTORS_BASE)
-  expect(descriptorsNeeded(1000) - descriptorsNeeded(999)).toBe(DESCRIPTORS_PER_ACCOUNT)
-  // At least the mirror's five files (writer and checkpoint connection) per account.
+  // At least the mirror's five files (writer and checkpoint connection) for a single account.
+  expect(descriptorsNeeded(1) - DESCRIPTORS_BASE).toBe(DESCRIPTORS_PER_ACCOUNT)
   expect(DESCRIPTORS_PER_ACCOUNT).toBeGreaterThanOrEqual(5)
+  expect(descriptorsNeeded(1000) - descriptorsNeeded(999)).toBe(DESCRIPTORS_PER_PARKED_ACCOUNT)
+  expect(descriptorsNeeded(1000)).toBe(
+    DESCRIPTORS_BASE + 1000 * DESCRIPTORS_PER_PARKED_ACCOUNT + DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS,
+  )
 })
 
 test('the soft and hard limits are read from /proc/self/limits; a text without them gives nothing', () => {
@@ -39,9 +46,9 @@ test('a few accounts fit under 1024; a thousand are told what they need and how 
   expect(line).toContain(`ulimit -n ${need}`)
   expect(line).toContain(`LimitNOFILE=${need}`)
   // Past the hard limit too: both must be raised, and `ulimit -n` alone cannot.
-  const hard = descriptorShortfall(1000, { soft: 1024, hard: 4096 })!
-  expect(hard).toContain('the hard limit (4096) is below that too')
-  expect(hard).not.toContain('ulimit -n 8')
+  const hard = descriptorShortfall(1000, { soft: 1024, hard: 1100 })!
+  expect(hard).toContain('the hard limit (1100) is below that too')
+  expect(hard).not.toContain('ulimit -n 1')
 })
 
 test('checkDescriptors logs the shortfall as one warning line; enough descriptors, or no /proc, log nothing', () => {
