@@ -11,13 +11,13 @@ import { assign } from '../../../src/coordination/rendezvous.js'
 import { secretsPathFor, writeSecretsFile } from '../../../src/store/repositories/secrets-file.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { keyVariable } from '../../support/accounts-env.js'
-import { query, startRun, until, type Running } from '../../support/daemon-env.js'
+import { query, until, type Running } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase } from '../../support/postgres-server.js'
 import { cleanEnv, ROOT, runCli } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { baseUrl, ownerOf, owners, replicaSamples, sampleValue, taggingProxy, userAgentOf } from './replicas-env.js'
+import { baseUrl, ownerOf, owners, replicaSamples, sampleValue, startReplica, taggingProxy, userAgentOf } from './replicas-env.js'
 
 const ACCOUNTS = 60
 const LEASE_SECONDS = 10
@@ -35,19 +35,14 @@ const running = new Map<string, Running>()
 const ids = () => emu.accounts.map((a) => a.id)
 
 function start(name: string): Running {
-  const run = startRun(
-    cleanEnv({
-      FSM_CONFIG: file,
-      FSM_BASE_URL: proxies.get(name)!.url,
-      FSM_DATA_DIR: dirs.get(name)!,
-      FSM_HTTP_HOST: '127.0.0.1',
-      FSM_HTTP_PORT: '0',
-      FSM_REPLICA_NAME: name,
-      FSM_SECRETS_KEY: SECRETS_KEY,
-      FSM_LOG_LEVEL: 'info',
-      ...Object.fromEntries(emu.accounts.map((a) => [keyVariable(a), a.apiKey])),
-    }),
-  )
+  const run = startReplica({
+    name,
+    config: file,
+    baseUrl: proxies.get(name)!.url,
+    dataDir: dirs.get(name)!,
+    accounts: emu.accounts,
+    secretsKey: SECRETS_KEY,
+  })
   running.set(name, run)
   return run
 }

@@ -4,9 +4,12 @@
 import { createServer, request as httpRequest, Agent } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { request } from 'undici'
-import type { Running } from '../../support/daemon-env.js'
+import { keyVariable } from '../../support/accounts-env.js'
+import { startRun, type Running } from '../../support/daemon-env.js'
+import type { AccountHandle } from '../../../emulator/index.js'
 import { parseExposition, type Sample } from '../../support/prometheus-text.js'
 import { pgQuery } from '../../support/postgres-server.js'
+import { cleanEnv } from '../../support/run-cli.js'
 
 /** The live leases by owner: account ids held unexpired by the server's clock. */
 export async function owners(url: string): Promise<Map<string, string[]>> {
@@ -21,6 +24,30 @@ export async function owners(url: string): Promise<Map<string, string[]>> {
   const by = new Map<string, string[]>()
   for (const r of rows) by.set(r.owner, [...(by.get(r.owner) ?? []), r.account_id])
   return by
+}
+
+/** Starts one `fsm-sync run` replica as a child: its name, data folder, upstream and every account's key. */
+export function startReplica(o: {
+  name: string
+  config: string
+  baseUrl: string
+  dataDir: string
+  accounts: readonly AccountHandle[]
+  secretsKey?: string
+}): Running {
+  return startRun(
+    cleanEnv({
+      FSM_CONFIG: o.config,
+      FSM_BASE_URL: o.baseUrl,
+      FSM_DATA_DIR: o.dataDir,
+      FSM_HTTP_HOST: '127.0.0.1',
+      FSM_HTTP_PORT: '0',
+      FSM_REPLICA_NAME: o.name,
+      ...(o.secretsKey === undefined ? {} : { FSM_SECRETS_KEY: o.secretsKey }),
+      FSM_LOG_LEVEL: 'info',
+      ...Object.fromEntries(o.accounts.map((a) => [keyVariable(a), a.apiKey])),
+    }),
+  )
 }
 
 /** The owner of each account, from `owners`. */

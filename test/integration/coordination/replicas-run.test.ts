@@ -11,12 +11,12 @@ import { assign } from '../../../src/coordination/rendezvous.js'
 import { secretsPathFor, writeSecretsFile } from '../../../src/store/repositories/secrets-file.js'
 import { sign } from '../../../src/webhooks/signature.js'
 import { keyVariable } from '../../support/accounts-env.js'
-import { query, startRun, until, type Running } from '../../support/daemon-env.js'
+import { query, until, type Running } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
-import { cleanEnv } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { owners, startReplica } from './replicas-env.js'
 
 const ACCOUNTS = 60
 let accountsFile: object
@@ -33,44 +33,17 @@ let file: string
 const dirs = new Map<string, string>()
 const running = new Map<string, Running>()
 
-/** The live leases by owner: account ids held unexpired by the server's clock. */
-async function owners(): Promise<Map<string, string[]>> {
-  const rows = await pgQuery<{ owner: string; account_id: string }>(
-    url,
-    `SELECT owner, account_id FROM fsm_coordination.account_leases WHERE owner IS NOT NULL AND expires_at > now() ORDER BY account_id`,
-  ).catch((err: unknown) => {
-    // Before the first replica created the tables.
-    if ((err as { code?: string }).code === '42P01') return []
-    throw err
-  })
-  const by = new Map<string, string[]>()
-  for (const r of rows) by.set(r.owner, [...(by.get(r.owner) ?? []), r.account_id])
-  return by
-}
-
 function start(name: string): Running {
   const dir = dirs.get(name) ?? tempDir()
   dirs.set(name, dir)
-  const run = startRun(
-    cleanEnv({
-      FSM_CONFIG: file,
-      FSM_BASE_URL: emu.url,
-      FSM_DATA_DIR: dir,
-      FSM_HTTP_HOST: '127.0.0.1',
-      FSM_HTTP_PORT: '0',
-      FSM_REPLICA_NAME: name,
-      FSM_SECRETS_KEY: SECRETS_KEY,
-      FSM_LOG_LEVEL: 'info',
-      ...Object.fromEntries(emu.accounts.map((a) => [keyVariable(a), a.apiKey])),
-    }),
-  )
+  const run = startReplica({ name, config: file, baseUrl: emu.url, dataDir: dir, accounts: emu.accounts, secretsKey: SECRETS_KEY })
   running.set(name, run)
   return run
 }
 
 /** Every account owned by one of `live` and synced in that owner's mirror (the emulator's row counts). */
 async function allSynced(live: readonly string[]): Promise<boolean> {
-  const by = await owners()
+  const by = await owners(url)
   let synced = 0
   for (const name of live)
     for (const id of by.get(name) ?? []) {
@@ -126,7 +99,7 @@ describe('three replicas, 60 accounts', () => {
     const by = await until(
       'every account owned by its rendezvous replica',
       async () => {
-        const o = await owners()
+        const o = await owners(url)
         const settled = [...wanted].every(([id, r]) => o.get(r)?.includes(id) === true)
         return settled ? o : undefined
       },
@@ -141,7 +114,7 @@ describe('three replicas, 60 accounts', () => {
   }, 90_000)
 
   test('a delivery posted to a replica that does not own the account is answered 200 and applied once by the owner', async () => {
-    const id = (await owners()).get('r2')![0]!
+    const id = (await owners(url)).get('r2')![0]!
     const mirror = path.join(dirs.get('r2')!, id, 'mirror.db')
     // As `webhooks register` on the owner leaves it: the owner publishes its secrets file, sealed.
     const createdAt = new Date().toISOString()
@@ -199,14 +172,14 @@ describe('three replicas, 60 accounts', () => {
   }, 60_000)
 
   test('SIGSTOP past the lease, then SIGCONT: the paused replica stops the accounts it lost and starts no request for them until it owns them again', async () => {
-    const mine = (await owners()).get('r2') ?? []
+    const mine = (await owners(url)).get('r2') ?? []
     expect(mine.length).toBeGreaterThan(0)
     const run = running.get('r2')!
     run.child.kill('SIGSTOP')
     await until(
       'its accounts owned by r1 and r3',
       async () => {
-        const o = await owners()
+        const o = await owners(url)
         return mine.every((id) => o.get('r1')?.includes(id) === true || o.get('r3')?.includes(id) === true)
       },
       (LEASE_SECONDS + 10) * 1000,
@@ -224,7 +197,7 @@ describe('three replicas, 60 accounts', () => {
     await until('the paused replica stops every account it lost', () => mine.every((id) => lost().includes(id)))
     // Rendezvous gives them back to it once it heartbeats again, under a new epoch.
     await until('its accounts back', async () => {
-      const held = (await owners()).get('r2') ?? []
+      const held = (await owners(url)).get('r2') ?? []
       return mine.every((id) => held.includes(id))
     })
     const back = await pgQuery<{ account_id: string; at: string }>(
@@ -239,7 +212,7 @@ describe('three replicas, 60 accounts', () => {
   }, 90_000)
 
   test('SIGTERM hands the replica’s accounts over at once: none is left held by it when it exits', async () => {
-    const mine = (await owners()).get('r2') ?? []
+    const mine = (await owners(url)).get('r2') ?? []
     expect(mine.length).toBeGreaterThan(0)
     const run = running.get('r2')!
     const t0 = Date.now()
@@ -247,9 +220,9 @@ describe('three replicas, 60 accounts', () => {
     expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
     running.delete('r2')
     // Released before exit: nothing of r2's is waiting for its lease to run out.
-    expect((await owners()).get('r2')).toBeUndefined()
+    expect((await owners(url)).get('r2')).toBeUndefined()
     await until('its accounts owned by the others', async () => {
-      const o = await owners()
+      const o = await owners(url)
       return mine.every((id) => o.get('r1')?.includes(id) === true || o.get('r3')?.includes(id) === true)
     })
     const seconds = (Date.now() - t0) / 1000
@@ -259,7 +232,7 @@ describe('three replicas, 60 accounts', () => {
   }, 90_000)
 
   test('SIGKILL: the killed replica’s accounts are owned again within the lease time + 10 s, and synced', async () => {
-    const mine = (await owners()).get('r3') ?? []
+    const mine = (await owners(url)).get('r3') ?? []
     expect(mine.length).toBeGreaterThan(0)
     const run = running.get('r3')!
     const t0 = Date.now()
@@ -269,7 +242,7 @@ describe('three replicas, 60 accounts', () => {
     await until(
       'its accounts owned by r1',
       async () => {
-        const o = await owners()
+        const o = await owners(url)
         return mine.every((id) => o.get('r1')?.includes(id) === true)
       },
       (LEASE_SECONDS + 10) * 1000,
@@ -284,7 +257,7 @@ describe('three replicas, 60 accounts', () => {
     writeFileSync(file, JSON.stringify({ ...accountsFile, accounts: kept }))
     running.get('r1')!.child.kill('SIGHUP')
     await until('the removed accounts released', async () => {
-      const held = (await owners()).get('r1') ?? []
+      const held = (await owners(url)).get('r1') ?? []
       return held.length === ACCOUNTS - gone.length && gone.every((id) => !held.includes(id))
     })
     const rows = await pgQuery<{ owner: string | null }>(

@@ -14,12 +14,12 @@ import { destinationTables } from '../../../src/destination/destination-tables.j
 import { keyVariable } from '../../support/accounts-env.js'
 import { compareMirror } from '../../support/compare-mirror.js'
 import { comparePostgres } from '../../support/compare-postgres.js'
-import { query, startRun, until, type Running } from '../../support/daemon-env.js'
+import { query, until, type Running } from '../../support/daemon-env.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
-import { cleanEnv } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { startReplica } from './replicas-env.js'
 
 const ACCOUNTS = 3
 const ROWS = 600
@@ -35,18 +35,7 @@ const mirrorOf = (replica: string, id: string) => path.join(dirs.get(replica)!, 
 function start(name: string): Running {
   const dir = tempDir()
   dirs.set(name, dir)
-  const run = startRun(
-    cleanEnv({
-      FSM_CONFIG: file,
-      FSM_BASE_URL: emu.url,
-      FSM_DATA_DIR: dir,
-      FSM_HTTP_HOST: '127.0.0.1',
-      FSM_HTTP_PORT: '0',
-      FSM_REPLICA_NAME: name,
-      FSM_LOG_LEVEL: 'info',
-      ...Object.fromEntries(emu.accounts.map((a) => [keyVariable(a), a.apiKey])),
-    }),
-  )
+  const run = startReplica({ name, config: file, baseUrl: emu.url, dataDir: dir, accounts: emu.accounts })
   running.set(name, run)
   return run
 }
