@@ -3,6 +3,7 @@
 // from Postgres, an owner's mirror read for its first sweeps after a time, and the emulator's log.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { appendFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -51,8 +52,11 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
     problems: new Map(),
     restores: new Map(),
   }
+  // FSM_BENCH_LOG_DIR keeps each replica's whole log (<name>.log) for a look after the run.
+  const keep = process.env.FSM_BENCH_LOG_DIR === undefined ? undefined : path.join(process.env.FSM_BENCH_LOG_DIR, `${name}.log`)
   let partial = ''
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    if (keep !== undefined) appendFileSync(keep, d)
     const parts = (partial + d).split('\n')
     partial = parts.pop() ?? ''
     for (const line of parts) {

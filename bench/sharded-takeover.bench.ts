@@ -204,6 +204,8 @@ export default async function shardedTakeover(): Promise<BenchResult> {
     // The emulator's logs: each orphan's requests from the kill to its first sweep of every stream;
     // every key's busiest 60 s over the whole run.
     const perTakeover: number[] = []
+    /** Per orphan: seconds from the new lease to its first request, and from that to the sweep of every stream. */
+    const firstRequest: [number, number][] = []
     const byResource = new Map<string, number>()
     const byRoute = new Map<string, number>()
     /** Each orphan's requests of its takeover by route, to show a typical one. */
@@ -226,6 +228,7 @@ export default async function shardedTakeover(): Promise<BenchResult> {
       if (o?.sweptAt === undefined || o.ownedAt === undefined) return
       const spent = reqs.filter((q) => q.startedAt >= killedAt && q.startedAt <= o.sweptAt!)
       perTakeover.push(spent.length)
+      if (spent[0] !== undefined) firstRequest.push([(spent[0].startedAt - o.ownedAt) / 1000, (o.sweptAt - spent[0].startedAt) / 1000])
       beforeOwned += spent.filter((q) => q.startedAt < o.ownedAt!).length
       const mine = new Map<string, number>()
       for (const q of spent) {
@@ -338,6 +341,17 @@ export default async function shardedTakeover(): Promise<BenchResult> {
         restored.map((r) => r.rows ?? 0),
         0.5,
       )}, in p50 ${r1(m.quantile(restoreMs, 0.5) / 1000)} s, max ${r1(Math.max(...restoreMs) / 1000)} s; not restored ${restores.length - restored.length} ${JSON.stringify(Object.fromEntries(notRestored))}; no line ${orphans.length - restores.length}.`,
+      `From the new lease to the orphan's first upstream request: p50 ${r1(
+        m.quantile(
+          firstRequest.map((x) => x[0]),
+          0.5,
+        ),
+      )} s, max ${r1(Math.max(...firstRequest.map((x) => x[0])))} s; from that request to every stream swept: p50 ${r1(
+        m.quantile(
+          firstRequest.map((x) => x[1]),
+          0.5,
+        ),
+      )} s, max ${r1(Math.max(...firstRequest.map((x) => x[1])))} s.`,
       `Requests of one takeover by route (${typical?.[0] ?? 'none'}, ${medianCount} requests, the median): ${JSON.stringify(Object.fromEntries([...(typical?.[1] ?? new Map<string, number>())].sort((x, y) => y[1] - x[1])))}; over all orphans ${JSON.stringify(Object.fromEntries([...byRoute].sort((x, y) => y[1] - x[1])))}.`,
       `Staleness: ${changes.length} web-app job updates (no webhook), one on each of the first orphans, written within ${r1((changesDoneAt - killedAt) / 1000)} s of the kill; measured from each one's updatedAt until the new owner's mirror holds it: p50 ${r1(m.quantile(stale, 0.5))}, max ${r1(Math.max(...stale))} s (not seen: ${stale.filter((x) => x === Number.POSITIVE_INFINITY).length}).`,
       `Budget: busiest 60 s of any key over the whole run (the backfills, any lease that moved, the takeover) ${worst.most} (${worst.id}); 429s answered ${limited}.`,
