@@ -3,6 +3,7 @@
 // from Postgres, an owner's mirror read for its first sweeps after a time, and the emulator's log.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { appendFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -21,6 +22,16 @@ export interface Replica {
   messages: Map<string, number>
   /** Warnings and errors by message (numbers made N, cut at 110 characters), counted. */
   problems: Map<string, number>
+  /** Its "takeover: the mirror is (not) restored from the warehouse" lines, by account. */
+  restores: Map<string, Restore>
+}
+
+export interface Restore {
+  restored: boolean
+  durationMs: number
+  rows?: number
+  adopted?: boolean
+  reason?: string
 }
 
 /** `fsm-sync run` from source as one replica named `name`, its own data folder, logs at info. */
@@ -39,13 +50,26 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
     exited: new Promise((resolve) => child.on('close', (code) => resolve(code))),
     messages: new Map(),
     problems: new Map(),
+    restores: new Map(),
   }
+  // FSM_BENCH_LOG_DIR keeps each replica's whole log (<name>.log) for a look after the run.
+  const keep = process.env.FSM_BENCH_LOG_DIR === undefined ? undefined : path.join(process.env.FSM_BENCH_LOG_DIR, `${name}.log`)
   let partial = ''
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    if (keep !== undefined) appendFileSync(keep, d)
     const parts = (partial + d).split('\n')
     partial = parts.pop() ?? ''
     for (const line of parts) {
-      let doc: { level?: string; msg?: string; error?: string; reason?: string }
+      let doc: {
+        level?: string
+        msg?: string
+        error?: string
+        reason?: string
+        account?: string
+        durationMs?: number
+        rows?: number
+        adopted?: boolean
+      }
       try {
         doc = JSON.parse(line) as typeof doc
       } catch {
@@ -54,6 +78,14 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
       const msg = doc.msg ?? ''
       const key = doc.reason === undefined ? msg : `${msg} (${doc.reason})`
       r.messages.set(key, (r.messages.get(key) ?? 0) + 1)
+      if (msg.startsWith('takeover: the mirror is') && doc.account !== undefined)
+        r.restores.set(doc.account, {
+          restored: msg.includes('is restored'),
+          durationMs: doc.durationMs ?? Number.NaN,
+          ...(doc.rows === undefined ? {} : { rows: doc.rows }),
+          ...(doc.adopted === undefined ? {} : { adopted: doc.adopted }),
+          ...(doc.reason === undefined ? {} : { reason: doc.reason }),
+        })
       if (['warn', 'error', 'fatal'].includes(doc.level ?? '') && !msg.startsWith('fsm-sync run: listening on')) {
         // Alike when they differ only in numbers (pids, seconds, ids): counted as one.
         const text = `${msg}${doc.error === undefined ? '' : `: ${doc.error}`}`.replace(/[0-9a-f]*\d[0-9a-f]*/g, 'N').slice(0, 110)
@@ -148,6 +180,15 @@ export function sweptAllSince(db: Database.Database, streams: readonly string[],
   return last
 }
 
+/** A job's `updated_at` in a mirror; undefined when absent or while the new owner's file has no tables yet. */
+export function mirrorJobUpdatedAt(db: Database.Database, jobId: string): string | undefined {
+  try {
+    return db.prepare('SELECT updated_at FROM jobs WHERE id = ?').pluck().get(jobId) as string | undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The mirror's last change_log position (0 when empty or unreadable). */
 export function mirrorSeq(db: Database.Database): number {
   try {
@@ -159,17 +200,24 @@ export function mirrorSeq(db: Database.Database): number {
 
 export interface LoggedRequest {
   startedAt: number
+  method: string
   path: string
   status: number
 }
 
 /** An account's API requests in the emulator's log (control routes left out), in arrival order. */
 export async function apiRequests(controlUrl: string): Promise<LoggedRequest[]> {
-  const entries = await control<{ startedAt: string; path: string; status: number }[]>(controlUrl, 'GET', '/requests')
+  const entries = await control<{ startedAt: string; method: string; path: string; status: number }[]>(controlUrl, 'GET', '/requests')
   return entries
     .filter((e) => e.path.startsWith('/api/'))
-    .map((e) => ({ startedAt: Date.parse(e.startedAt), path: e.path, status: e.status }))
+    .map((e) => ({ startedAt: Date.parse(e.startedAt), method: e.method, path: e.path, status: e.status }))
     .sort((a, b) => a.startedAt - b.startedAt)
+}
+
+/** `GET /api/v1/jobs/123` -> `GET jobs/:id`: a request's route, ids left out. */
+export function routeOf(q: LoggedRequest): string {
+  const parts = q.path.replace(/^\/api\/(v1\/)?/, '').split('/')
+  return `${q.method} ${parts.map((p) => (/\d/.test(p) ? ':id' : p)).join('/')}`
 }
 
 /** `/api/v1/jobs/123` -> `jobs`; `/api/v1/objects/equipment/records` -> `objects/equipment`. */

@@ -82,8 +82,8 @@ export default async function shardedTakeover(): Promise<BenchResult> {
   const byId = new Map(emu.accounts.map((a) => [a.id, a]))
   const wanted = assign(ids, REPLICAS)
   const replicas = new Map<string, s.Replica>()
-  // Today an account that moves to another replica is no longer replicated (the warehouse refuses
-  // a second mirror), so the three names are registered first and the initial owners are final.
+  // The three names are registered first, so the initial owners are final and no account is
+  // handed over (nor restored from the warehouse) before the kill.
   const stopHeartbeats = await s.preRegister(pool, REPLICAS)
   const started = Date.now()
   for (const name of REPLICAS)
@@ -179,7 +179,7 @@ export default async function shardedTakeover(): Promise<BenchResult> {
         const l = held.get(c.id)
         if (c.seenAt !== undefined || l === undefined || !l.live || !replicas.has(l.owner!)) continue
         const db = mirrors.get(s.mirrorOf(replicas.get(l.owner!)!, c.id))
-        const stored = db?.prepare('SELECT updated_at FROM jobs WHERE id = ?').pluck().get(c.jobId) as string | undefined
+        const stored = db === undefined ? undefined : s.mirrorJobUpdatedAt(db, c.jobId)
         if (stored !== undefined && Date.parse(stored) >= c.writtenAt) c.seenAt = now
       }
       for (const c of changes) {
@@ -204,7 +204,12 @@ export default async function shardedTakeover(): Promise<BenchResult> {
     // The emulator's logs: each orphan's requests from the kill to its first sweep of every stream;
     // every key's busiest 60 s over the whole run.
     const perTakeover: number[] = []
+    /** Per orphan: seconds from the new lease to its first request, and from that to the sweep of every stream. */
+    const firstRequest: [number, number][] = []
     const byResource = new Map<string, number>()
+    const byRoute = new Map<string, number>()
+    /** Each orphan's requests of its takeover by route, to show a typical one. */
+    const routesOf = new Map<string, Map<string, number>>()
     let beforeOwned = 0
     let worst = { id: '', most: 0 }
     let over = 0
@@ -223,8 +228,15 @@ export default async function shardedTakeover(): Promise<BenchResult> {
       if (o?.sweptAt === undefined || o.ownedAt === undefined) return
       const spent = reqs.filter((q) => q.startedAt >= killedAt && q.startedAt <= o.sweptAt!)
       perTakeover.push(spent.length)
+      if (spent[0] !== undefined) firstRequest.push([(spent[0].startedAt - o.ownedAt) / 1000, (o.sweptAt - spent[0].startedAt) / 1000])
       beforeOwned += spent.filter((q) => q.startedAt < o.ownedAt!).length
-      for (const q of spent) byResource.set(s.resourceOf(q.path), (byResource.get(s.resourceOf(q.path)) ?? 0) + 1)
+      const mine = new Map<string, number>()
+      for (const q of spent) {
+        byResource.set(s.resourceOf(q.path), (byResource.get(s.resourceOf(q.path)) ?? 0) + 1)
+        byRoute.set(s.routeOf(q), (byRoute.get(s.routeOf(q)) ?? 0) + 1)
+        mine.set(s.routeOf(q), (mine.get(s.routeOf(q)) ?? 0) + 1)
+      }
+      routesOf.set(a.id, mine)
     })
     const done = orphans.filter((o) => o.sweptAt !== undefined)
     const ownedS = orphans.filter((o) => o.ownedAt !== undefined).map((o) => (o.ownedAt! - killedAt) / 1000)
@@ -234,6 +246,17 @@ export default async function shardedTakeover(): Promise<BenchResult> {
     const mean = (xs: number[]) => (xs.length === 0 ? Number.NaN : xs.reduce((x, y) => x + y, 0) / xs.length)
     const meanRequests = r1(mean(perTakeover))
     const moved = orphans.filter((o) => o.owners.size > 1).length
+    // A typical takeover: the first orphan whose count is the median.
+    const medianCount = m.quantile(perTakeover, 0.5)
+    const typical = [...routesOf].find(([, rs]) => [...rs.values()].reduce((x, y) => x + y, 0) === medianCount)
+    const restores = orphans.flatMap((o) => {
+      const r = o.owner === undefined ? undefined : replicas.get(o.owner)?.restores.get(o.id)
+      return r === undefined ? [] : [r]
+    })
+    const restored = restores.filter((r) => r.restored)
+    const notRestored = new Map<string, number>()
+    for (const r of restores.filter((x) => !x.restored)) notRestored.set(r.reason ?? '', (notRestored.get(r.reason ?? '') ?? 0) + 1)
+    const restoreMs = restored.map((r) => r.durationMs)
     const leaves = [...replicas.values()].map(
       (r) =>
         `${r.name} ${JSON.stringify(Object.fromEntries([...r.messages].filter(([k]) => k.startsWith('account leaves this replica'))))}`,
@@ -314,6 +337,22 @@ export default async function shardedTakeover(): Promise<BenchResult> {
       `Steady state: each account leased by its rendezvous replica, every stream swept in that replica's mirror (its sync_runs) and the warehouse's state row at the mirror's last change_log seq; reached ${r1(steadySeconds)} s after the spawn; then ${SETTLE_SECONDS} s of rest before the kill. Peak RSS by then: ${REPLICAS.map((n) => `${n} ${r1(rssSteady.get(n)!.peakRssBytes / MiB)} MiB`).join(', ')}.`,
       `Takeover: owned = the new lease's acquired_at (server clock); sweeping = the new owner's first successful sweep of every stream started after that (its mirror's sync_runs), ${done.length} of ${orphans.length} within ${TAKEOVER_TIMEOUT_SECONDS} s. Owned again after p50 ${r1(m.quantile(ownedS, 0.5))} s, max ${r1(Math.max(...ownedS))} s; sweeping again after p50 ${r1(m.quantile(sweptS, 0.5))}, p90 ${r1(m.quantile(sweptS, 0.9))}, max ${r1(Math.max(...sweptS))} s. Orphans that changed owner again meanwhile: ${moved}. "account leaves this replica" lines of the survivors over the run, by reason: ${leaves.join(', ')}.`,
       `Requests per takeover (the orphan's key in the emulator's log, from the kill to that first sweep of every stream; the upstream cannot tell replicas apart, and none but the new owner may request then): mean ${meanRequests}, p50 ${m.quantile(perTakeover, 0.5)}, p90 ${m.quantile(perTakeover, 0.9)}, max ${Math.max(...perTakeover)}; by resource over all orphans ${JSON.stringify(Object.fromEntries([...byResource].sort((x, y) => y[1] - x[1])))}; before the new lease was acquired: ${beforeOwned}.`,
+      `Restore at the takeover (the new owners' "takeover: the mirror is (not) restored from the warehouse" lines): ${restored.length} of ${orphans.length} restored from the warehouse (adopted ${restored.filter((r) => r.adopted === true).length}), rows p50 ${m.quantile(
+        restored.map((r) => r.rows ?? 0),
+        0.5,
+      )}, in p50 ${r1(m.quantile(restoreMs, 0.5) / 1000)} s, max ${r1(Math.max(...restoreMs) / 1000)} s; not restored ${restores.length - restored.length} ${JSON.stringify(Object.fromEntries(notRestored))}; no line ${orphans.length - restores.length}.`,
+      `From the new lease to the orphan's first upstream request: p50 ${r1(
+        m.quantile(
+          firstRequest.map((x) => x[0]),
+          0.5,
+        ),
+      )} s, max ${r1(Math.max(...firstRequest.map((x) => x[0])))} s; from that request to every stream swept: p50 ${r1(
+        m.quantile(
+          firstRequest.map((x) => x[1]),
+          0.5,
+        ),
+      )} s, max ${r1(Math.max(...firstRequest.map((x) => x[1])))} s.`,
+      `Requests of one takeover by route (${typical?.[0] ?? 'none'}, ${medianCount} requests, the median): ${JSON.stringify(Object.fromEntries([...(typical?.[1] ?? new Map<string, number>())].sort((x, y) => y[1] - x[1])))}; over all orphans ${JSON.stringify(Object.fromEntries([...byRoute].sort((x, y) => y[1] - x[1])))}.`,
       `Staleness: ${changes.length} web-app job updates (no webhook), one on each of the first orphans, written within ${r1((changesDoneAt - killedAt) / 1000)} s of the kill; measured from each one's updatedAt until the new owner's mirror holds it: p50 ${r1(m.quantile(stale, 0.5))}, max ${r1(Math.max(...stale))} s (not seen: ${stale.filter((x) => x === Number.POSITIVE_INFINITY).length}).`,
       `Budget: busiest 60 s of any key over the whole run (the backfills, any lease that moved, the takeover) ${worst.most} (${worst.id}); 429s answered ${limited}.`,
       `Survivors' most frequent warnings and errors over the run (numbers as N): ${[...replicas.values()].map((r) => `${r.name}: ${JSON.stringify(s.top(r.problems, 6))}`).join('; ')}.`,
