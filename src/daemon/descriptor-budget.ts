@@ -31,6 +31,17 @@ export function parseOpenFileLimits(text: string): { soft: number; hard: number 
   return { soft: value(m[1]!), hard: value(m[2]!) }
 }
 
+const readProcLimits = () => readFileSync('/proc/self/limits', 'utf8')
+
+/** The process's open-file limits; undefined where they cannot be read (not Linux). */
+function readOpenFileLimits(readLimits: () => string): { soft: number; hard: number } | undefined {
+  try {
+    return parseOpenFileLimits(readLimits())
+  } catch {
+    return undefined
+  }
+}
+
 /** The one line to log when `accounts` need more than the soft limit allows; undefined when they fit. */
 export function descriptorShortfall(accounts: number, limits: { soft: number; hard: number }): string | undefined {
   const need = descriptorsNeeded(accounts)
@@ -51,17 +62,8 @@ function describe(accounts: number): string {
 }
 
 /** Logs the shortfall once (Linux: reads /proc/self/limits; elsewhere nothing is checked). */
-export function checkDescriptors(
-  accounts: number,
-  logger: Logger,
-  readLimits: () => string = () => readFileSync('/proc/self/limits', 'utf8'),
-): void {
-  let limits
-  try {
-    limits = parseOpenFileLimits(readLimits())
-  } catch {
-    return
-  }
+export function checkDescriptors(accounts: number, logger: Logger, readLimits: () => string = readProcLimits): void {
+  const limits = readOpenFileLimits(readLimits)
   if (limits === undefined) return
   const shortfall = descriptorShortfall(accounts, limits)
   if (shortfall === undefined) logger.debug({ accounts, need: descriptorsNeeded(accounts), soft: limits.soft }, 'file descriptors suffice')
@@ -78,13 +80,8 @@ export const MIN_OPEN_MIRRORS = 16
 let softLimit: number | undefined
 
 /** The soft `ulimit -n` of this process, read once (Linux); infinite when it cannot be read. */
-export function openFileLimit(readLimits: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number {
-  if (softLimit !== undefined) return softLimit
-  try {
-    softLimit = parseOpenFileLimits(readLimits())?.soft ?? Number.POSITIVE_INFINITY
-  } catch {
-    softLimit = Number.POSITIVE_INFINITY
-  }
+export function openFileLimit(readLimits: () => string = readProcLimits): number {
+  softLimit ??= readOpenFileLimits(readLimits)?.soft ?? Number.POSITIVE_INFINITY
   return softLimit
 }
 
