@@ -1,8 +1,9 @@
 // One replica's series on /metrics (docs/metrics.md, Replicas), labelled `replica` only: 22 series
 // per replica whatever the number of accounts. The coordinator's counts are read when scraped; the
 // handover histogram is observed once a taken-over account's first sweep has ended.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Gauge, Histogram, type Registry } from 'prom-client'
 import { STOP_REASONS, type CoordinatorStats } from '../coordination/coordinator.js'
+import { mirroredLabelledCounter } from './mirrored-counter.js'
 
 export interface ReplicaMetricSources {
   replica: string
@@ -46,37 +47,30 @@ export class ReplicaMetrics {
       "Accounts of the list no replica holds an unexpired lease on, at this replica's last heartbeat",
       () => s.stats.waiting,
     )
-    new Counter({
-      name: 'fsm_replica_lease_renewals_total',
-      help: 'Heartbeats that renewed every lease of this replica in one statement (ok), or failed to (failed)',
-      labelNames: ['replica', 'outcome'],
+    mirroredLabelledCounter(
       registers,
-      collect() {
-        this.reset()
-        this.inc({ ...labels, outcome: 'ok' }, s.stats.renewals.ok)
-        this.inc({ ...labels, outcome: 'failed' }, s.stats.renewals.failed)
-      },
-    })
-    new Counter({
-      name: 'fsm_replica_takeovers_total',
-      help: 'Leases this replica took over from an earlier owner (released or expired)',
-      labelNames: ['replica'],
+      'fsm_replica_lease_renewals_total',
+      'Heartbeats that renewed every lease of this replica in one statement (ok), or failed to (failed)',
+      ['replica', 'outcome'],
+      () => [
+        [{ ...labels, outcome: 'ok' }, s.stats.renewals.ok],
+        [{ ...labels, outcome: 'failed' }, s.stats.renewals.failed],
+      ],
+    )
+    mirroredLabelledCounter(
       registers,
-      collect() {
-        this.reset()
-        this.inc(labels, s.stats.takeovers)
-      },
-    })
-    new Counter({
-      name: 'fsm_replica_accounts_stopped_total',
-      help: 'Accounts whose runtime stopped on this replica, by reason (lost, expired, handover, shutdown, displaced)',
-      labelNames: ['replica', 'reason'],
+      'fsm_replica_takeovers_total',
+      'Leases this replica took over from an earlier owner (released or expired)',
+      ['replica'],
+      () => [[labels, s.stats.takeovers]],
+    )
+    mirroredLabelledCounter(
       registers,
-      collect() {
-        this.reset()
-        for (const reason of STOP_REASONS) this.inc({ ...labels, reason }, s.stats.stopped[reason])
-      },
-    })
+      'fsm_replica_accounts_stopped_total',
+      'Accounts whose runtime stopped on this replica, by reason (lost, expired, handover, shutdown, displaced)',
+      ['replica', 'reason'],
+      () => STOP_REASONS.map((reason) => [{ ...labels, reason }, s.stats.stopped[reason]] as const),
+    )
     this.#handover = new Histogram({
       name: 'fsm_replica_handover_seconds',
       help: "From the end of an account's previous lease (released or expired, by the server's clock) to the end of its first sweep here",
