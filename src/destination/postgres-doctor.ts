@@ -68,8 +68,8 @@ function describeTables(columns: readonly ExistingColumn[], tables: readonly Tab
   return `${present} of ${tables.length} tables present, with the expected column types`
 }
 
-/** What the replicator does to each table: read, upsert, delete, and TRUNCATE for a load. */
-const TABLE_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'] as const
+/** What the replicator does to each table: read, upsert and delete (a load deletes its account's rows: no TRUNCATE). */
+const TABLE_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const
 
 /**
  * Whether `user` may keep the replica: each privilege checked on its own (has_*_privilege with a

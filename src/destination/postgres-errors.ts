@@ -85,7 +85,7 @@ export function explainDestinationError(err: unknown, url: string, schema: strin
     case '42501':
       return new DestinationError(
         'privilege',
-        `${user} lacks a privilege on ${target} (${raw}): grant it, e.g. GRANT CREATE ON DATABASE "${db}" TO "${user}"; (to create the schema ${schema}) or GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}";, or, for tables another role owns, GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA "${schema}" TO "${user}"; as their owner (fsm-sync doctor names what is missing)`,
+        `${user} lacks a privilege on ${target} (${raw}): grant it, e.g. GRANT CREATE ON DATABASE "${db}" TO "${user}"; (to create the schema ${schema}) or GRANT USAGE, CREATE ON SCHEMA "${schema}" TO "${user}";, or, for tables another role owns, GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "${schema}" TO "${user}"; as their owner (fsm-sync doctor names what is missing)`,
         { cause: err },
       )
     case '55P03':
