@@ -1,7 +1,8 @@
 // The process's Postgres connections for every account's destination: at most maxConnections
 // sessions (destination.postgres.maxConnections), each lent to one destination for one operation (a
 // batch, a load, the schema's setup) and given back, so a thousand accounts share a few connections.
-// Waiting destinations are served in turn. A session is lent outside any transaction and lock.
+// Waiting destinations are served in turn. A session is lent outside any transaction and lock. One
+// left idle for idleTimeoutMs is closed, so a quiet process holds no connection.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import type { Clock } from '../model/clock.js'
@@ -13,6 +14,17 @@ export interface DestinationPoolSettings {
   clock: Clock
   /** The most Postgres connections open at once, for every account of the process together. */
   maxConnections: number
+  /** How long a connection stays open unused before it is closed (default IDLE_TIMEOUT_MS). */
+  idleTimeoutMs?: number
+}
+
+/** A connection unused this long is closed: a destination with changes to apply uses its session every poll (200 ms). */
+export const IDLE_TIMEOUT_MS = 30_000
+
+interface IdleSession {
+  session: PooledSession
+  /** Cancels the timer that closes it. */
+  cancel: () => void
 }
 
 export interface PooledSession extends Session {
@@ -34,7 +46,8 @@ export async function endClient(client: pg.Client): Promise<void> {
 
 export class DestinationPool {
   readonly settings: DestinationPoolSettings
-  #idle: PooledSession[] = []
+  /** Idle sessions, the most recently given back last: that one is lent first, so the others can time out. */
+  #idle: IdleSession[] = []
   #open = 0
   #waiting: (() => void)[] = []
   #ended = false
@@ -59,8 +72,9 @@ export class DestinationPool {
       if (this.#ended) throw new Error('the destination pool is closed')
       const idle = this.#idle.pop()
       if (idle !== undefined) {
-        if (!idle.broken) return idle
-        await this.#discard(idle)
+        idle.cancel()
+        if (!idle.session.broken) return idle.session
+        await this.#discard(idle.session)
         continue
       }
       if (this.#open < this.settings.maxConnections) {
@@ -80,7 +94,11 @@ export class DestinationPool {
   /** Gives a session back; `discard` (or a broken one) closes it: after a failure its state is unknown. */
   release(session: PooledSession, options: { discard?: boolean } = {}): Promise<void> {
     if (options.discard === true || session.broken || this.#ended) return this.#discard(session)
-    this.#idle.push(session)
+    const entry: IdleSession = {
+      session,
+      cancel: this.settings.clock.setTimer(this.settings.idleTimeoutMs ?? IDLE_TIMEOUT_MS, () => this.#expire(entry), { background: true }),
+    }
+    this.#idle.push(entry)
     this.#wake()
     return Promise.resolve()
   }
@@ -89,8 +107,17 @@ export class DestinationPool {
   async end(): Promise<void> {
     this.#ended = true
     const idle = this.#idle.splice(0)
-    await Promise.all(idle.map((s) => this.#discard(s)))
+    for (const i of idle) i.cancel()
+    await Promise.all(idle.map((i) => this.#discard(i.session)))
     for (const wake of this.#waiting.splice(0)) wake()
+  }
+
+  /** Closes a session that stayed idle past the timeout (unless it was lent meanwhile). */
+  #expire(entry: IdleSession): void {
+    const at = this.#idle.indexOf(entry)
+    if (at < 0) return
+    this.#idle.splice(at, 1)
+    void this.#discard(entry.session)
   }
 
   #discard(session: PooledSession): Promise<void> {

@@ -115,13 +115,15 @@ export function sweepObjectRecords(
     ctx,
     'sweep',
     stream,
-    async ({ committed, runId }) => {
+    async (scope) => {
+      const { committed, runId } = scope
       const writer = new RecordWriter(ctx.mirror.sqlite, customObjects.table, { scope: { column: 'slug', value: slug } })
       // An unreadable cursor restarts with a full walk (no updated_since): webhooks write
       // custom_records too, so no bookmark can be derived from the table. Newer wins on re-reads.
       const resumed = options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream, runId, ObjectCursorSchema, 'a full walk')
       const stored: ObjectCursor = resumed.cursor ?? {}
       const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: ObjectCursor, observedAt: string) => {
+        runId()
         const now = isoNow(ctx.now())
         const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
         ctx.state.setCursor(stream, cursor, now)
@@ -149,7 +151,13 @@ export function sweepObjectRecords(
             ? { updatedSince: bookmark }
             : { ...(stored.updatedSince === undefined ? {} : { updatedSince: stored.updatedSince }), next: page.next, bookmark }
         const rows = page.rows.map((r) => customRecordToRow(r))
-        committed.rows += commit(rows, cursor, isoNow(source.lastStartedAt))
+        // As for record sweeps (record-sweep.ts): a page without rows leaves its cursor to the next commit.
+        scope.deferred = undefined
+        if (rows.length > 0) committed.rows += commit(rows, cursor, isoNow(source.lastStartedAt))
+        else {
+          const at = isoNow(ctx.now())
+          scope.deferred = () => ctx.state.setCursor(stream, cursor, at)
+        }
         for (const r of type === undefined ? [] : page.rows) {
           const updated = parseInstant(typeof r.updatedAt === 'string' ? r.updatedAt : '')
           if (Number.isNaN(fetchedAt) || !(updated <= fetchedAt))
@@ -174,7 +182,7 @@ export function sweepObjectRecords(
       }
       return { rows: committed.rows, ...(Object.keys(details).length === 0 ? {} : { details }) }
     },
-    source,
+    { source, rowAtFirstCommit: true },
   )
 }
 
@@ -209,7 +217,7 @@ export function reconcileObjectRecords(ctx: SyncContext, slug: string, source: C
       const marked = ctx.mirror.sqlite.transaction(() => writer.markDeleted(gone, isoNow(ctx.now())).changed.length)()
       return { rows: marked, details: { walked: seen.size } }
     },
-    source,
+    { source },
   )
 }
 

@@ -36,79 +36,102 @@ function movedPast(cursor: KeysetCursor | undefined, from: KeysetCursor | undefi
 }
 
 export function sweepRecords(ctx: SyncContext, stream: RecordStream, options: SweepOptions = {}): Promise<RunResult> {
-  return trackedRun(ctx, 'sweep', stream.name, async ({ source, committed, runId }) => {
-    const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
-    // An unreadable cursor restarts the stream with a full walk, not from the newest updatedAt in
-    // its table: webhooks write that table too, so its newest row says nothing of how far the
-    // sweep had come. Re-reading is harmless (newer wins) and costs one backfill's requests.
-    const { cursor: stored, cursorReset } =
-      options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
-    const backfill = stored === undefined
-    const progress = { rowsRead: 0, rowsRemaining: undefined as number | undefined }
-    const report = (done: boolean): ProgressUpdate => ({
-      stream: stream.name,
-      rowsRead: progress.rowsRead,
-      rowsChanged: committed.rows,
-      rowsRemaining: done ? 0 : progress.rowsRemaining,
-      requests: source.requests,
-      backfill,
-      done,
-    })
-    // What `status` in another process reads in the run's row: written at the start (a backfill
-    // whose size is not known yet) and then with each page, in the page's transaction.
-    const store = (rowsChanged: number, now: string) => {
-      const remaining = progress.rowsRemaining
-      ctx.state.setRunProgress(runId, {
+  // The run's row is written with its first commit: an incremental sweep that finds nothing commits
+  // once, at its end (tracked-run.ts). A backfill writes it at once, for `status` to show it.
+  return trackedRun(
+    ctx,
+    'sweep',
+    stream.name,
+    async (scope) => {
+      const { source, committed, runId } = scope
+      const writer = new RecordWriter(ctx.mirror.sqlite, stream.table)
+      // An unreadable cursor restarts the stream with a full walk, not from the newest updatedAt in
+      // its table: webhooks write that table too, so its newest row says nothing of how far the
+      // sweep had come. Re-reading is harmless (newer wins) and costs one backfill's requests.
+      const { cursor: stored, cursorReset } =
+        options.full === true ? { cursor: undefined } : resumeCursor(ctx, stream.name, runId, KeysetCursorSchema, 'a full walk')
+      const backfill = stored === undefined
+      const progress = { rowsRead: 0, rowsRemaining: undefined as number | undefined }
+      const report = (done: boolean): ProgressUpdate => ({
+        stream: stream.name,
         rowsRead: progress.rowsRead,
-        rowsChanged,
+        rowsChanged: committed.rows,
+        rowsRemaining: done ? 0 : progress.rowsRemaining,
         requests: source.requests,
-        rowsRemaining: remaining ?? null,
-        requestsRemaining: remaining === undefined ? null : requestsFor(remaining, ctx.options.pageSize),
         backfill,
-        budgetPerMinute: ctx.budgetPerMinute?.() ?? null,
-        at: now,
+        done,
       })
-    }
-    store(0, isoNow(ctx.now()))
-    const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
-      const now = isoNow(ctx.now())
-      const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
-      if (cursor !== undefined) ctx.state.setCursor(stream.name, cursor, now)
-      store(committed.rows + changed.length, now)
-      return changed.length
-    })
-    let pages = 0
-    let capped = false
-    const firstAnswered = backfill && options.firstPages !== undefined ? options.firstPages.take(stream.name, source) : source
-    for await (const page of updatedAtKeyset(firstAnswered, stream.route, {
-      cursor: stored,
-      limit: ctx.options.pageSize,
-      // The allowance for upstream commit lag: how the stored cursor's re-read point is derived.
-      lookbackMs: ctx.options.lookbackMs,
-      clock: { now: ctx.now },
-      onWarning: (message) => ctx.logger.warn({ stream: stream.name }, message),
-      // A first walk is a backfill: it yields to incremental sweeps of other streams (docs/sweeping.md,
-      // The request budget).
-      priority: backfill ? 'reconcile' : 'sweep',
-      ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
-    })) {
-      progress.rowsRead += page.rows.length
-      progress.rowsRemaining = page.remaining
-      committed.rows += commit(
-        page.rows.map((r) => stream.toRow(r)),
-        page.cursor,
-        isoNow(source.lastStartedAt),
-      )
-      ctx.progress?.update(report(false))
-      // A walk stops at the cap only when its cursor moved on, so the next one starts further on (a
-      // tie larger than the cap is read through); a last page (nothing remaining) is the end.
-      if (++pages >= (options.maxPages ?? Infinity) && page.remaining !== 0 && movedPast(page.cursor, stored)) {
-        capped = true
-        break
+      // What `status` in another process reads in the run's row: written with the row (a backfill
+      // whose size is not known yet) and then with each page, in the page's transaction.
+      const store = (rowsChanged: number, now: string) => {
+        const remaining = progress.rowsRemaining
+        ctx.state.setRunProgress(runId(), {
+          rowsRead: progress.rowsRead,
+          rowsChanged,
+          requests: source.requests,
+          rowsRemaining: remaining ?? null,
+          requestsRemaining: remaining === undefined ? null : requestsFor(remaining, ctx.options.pageSize),
+          backfill,
+          budgetPerMinute: ctx.budgetPerMinute?.() ?? null,
+          at: now,
+        })
       }
-    }
-    if (!capped) ctx.progress?.update(report(true))
-    const details = { ...(cursorReset === undefined ? {} : { cursorReset }), ...(capped ? { capped: true } : {}) }
-    return { rows: committed.rows, ...(Object.keys(details).length === 0 ? {} : { details }) }
-  })
+      if (backfill) ctx.mirror.sqlite.transaction(() => store(0, isoNow(ctx.now())))()
+      const commit = ctx.mirror.sqlite.transaction((rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string) => {
+        const now = isoNow(ctx.now())
+        const { changed } = writer.upsert(rows, { now, observedAt, replaceTies: true })
+        if (cursor !== undefined) ctx.state.setCursor(stream.name, cursor, now)
+        store(committed.rows + changed.length, now)
+        return changed.length
+      })
+      // A page that brought no row moves only the cursor: that waits for the run's next commit (a
+      // later page's, or the run's end), so a quiet sweep commits once. A kill before then re-reads
+      // a page that held nothing.
+      const commitOrDefer = (rows: RecordRow[], cursor: KeysetCursor | undefined, observedAt: string): number => {
+        if (rows.length > 0) {
+          scope.deferred = undefined
+          return commit(rows, cursor, observedAt)
+        }
+        if (cursor !== undefined) {
+          const at = isoNow(ctx.now())
+          scope.deferred = () => ctx.state.setCursor(stream.name, cursor, at)
+        }
+        return 0
+      }
+      let pages = 0
+      let capped = false
+      const firstAnswered = backfill && options.firstPages !== undefined ? options.firstPages.take(stream.name, source) : source
+      for await (const page of updatedAtKeyset(firstAnswered, stream.route, {
+        cursor: stored,
+        limit: ctx.options.pageSize,
+        // The allowance for upstream commit lag: how the stored cursor's re-read point is derived.
+        lookbackMs: ctx.options.lookbackMs,
+        clock: { now: ctx.now },
+        onWarning: (message) => ctx.logger.warn({ stream: stream.name }, message),
+        // A first walk is a backfill: it yields to incremental sweeps of other streams (docs/sweeping.md,
+        // The request budget).
+        priority: backfill ? 'reconcile' : 'sweep',
+        ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+      })) {
+        progress.rowsRead += page.rows.length
+        progress.rowsRemaining = page.remaining
+        committed.rows += commitOrDefer(
+          page.rows.map((r) => stream.toRow(r)),
+          page.cursor,
+          isoNow(source.lastStartedAt),
+        )
+        ctx.progress?.update(report(false))
+        // A walk stops at the cap only when its cursor moved on, so the next one starts further on (a
+        // tie larger than the cap is read through); a last page (nothing remaining) is the end.
+        if (++pages >= (options.maxPages ?? Infinity) && page.remaining !== 0 && movedPast(page.cursor, stored)) {
+          capped = true
+          break
+        }
+      }
+      if (!capped) ctx.progress?.update(report(true))
+      const details = { ...(cursorReset === undefined ? {} : { cursorReset }), ...(capped ? { capped: true } : {}) }
+      return { rows: committed.rows, ...(Object.keys(details).length === 0 ? {} : { details }) }
+    },
+    { rowAtFirstCommit: true },
+  )
 }

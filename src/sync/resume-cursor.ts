@@ -15,7 +15,13 @@ export interface ResumePoint<T> {
   cursorReset?: string
 }
 
-export function resumeCursor<T>(ctx: SyncContext, stream: string, runId: number, schema: z.ZodType<T>, restart: string): ResumePoint<T> {
+export function resumeCursor<T>(
+  ctx: SyncContext,
+  stream: string,
+  runId: () => number,
+  schema: z.ZodType<T>,
+  restart: string,
+): ResumePoint<T> {
   const stored = ctx.state.readCursor(stream, schema)
   if (stored.ok) return { cursor: stored.cursor }
   const message = `stored cursor of ${stream} could not be read (${stored.problem}); ${stream} restarts from ${restart}`
@@ -23,7 +29,7 @@ export function resumeCursor<T>(ctx: SyncContext, stream: string, runId: number,
   const now = isoNow(ctx.now())
   ctx.mirror.sqlite.transaction(() => {
     ctx.state.clearCursor(stream, now)
-    ctx.state.recordError(stream, runId, message, now)
+    ctx.state.recordError(stream, runId(), message, now)
   })()
   return { cursor: undefined, cursorReset: stored.problem }
 }

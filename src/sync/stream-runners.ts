@@ -55,7 +55,8 @@ async function discoverObjectsRun(
         details: { slugs: discovered.slugs, disabled: discovered.disabled, schemasFetched: discovered.fetched },
       }
     },
-    source,
+    // Discovery writes only what changed: a quiet one commits once, its run's row at its end.
+    { source, rowAtFirstCommit: true },
   )
   return found === undefined ? { result } : { result, found }
 }

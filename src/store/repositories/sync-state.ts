@@ -70,6 +70,7 @@ export class SyncStateStore {
   private readonly finishRunStmt
   private readonly abandonStmt
   private readonly progressStmt
+  private readonly hasRunStmt
 
   private readonly runningOwnersStmt
   private readonly ownerId: number | null
@@ -100,6 +101,7 @@ export class SyncStateStore {
     )
     // Prepared once: written with every page a sweep commits, in the page's transaction.
     this.progressStmt = sqlite.prepare(`UPDATE sync_runs SET details = ? WHERE id = ? AND outcome = 'running'`)
+    this.hasRunStmt = sqlite.prepare('SELECT 1 FROM sync_runs WHERE id = ? AND stream = ? AND started_at = ?').pluck()
     this.abandonStmt = sqlite.prepare(
       `UPDATE sync_runs SET outcome = 'interrupted', ended_at = ? WHERE outcome = 'running' AND owner_id IS ?`,
     )
@@ -139,6 +141,11 @@ export class SyncStateStore {
 
   startRun(kind: RunKind, stream: string, now: string): number {
     return (this.startRunStmt.get(kind, stream, now, this.ownerId) as { id: number }).id
+  }
+
+  /** Whether the run `startRun` gave `id` has its row (one written in a transaction that rolled back has none). */
+  hasRun(id: number, stream: string, startedAt: string): boolean {
+    return this.hasRunStmt.get(id, stream, startedAt) !== undefined
   }
 
   finishRun(id: number, summary: RunSummary, now: string): void {

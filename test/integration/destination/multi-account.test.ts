@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import pg from 'pg'
 import pino from 'pino'
 import { systemClock } from '../../../src/model/clock.js'
-import { DestinationPool } from '../../../src/destination/destination-pool.js'
+import { DestinationPool, IDLE_TIMEOUT_MS } from '../../../src/destination/destination-pool.js'
 import { destinationTables } from '../../../src/destination/destination-tables.js'
 import { PostgresDestination } from '../../../src/destination/postgres-destination.js'
 import { lastChangeSeq } from '../../../src/store/repositories/change-log-consumers.js'
@@ -14,6 +14,7 @@ import { CustomObjectTypes } from '../../../src/store/repositories/custom-object
 import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
 import type { Sqlite } from '../../../src/store/sqlite/mirror-database.js'
 import { comparePostgres } from '../../support/compare-postgres.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { syncEnv, type SyncEnv } from '../../support/sync-env.js'
@@ -242,5 +243,37 @@ describe('the process pool', () => {
     expect(most).toBeGreaterThan(0)
     expect(most).toBeLessThanOrEqual(3)
     expect(p.size).toBeLessThanOrEqual(3)
+  })
+
+  test('a connection left idle for the idle timeout is closed: a quiet process holds none', { timeout: 60_000 }, async () => {
+    const db = await createDatabase(inject('postgresUrl'))
+    const clock = new FakeClock()
+    const p = new DestinationPool({ url: db, limits, clock, maxConnections: 3 })
+    cleanup.push(() => p.end())
+    const open = async () =>
+      (
+        await pgQuery(
+          db,
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'fsm-sync'`,
+        )
+      )[0]!.n as number
+    const [a, b] = [await p.acquire(), await p.acquire()]
+    await p.release(a)
+    await p.release(b)
+    expect([p.size, await open()]).toEqual([2, 2])
+    await clock.advance(IDLE_TIMEOUT_MS - 1_000)
+    expect(p.size).toBe(2)
+    // Lent and given back: its idle time starts again; the other one times out.
+    await p.release(await p.acquire())
+    await clock.advance(2_000)
+    expect(p.size).toBe(1)
+    await clock.advance(IDLE_TIMEOUT_MS)
+    expect(p.size).toBe(0)
+    await expect.poll(open, { timeout: 10_000, interval: 50 }).toBe(0)
+    // The pool opens a connection again when one is needed.
+    const c = await p.acquire()
+    expect((await c.client.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
+    await p.release(c)
+    expect(p.size).toBe(1)
   })
 })

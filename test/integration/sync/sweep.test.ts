@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest'
 import { clients, jobs, RECORD_STREAMS } from '../../../connectors/index.js'
 import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { compareWithEmulator, syncEnv } from '../../support/sync-env.js'
+import { walCommits } from '../../support/wal-commits.js'
 
 const UPDATE: Record<string, { method: 'PUT' | 'PATCH'; body: (n: number) => Record<string, unknown> }> = {
   clients: { method: 'PUT', body: (n) => ({ notes: `note ${n}` }) },
@@ -49,6 +50,52 @@ describe('sync: backfill and incremental sweeps', () => {
     const again = await env.sync()
     expect(again.map((r) => [r.stream, r.requests, r.rows])).toEqual(RECORD_STREAMS.map((s) => [s.name, 1, 0]))
     expect(env.rows('SELECT count(*) AS n FROM change_log')[0]!.n).toBe(logBefore)
+  })
+
+  test("a quiet sweep commits once (its run's row, cursor and outcome) besides its request's claim in the ledger", async () => {
+    const emu = await emulatorEnv({ seed: 4, counts: { clients: 120, jobs: 10, invoices: 10 } })
+    const env = await syncEnv(emu)
+    await env.sync({ streams: [clients] })
+    await emu.control('POST', '/clock', { advanceMs: 10_000 })
+    // The cursor the page moved is written with the run (its write time shows it).
+    const cursorWritten = () => env.rows(`SELECT updated_at FROM sync_state WHERE stream = 'clients'`)[0]!.updated_at
+    const stored = cursorWritten()
+    const before = walCommits(env.db)
+    const [quiet] = await env.sync({ streams: [clients] })
+    expect([quiet!.outcome, quiet!.requests, quiet!.rows]).toEqual(['success', 1, 0])
+    // One commit for the run (its row written with its outcome, the cursor its page moved), one for the request's claim.
+    expect(walCommits(env.db) - before).toBe(2)
+    expect(env.rows(`SELECT count(*) AS n FROM request_starts`)[0]!.n).toBeGreaterThan(0)
+    expect(cursorWritten()).not.toBe(stored)
+    const runs = env.rows(
+      `SELECT outcome, rows, requests, ended_at IS NOT NULL AS ended FROM sync_runs WHERE stream = 'clients' ORDER BY id`,
+    )
+    expect(runs.at(-1)).toEqual({ outcome: 'success', rows: 0, requests: 1, ended: 1 })
+
+    // A sweep that finds rows writes its run's row with its first page, in that page's transaction.
+    await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 3 })
+    await emu.control('POST', '/clock', { advanceMs: 10_000 })
+    const [changed] = await env.sync({ streams: [clients] })
+    expect([changed!.outcome, changed!.rows]).toEqual(['success', 3])
+  })
+
+  test('an incremental sweep whose first page cannot be committed still records its run, as an error', async () => {
+    const emu = await emulatorEnv({ seed: 6, counts: { clients: 40, jobs: 10, invoices: 10 } })
+    const env = await syncEnv(emu)
+    await env.sync({ streams: [clients] })
+    await emu.control('POST', '/mutate', { resource: 'clients', op: 'update', count: 2 })
+    await emu.control('POST', '/clock', { advanceMs: 10_000 })
+    // The page's transaction rolls back after it wrote the run's row (at the progress the row then gets).
+    env.app.mirror.sqlite.exec(
+      `CREATE TRIGGER refuse_progress BEFORE UPDATE OF details ON sync_runs WHEN NEW.outcome = 'running' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+    )
+    const [failed] = await env.sync({ streams: [clients] })
+    expect(failed!.outcome).toBe('error')
+    env.app.mirror.sqlite.exec(`DROP TRIGGER refuse_progress`)
+    const last = env.rows(`SELECT id, outcome, requests, error FROM sync_runs WHERE stream = 'clients' ORDER BY id DESC LIMIT 1`)[0]!
+    expect(last).toMatchObject({ outcome: 'error', requests: 1 })
+    expect(last.error).toMatch(/refused by the test/)
+    expect(env.rows(`SELECT last_error, last_run_id FROM sync_state WHERE stream = 'clients'`)[0]).toMatchObject({ last_run_id: last.id })
   })
 
   test('a tie of 160 records sharing one updatedAt, larger than a page, is read whole', async () => {
