@@ -153,15 +153,15 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
   const restored = (await deps.lease?.restore?.(app.mirror.sqlite)) === true
-  // A restored copy: the sweeps go on with its plan, and a reconciliation catches the deletions only a
-  // delivery announced unless the replay covers the copy's age (docs/sharding.md, Why it ends exact).
-  const resume = restored ? readSweepPlan(app.mirror.sqlite) : undefined
+  // Under a lease the sweeps go on with the mirror's plan (a restored copy's, or its own); a restored
+  // copy is reconciled unless the replay covers its age (docs/sharding.md, Why it ends exact).
+  const resume = deps.lease === undefined ? undefined : readSweepPlan(app.mirror.sqlite)
   const covers = deps.lease?.replayCoversMs
   const copiedAt =
     resume === undefined ? Number.NaN : Math.min(Date.parse(resume.writtenAt), Date.parse(resume.pendingSince ?? resume.writtenAt))
   const reconcileRestored = restored && !(covers !== undefined && clock.now() - copiedAt <= covers)
-  if (restored)
-    logger.info({ resumed: resume !== undefined, reconcile: reconcileRestored }, 'takeover: the sweeps go on from the restored copy')
+  if (deps.lease !== undefined)
+    logger.info({ restored, resumed: resume !== undefined, reconcile: reconcileRestored }, 'takeover: the sweeps go on from the mirror')
   const webhooks = createWebhookService({
     sqlite: app.mirror.sqlite,
     config,
