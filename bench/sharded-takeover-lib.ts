@@ -29,6 +29,10 @@ export interface Replica {
 export interface Restore {
   restored: boolean
   durationMs: number
+  /** When the line was logged (ms): the restore's end. */
+  at: number
+  /** Its runtime's "takeover: the sweeps go on" line: a reconciliation follows its first sweep. */
+  reconcile?: boolean
   rows?: number
   adopted?: boolean
   reason?: string
@@ -69,6 +73,8 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
         durationMs?: number
         rows?: number
         adopted?: boolean
+        time?: string
+        reconcile?: boolean
       }
       try {
         doc = JSON.parse(line) as typeof doc
@@ -81,11 +87,16 @@ export function startReplica(name: string, dataDir: string, env: Record<string, 
       if (msg.startsWith('takeover: the mirror is') && doc.account !== undefined)
         r.restores.set(doc.account, {
           restored: msg.includes('is restored'),
+          // An earlier release reconciled after every restore; this one says so in its next line.
+          reconcile: msg.includes('is restored'),
           durationMs: doc.durationMs ?? Number.NaN,
+          at: doc.time === undefined ? Number.NaN : Date.parse(doc.time),
           ...(doc.rows === undefined ? {} : { rows: doc.rows }),
           ...(doc.adopted === undefined ? {} : { adopted: doc.adopted }),
           ...(doc.reason === undefined ? {} : { reason: doc.reason }),
         })
+      const restore = doc.account === undefined ? undefined : r.restores.get(doc.account)
+      if (msg.startsWith('takeover: the sweeps go on') && restore !== undefined) restore.reconcile = doc.reconcile === true
       if (['warn', 'error', 'fatal'].includes(doc.level ?? '') && !msg.startsWith('fsm-sync run: listening on')) {
         // Alike when they differ only in numbers (pids, seconds, ids): counted as one.
         const text = `${msg}${doc.error === undefined ? '' : `: ${doc.error}`}`.replace(/[0-9a-f]*\d[0-9a-f]*/g, 'N').slice(0, 110)
@@ -178,6 +189,20 @@ export function sweptAllSince(db: Database.Database, streams: readonly string[],
     last = Math.max(last, first)
   }
   return last
+}
+
+/** When the first reconciliation started at or after `since` (ms) ended, by the mirror's sync_runs; undefined while none has. */
+export function reconciledSince(db: Database.Database, since: number): number | undefined {
+  try {
+    const rows = db.prepare(`SELECT started_at, ended_at FROM sync_runs WHERE kind = 'reconcile' AND ended_at IS NOT NULL`).all() as {
+      started_at: string
+      ended_at: string
+    }[]
+    const ends = rows.filter((r) => Date.parse(r.started_at) >= since).map((r) => Date.parse(r.ended_at))
+    return ends.length === 0 ? undefined : Math.min(...ends)
+  } catch {
+    return undefined
+  }
 }
 
 /** A job's `updated_at` in a mirror; undefined when absent or while the new owner's file has no tables yet. */

@@ -64,6 +64,15 @@ export class InboxRelay {
     this.#scheduleSweep(0)
   }
 
+  /**
+   * How old a restored copy may be for the replay to bring every delivery it may miss: half the
+   * replay window, the rest a margin for a delivery taken before the copy but applied after it, the
+   * time from the acquire to the replay, and the replicas' clocks (docs/sharding.md, Why it ends exact).
+   */
+  get replayCoversMs(): number {
+    return (this.#o.replayMs ?? 600_000) / 2
+  }
+
   /** The account was just acquired at `epoch`: moves its waiting deliveries and replays the recent ones. */
   takeOver(accountId: string, epoch: number): Promise<number> {
     return this.#drain(accountId, { beforeEpoch: epoch, withinMs: this.#o.replayMs ?? 600_000 })

@@ -11,6 +11,7 @@ import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/sqlite/background-checkpoints.js'
 import { streamFreshness } from '../store/read-models/stream-freshness.js'
+import { readSweepPlan, writeSweepPlan, type SweepPlan } from '../store/repositories/takeover-state.js'
 import { parseObjectStream } from '../model/streams.js'
 import type { BodyBudget } from '../webhooks/body-budget.js'
 import { customObjectSink } from '../webhooks/custom-object-sink.js'
@@ -77,8 +78,10 @@ export interface AccountLease extends LeaseHooks {
   fence: Fence
   /** The lease's epoch: the destination records it with the mirror, so a later owner's mirror replaces an earlier one's. */
   epoch?: number
-  /** Takeover hook: rebuilds the mirror from the warehouse before anything runs; true asks for a reconciliation after the first sweep. */
+  /** Takeover hook: rebuilds the mirror from the warehouse before anything runs; true when it did (the sweeps go on with its plan). */
   restore?: (mirror: Sqlite) => Promise<boolean>
+  /** The shared inbox replays the deliveries taken within this long before the takeover: a restored copy as recent needs no reconciliation. */
+  replayCoversMs?: number
 }
 
 export interface AccountStatus {
@@ -150,6 +153,15 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   // Before anything else writes or listens: on an older, small mirror this is a VACUUM (retention-job.ts).
   enableIncrementalVacuumAtStart(app.mirror.sqlite, app.mirror.path, logger)
   const restored = (await deps.lease?.restore?.(app.mirror.sqlite)) === true
+  // Under a lease the sweeps go on with the mirror's plan (a restored copy's, or its own); a restored
+  // copy is reconciled unless the replay covers its age (docs/sharding.md, Why it ends exact).
+  const resume = deps.lease === undefined ? undefined : readSweepPlan(app.mirror.sqlite)
+  const covers = deps.lease?.replayCoversMs
+  const copiedAt =
+    resume === undefined ? Number.NaN : Math.min(Date.parse(resume.writtenAt), Date.parse(resume.pendingSince ?? resume.writtenAt))
+  const reconcileRestored = restored && !(covers !== undefined && clock.now() - copiedAt <= covers)
+  if (deps.lease !== undefined)
+    logger.info({ restored, resumed: resume !== undefined, reconcile: reconcileRestored }, 'takeover: the sweeps go on from the mirror')
   const webhooks = createWebhookService({
     sqlite: app.mirror.sqlite,
     config,
@@ -214,6 +226,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
           logger,
           onRun: (r) => metricsHolder.metrics?.observeRun(r),
           hints: webhookHints(app.mirror.sqlite, selection.records),
+          ...(resume === undefined ? {} : { resume }),
+          // Kept for the next owner of the account, replicated with the takeover state.
+          ...(deps.lease === undefined ? {} : { onPlan: (plan: SweepPlan) => writeSweepPlan(app.mirror.sqlite, plan) }),
         })
       : undefined
   // Every stream the account keeps: the selection's, and each custom object once known.
@@ -361,8 +376,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     atStart.firstSweep?.(
       sweeps !== undefined ? sweeps.firstPass : off.includes('sweep') ? Promise.resolve() : scheduler.runNow('sweep').then(() => undefined),
     )
-    // A mirror restored from the warehouse misses what only an in-flight webhook announced (a deletion): reconcile soon.
-    if (restored && !off.includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
+    // A restored mirror misses a deletion only a delivery announced, when the replay does not cover the copy's age.
+    if (reconcileRestored && !off.includes('reconcile')) void firstSweep.then(() => scheduler.runNow('reconcile'))
   }
 
   const stuck = () => webhooks.inbox.abandoned || mirrorCheckpoints.abandoned

@@ -64,6 +64,8 @@ interface Entry {
   extra: Partial<AccountRuntimeDeps> | undefined
   /** Its runtime was started. */
   started?: boolean
+  /** An adoption's open under way (adopt): what stops the account waits for it. */
+  opening?: Promise<unknown>
 }
 
 export class AccountSet {
@@ -77,6 +79,7 @@ export class AccountSet {
   /** Runtimes stopped with their mirror left open (the disk not answering): stuck until it closes. */
   private readonly stuckOnes = new Set<AccountRuntime>()
   private readonly firstSweeps = turns(FIRST_SWEEPS_AT_ONCE)
+  private readonly adoptions = turns(OPEN_CONCURRENCY)
   readonly parker: MirrorParker
   private readonly policy: (accounts: number) => ParkingPolicy
 
@@ -212,14 +215,22 @@ export class AccountSet {
    * Skipped when, at its turn, the lease is no longer `held` (handed over while opens queued).
    */
   adopt(a: AccountConfig, extra: Partial<AccountRuntimeDeps>, held: () => boolean = () => true): Promise<void> {
-    return this.inTurn(async () => {
+    let opened: Promise<unknown> = Promise.resolve()
+    const queued = this.inTurn(async () => {
       if (this.closed || !held()) return
       const old = this.entries.get(a.id)
       if (old !== undefined) await this.retire(old)
-      const e = { ...this.entry(a), extra }
+      const e: Entry = { ...this.entry(a), extra }
       this.entries.set(a.id, e)
-      await this.openOne(e, true)
+      this.setState(e, 'opening')
+      // The open (a restore from the warehouse: mostly Postgres I/O) runs beside a few others, off
+      // the chain; a later change of this account waits for it (retire).
+      opened = e.opening = this.adoptions.run(async () => {
+        if (!this.closed && held() && this.entries.get(a.id) === e) await this.openOne(e, true)
+        await nextTurn()
+      })
     })
+    return queued.then(() => opened).then(() => undefined)
   }
 
   /** Stops an account and takes it out (its mirror stays on disk); false when there is none by that id. */
@@ -282,6 +293,7 @@ export class AccountSet {
     this.parker.stop()
     for (const e of this.entries.values()) this.cancelRetry(e)
     await this.chain
+    await Promise.all([...this.entries.values()].map((e) => (e.opening ?? Promise.resolve()).catch(() => undefined)))
     await Promise.all([...this.runtimes.values()].map((r) => r.drain()))
   }
 
@@ -389,6 +401,7 @@ export class AccountSet {
 
   /** Stops a running account, or ends a failed one's retries. */
   private async retire(e: Entry): Promise<void> {
+    await e.opening?.catch(() => undefined)
     this.cancelRetry(e)
     const runtime = e.runtime
     if (runtime === undefined) return

@@ -156,6 +156,7 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
             permit: held,
             fence,
             epoch,
+            replayCoversMs: relay.replayCoversMs,
             // Its mirror from the warehouse's copy when that is the better one (docs/sharding.md, Takeover).
             restore: async (mirror) => {
               const started = clock.now()
@@ -185,7 +186,11 @@ export async function startReplica(o: ReplicaOptions): Promise<Replica> {
         .then(async () => {
           if (!held() || !set.runtimes.has(accountId)) return
           await publish(accountId)
-          await relay.takeOver(accountId, epoch)
+          // Without the replay, only a reconciliation finds the deletions the copy missed.
+          await relay.takeOver(accountId, epoch).catch((err: unknown) => {
+            void set.runtimes.get(accountId)?.scheduler.runNow('reconcile')
+            throw err
+          })
         })
         .catch(warn('the takeover of the shared webhook inbox failed; its sweep moves the deliveries later'))
     },

@@ -12,6 +12,7 @@ import type { Clock } from '../model/clock.js'
 import { BudgetShare, type RequestGovernor } from '../api/governor/index.js'
 import type { Query } from '../api/routes.js'
 import type { Logger } from '../log/logger.js'
+import type { SweepPlan } from '../store/repositories/takeover-state.js'
 import { inboxEventsReader } from '../store/repositories/webhook-inbox-store.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { CountingSource, type Upstream } from '../sync/counting-source.js'
@@ -50,6 +51,10 @@ export interface SweepLoopOptions {
   onRun?: (result: RunResult) => void
   /** Changes seen elsewhere since the last call (the webhook traffic), by stream: read before each plan. */
   hints?: () => ReadonlyMap<string, number>
+  /** The schedule to go on with (a takeover: the previous owner's, docs/sharding.md), instead of sweeping every stream first. */
+  resume?: SweepPlan
+  /** Told the schedule after each sweep and discovery, for the mirror to keep (writeSweepPlan). */
+  onPlan?: (plan: SweepPlan) => void
 }
 
 interface UnitState {
@@ -87,6 +92,7 @@ export class SweepLoop {
     this.share = new BudgetShare(options.governor, { fraction: options.budgetShare, clock: options.clock })
     this.#records = new Map(options.selection.records.map((s) => [s.name, s]))
     for (const name of this.#records.keys()) this.#unit(name)
+    if (options.resume !== undefined) this.#resume(options.resume)
     let resolve = () => {}
     const promise = new Promise<void>((r) => (resolve = r))
     this.#firstPass = { promise, resolve }
@@ -176,6 +182,7 @@ export class SweepLoop {
         this.#options.onRun?.(result)
         // A failed discovery is tried again after the bound, not after the full period.
         if (result.outcome === 'error') this.#discoveredAt = now - DISCOVERY_EVERY_MS + this.#options.maxIntervalMs
+        this.#notePlan()
         continue
       }
       if (this.#firstPassDone()) this.#firstPass.resolve()
@@ -200,6 +207,7 @@ export class SweepLoop {
       if (result.outcome === 'interrupted' || signal.aborted) break
       this.#options.onRun?.(result)
       this.#learn(plan.stream, unit, result)
+      this.#notePlan()
       if (result.outcome === 'error')
         logger.warn(
           { stream: plan.stream, retryInMs: (unit.retryAt ?? now) - clock.now() },
@@ -292,6 +300,51 @@ export class SweepLoop {
   /** A change seen in `stream`: it rests no more, the others half as long. */
   #active(stream: string): void {
     for (const [name, unit] of this.#units) unit.restMs = restAfterActivity(unit.restMs, name === stream)
+  }
+
+  /**
+   * Takes up a schedule where its writer left it: each stream's last sweep start, rest and back-off,
+   * and the last discovery (none kept: discovered now). A time ahead of this clock counts as now;
+   * streams the selection no longer has are left out, new ones are swept first.
+   */
+  #resume(plan: SweepPlan): void {
+    const now = this.#options.clock.now()
+    const at = (iso: string | null) => {
+      const t = iso === null ? Number.NaN : Date.parse(iso)
+      return Number.isNaN(t) ? undefined : Math.min(now, t)
+    }
+    const objects = this.#options.selection.objects
+    if (objects !== undefined) this.#discoveredAt = at(plan.discoveredAt)
+    for (const [name, startedAt, restMs, failures, retryAt] of plan.streams) {
+      const slug = parseObjectStream(name)
+      const kept =
+        slug === undefined
+          ? this.#records.has(name)
+          : this.#discoveredAt !== undefined && objects !== undefined && (objects === 'all' || objects.includes(slug))
+      const started = at(startedAt)
+      if (!kept || started === undefined) continue
+      const unit = this.#unit(name)
+      unit.lastStartedAt = started
+      // Numbers from JSON another process wrote: anything else counts as none.
+      const n = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? Math.max(0, x) : 0)
+      unit.restMs = Math.min(n(restMs), this.#options.maxIntervalMs)
+      unit.failures = n(failures)
+      const retry = at(retryAt)
+      unit.retryAt = retry === undefined ? undefined : Math.max(retry, started)
+    }
+  }
+
+  #notePlan(): void {
+    if (this.#options.onPlan === undefined) return
+    const iso = (t: number | undefined) => (t === undefined ? null : new Date(t).toISOString())
+    const streams: SweepPlan['streams'] = []
+    for (const [name, u] of this.#units)
+      if (u.lastStartedAt !== undefined) streams.push([name, iso(u.lastStartedAt)!, u.restMs, u.failures, iso(u.retryAt)])
+    try {
+      this.#options.onPlan({ writtenAt: iso(this.#options.clock.now())!, discoveredAt: iso(this.#discoveredAt), streams })
+    } catch (err) {
+      this.#options.logger.warn({ err }, 'cannot keep the sweep plan in the mirror; a takeover would sweep every stream first')
+    }
   }
 
   #firstPassDone(): boolean {

@@ -6,6 +6,7 @@
 import type pg from 'pg'
 import type { SqlCell } from '../model/rows.js'
 import { quoteIdentifier } from '../model/sql-names.js'
+import { canonicalTime } from '../model/timestamps.js'
 import type { ColumnSpec, TableSpec } from '../model/table-spec.js'
 import { mirrorId } from '../store/repositories/mirror-identity.js'
 import { highWater, mirrorHasData, parseTakeoverState, restoreMirror } from '../store/repositories/takeover-state.js'
@@ -102,7 +103,12 @@ function toMirror(c: ColumnSpec, v: unknown): SqlCell {
   if (v === null || v === undefined) return c.kind === 'time' && !c.nullable ? '' : null
   switch (c.kind) {
     case 'time':
-      return (v as Date).toISOString()
+      // As the sync writes it (canonicalTime); an instant outside years 0001-9999 as a NULL from the warehouse would be.
+      try {
+        return canonicalTime((v as Date).getTime()) ?? ''
+      } catch {
+        return c.nullable ? null : ''
+      }
     case 'flag':
       return v === true ? 1 : 0
     case 'json':

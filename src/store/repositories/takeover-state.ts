@@ -16,6 +16,58 @@ export interface TakeoverState {
   webhook: [key: string, value: string][]
   /** The newest upstream updated_at the mirror's change_log holds: how far this copy has seen. */
   highWater: string | null
+  /** The continuous sweeps' plan as last written (SweepPlan's JSON), null when none: a new owner goes on with it. */
+  plan: string | null
+}
+
+/** webhook_state's key for the sweeps' plan: the mirror's small key-value table, replicated with the takeover state. */
+const PLAN_KEY = 'sweep-plan'
+
+/** How often the plan alone (no cursor moved) counts as progress: the warehouse's plan is at most this much older. */
+export const PLAN_PROGRESS_MS = 30_000
+
+/**
+ * The continuous sweeps' schedule where the last one left it (sweep-loop.ts), written after each
+ * sweep: every stream's last sweep start, rest and back-off, and the last discovery. Times as canonical ISO text.
+ */
+export interface SweepPlan {
+  /** When it was written: the copy it travels in reflects every sweep it names. */
+  writtenAt: string
+  discoveredAt: string | null
+  streams: [stream: string, startedAt: string, restMs: number, failures: number, retryAt: string | null][]
+  /** Set by the copy, not the sweeps: the receipt of the oldest delivery its mirror had not applied yet. */
+  pendingSince?: string | null
+}
+
+/** Stores the sweeps' plan in the mirror (one upsert after each sweep). */
+export function writeSweepPlan(sqlite: Sqlite, plan: SweepPlan): void {
+  sqlite
+    .prepare(
+      `INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    )
+    .run(PLAN_KEY, JSON.stringify(plan), plan.writtenAt)
+}
+
+/** The plan the mirror holds (after a restore: the old owner's), undefined when none or not this shape. */
+export function readSweepPlan(sqlite: Sqlite): SweepPlan | undefined {
+  const text = sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(PLAN_KEY) as string | undefined
+  return parseSweepPlan(text ?? null)
+}
+
+function parseSweepPlan(text: string | null): SweepPlan | undefined {
+  if (text === null) return undefined
+  try {
+    const o = JSON.parse(text) as Partial<SweepPlan>
+    if (typeof o.writtenAt !== 'string' || Number.isNaN(Date.parse(o.writtenAt)) || !Array.isArray(o.streams)) return undefined
+    return {
+      writtenAt: o.writtenAt,
+      discoveredAt: typeof o.discoveredAt === 'string' ? o.discoveredAt : null,
+      streams: o.streams,
+      ...(typeof o.pendingSince === 'string' ? { pendingSince: o.pendingSince } : {}),
+    }
+  } catch {
+    return undefined
+  }
 }
 
 /** The mirror's takeover state, as JSON (read it in the snapshot its rows are read from). */
@@ -29,7 +81,17 @@ export function readTakeoverState(sqlite: Sqlite): string {
     .prepare(`SELECT key, value FROM webhook_state WHERE key = 'delivery-gaps'`)
     .raw(true)
     .all() as TakeoverState['webhook']
-  const state: TakeoverState = { streams, webhook, highWater: highWater(sqlite) }
+  const text = sqlite.prepare(`SELECT value FROM webhook_state WHERE key = ?`).pluck().get(PLAN_KEY) as string | undefined
+  const plan = parseSweepPlan(text ?? null)
+  // A delivery waiting in the inbox is not in this copy: a new owner's replay must reach back to it.
+  const pendingSince = sqlite.prepare(`SELECT min(received_at) FROM webhook_inbox WHERE processed_at IS NULL`).pluck().get() as
+    string | null
+  const state: TakeoverState = {
+    streams,
+    webhook,
+    highWater: highWater(sqlite),
+    plan: plan === undefined ? null : JSON.stringify({ ...plan, pendingSince }),
+  }
   return JSON.stringify(state)
 }
 
@@ -39,13 +101,16 @@ export function highWater(sqlite: Sqlite): string | null {
 }
 
 /**
- * What of the state marks progress (cursors, the delivery-gap state, the high-water mark), without the
- * last successes: a replica writes the state again when this moved, not after every idle sweep.
+ * What of the state marks progress (cursors, the delivery-gap state, the high-water mark, and the
+ * plan's time in steps of PLAN_PROGRESS_MS), without the last successes: a replica writes the state
+ * again when this moved, not after every idle sweep, and an idle account's plan about twice a minute.
  */
 export function takeoverProgress(text: string): string {
   const state = parseTakeoverState(text)
   if (state === undefined) return text
-  return JSON.stringify([state.streams.map(([stream, cursor]) => [stream, cursor]), state.webhook, state.highWater])
+  const planAt = parseSweepPlan(state.plan)?.writtenAt
+  const planStep = planAt === undefined ? null : Math.floor(Date.parse(planAt) / PLAN_PROGRESS_MS)
+  return JSON.stringify([state.streams.map(([stream, cursor]) => [stream, cursor]), state.webhook, state.highWater, planStep])
 }
 
 /** The state's JSON, or undefined when it is not this shape (an older release wrote none). */
@@ -54,7 +119,12 @@ export function parseTakeoverState(text: string | null): TakeoverState | undefin
   try {
     const o = JSON.parse(text) as Partial<TakeoverState>
     if (!Array.isArray(o.streams) || !Array.isArray(o.webhook)) return undefined
-    return { streams: o.streams, webhook: o.webhook, highWater: typeof o.highWater === 'string' ? o.highWater : null }
+    return {
+      streams: o.streams,
+      webhook: o.webhook,
+      highWater: typeof o.highWater === 'string' ? o.highWater : null,
+      plan: typeof o.plan === 'string' ? o.plan : null,
+    }
   } catch {
     return undefined
   }
@@ -112,6 +182,9 @@ export function restoreMirror(sqlite: Sqlite, copy: RestoredCopy): number {
       `INSERT INTO webhook_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
     )
     for (const [key, value] of copy.state.webhook) hook.run(key, value, copy.now)
+    // The copy's plan, or none: a plan of this mirror's own would name sweeps the copy does not reflect.
+    if (copy.state.plan === null) sqlite.prepare(`DELETE FROM webhook_state WHERE key = ?`).run(PLAN_KEY)
+    else hook.run(PLAN_KEY, copy.state.plan, copy.now)
   })()
   return rows
 }

@@ -114,6 +114,16 @@ describe('operating replicas, 60 accounts', () => {
     expect(moved.length).toBeGreaterThanOrEqual(16)
     expect(moved.length).toBeLessThanOrEqual(24)
 
+    // The new owner goes on with the old owner's sweep schedule: its first request for an account
+    // comes when a stream is due, within the sweeps' bound (60 s) of the old owner's last sweep.
+    const logOf = (a: (typeof emu.accounts)[number]) =>
+      a.control<{ userAgent: string | null; time: string; startedAt: string }[]>('GET', '/requests?path=/api/v1/')
+    const movedAccounts = emu.accounts.filter((a) => moved.includes(a.id))
+    await until(
+      'the new owner requested for every account it took',
+      async () => (await Promise.all(movedAccounts.map(logOf))).every((log) => log.some((e) => e.userAgent === userAgentOf('r3'))),
+      90_000,
+    )
     // The emulator's log of each account: every request of the old owner ended before the new one's first began.
     for (const account of emu.accounts) {
       const log = await account.control<{ userAgent: string | null; time: string; startedAt: string }[]>('GET', '/requests?path=/api/v1/')

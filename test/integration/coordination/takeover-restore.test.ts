@@ -4,13 +4,16 @@
 // the warehouse and spends a few requests per account (the emulator's request log) instead of
 // re-reading it; after its first sweep and the reconciliation that follows, every mirror equals its
 // account (a change and a soft delete made while nobody owned it included) and the warehouse its mirror.
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import type { AccountHandle } from '../../../emulator/index.js'
+import pg from 'pg'
 import { destinationTables } from '../../../src/destination/destination-tables.js'
+import { secretsPathFor, writeSecretsFile } from '../../../src/store/repositories/secrets-file.js'
+import { sign } from '../../../src/webhooks/signature.js'
 import { keyVariable } from '../../support/accounts-env.js'
 import { compareMirror } from '../../support/compare-mirror.js'
 import { comparePostgres } from '../../support/compare-postgres.js'
@@ -19,11 +22,12 @@ import { emulatorEnv, type EmulatorEnv } from '../../support/emulator-env.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { idleSchedules } from '../../support/schedules.js'
 import { tempDir } from '../../support/temp-mirror.js'
-import { startReplica } from './replicas-env.js'
+import { baseUrl, startReplica } from './replicas-env.js'
 
 const ACCOUNTS = 3
 const ROWS = 600
 const LEASE_SECONDS = 3
+const SIGNING_SECRET = 'whsec_takeover_0123456789abcdef0123'
 
 let emu: EmulatorEnv
 let url: string
@@ -32,10 +36,18 @@ const dirs = new Map<string, string>()
 const running = new Map<string, Running>()
 const mirrorOf = (replica: string, id: string) => path.join(dirs.get(replica)!, id, 'mirror.db')
 
-function start(name: string): Running {
+function start(name: string, config = file): Running {
   const dir = tempDir()
   dirs.set(name, dir)
-  const run = startReplica({ name, config: file, baseUrl: emu.url, dataDir: dir, accounts: emu.accounts })
+  // As `webhooks register` leaves a replica's folder: it verifies the accounts' deliveries.
+  for (const a of emu.accounts) {
+    mkdirSync(path.join(dir, a.id), { recursive: true })
+    const createdAt = '2026-11-01T00:00:00.000Z'
+    writeSecretsFile(secretsPathFor(path.join(dir, a.id, 'mirror.db')), [
+      { endpointId: 'ep-t', url: 'http://127.0.0.1/webhooks', secret: SIGNING_SECRET, createdAt, supersededAt: null },
+    ])
+  }
+  const run = startReplica({ name, config, baseUrl: emu.url, dataDir: dir, accounts: emu.accounts })
   running.set(name, run)
   return run
 }
@@ -82,10 +94,10 @@ async function mismatches(a: AccountHandle, db: string): Promise<string[]> {
 }
 
 /** The warehouse against the mirror, every replicated table; empty when exact. */
-async function warehouseDiffs(id: string, db: string): Promise<string[]> {
+async function warehouseDiffs(id: string, db: string, warehouse = url): Promise<string[]> {
   const conn = new Database(db, { readonly: true, fileMustExist: true })
   try {
-    return await comparePostgres(conn, url, 'fsm', destinationTables(), id)
+    return await comparePostgres(conn, warehouse, 'fsm', destinationTables(), id)
   } finally {
     conn.close()
   }
@@ -196,5 +208,94 @@ describe('a takeover from the warehouse', () => {
     // One request per stream its first sweep resumes (4 record streams, the custom objects' schemas and
     // one per object), nothing re-read: a backfill of these accounts takes about 17.
     for (const n of spent) expect(n).toBeLessThanOrEqual(7)
+  }, 240_000)
+})
+
+describe('a takeover that goes on with the old owner’s sweeps', () => {
+  test('r4 resumes r3’s schedule without a reconciliation; a deletion r3 applied from a delivery but never replicated ends deleted in r4’s mirror and the warehouse', async () => {
+    const url2 = await createDatabase(inject('postgresUrl'), 'fsm_takeover_resume')
+    const config = path.join(tempDir(), 'config.json')
+    writeFileSync(
+      config,
+      JSON.stringify({
+        rateLimit: 100_000,
+        // Continuous sweeps; the regular reconciliation never fires here: only a takeover's own could run.
+        schedules: idleSchedules({ sweep: 'continuous' }),
+        destination: { postgres: { url: url2 } },
+        sharding: { enabled: 'on', leaseSeconds: LEASE_SECONDS },
+        accounts: emu.accounts.map((a) => ({ id: a.id, apiKeyEnv: keyVariable(a) })),
+      }),
+    )
+    const r3 = start('r3', config)
+    const stateOf = (id: string) =>
+      pgQuery<{ seq: string; sync_state: string | null }>(url2, `SELECT seq, sync_state FROM fsm._fsm_sync_state WHERE account_id = $1`, [
+        id,
+      ]).catch(() => [])
+    for (const a of emu.accounts)
+      await until(
+        `${a.id} synced by r3 and replicated with its sweep plan`,
+        async () => {
+          const db = mirrorOf('r3', a.id)
+          if (!existsSync(db) || query(db, `SELECT 1 FROM sync_runs WHERE kind = 'sweep' AND outcome = 'success'`).length === 0)
+            return false
+          const row = (await stateOf(a.id))[0]
+          const seq = query(db, 'SELECT max(seq) AS seq FROM change_log')[0]?.seq
+          return row?.sync_state?.includes('"plan":"') === true && Number(row.seq) === seq
+        },
+        90_000,
+      )
+    // The warehouse stops taking r3's batches: its state rows are locked by this session.
+    const lock = new pg.Client({ connectionString: url2 })
+    await lock.connect()
+    await lock.query('BEGIN')
+    await lock.query(`SELECT 1 FROM fsm._fsm_sync_state FOR UPDATE`)
+    const a = emu.accounts[0]!
+    const live = (await a.control<{ id: string; deleted?: boolean }[]>('GET', '/state/clients')).filter((c) => c.deleted !== true)
+    const gone = live[0]!.id
+    await api(a, 'DELETE', `/api/v1/clients/${gone}`)
+    const body = Buffer.from(JSON.stringify({ id: gone }))
+    const res = await request(`${baseUrl(r3)}/webhooks/${a.id}`, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-service-event': 'client.deleted',
+        'x-service-delivery': 'takeover-delete-1',
+        'x-service-signature': sign(SIGNING_SECRET, body),
+      },
+    })
+    await res.body.dump()
+    expect(res.statusCode).toBe(200)
+    await until(`the deletion applied in r3's mirror`, async () => (await mismatches(a, mirrorOf('r3', a.id))).length === 0, 30_000)
+    r3.child.kill('SIGKILL')
+    await r3.exited
+    running.delete('r3')
+    await lock.query('ROLLBACK')
+    await lock.end()
+    // The warehouse's copy does not hold the deletion: only the replay of the delivery brings it.
+    expect(await warehouseDiffs(a.id, mirrorOf('r3', a.id), url2)).not.toEqual([])
+
+    const mark = (await a.control<{ seq: number }[]>('GET', '/requests')).at(-1)?.seq ?? 0
+    const r4 = start('r4', config)
+    // (Its file may exist before its tables do.)
+    const exact = (db: string) =>
+      mismatches(a, db).then(
+        (m) => m.length === 0,
+        () => false,
+      )
+    await until(`${a.id} exact in r4's mirror`, () => exact(mirrorOf('r4', a.id)), 60_000)
+    await until(`${a.id} exact in the warehouse`, async () => (await warehouseDiffs(a.id, mirrorOf('r4', a.id), url2)).length === 0, 30_000)
+    const spent = (await a.control<{ seq: number; path: string }[]>('GET', '/requests?path=/api/v1/')).filter((e) => e.seq > mark)
+    const lines = r4
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('takeover: the sweeps go on from the mirror') && l.includes(a.id))
+    // Its first acquire (a lease lapsed under load is taken again, from its own mirror).
+    expect(lines.length, r4.output()).toBeGreaterThan(0)
+    expect(JSON.parse(lines[0]!)).toMatchObject({ restored: true, resumed: true, reconcile: false })
+    expect(query(mirrorOf('r4', a.id), `SELECT 1 FROM sync_runs WHERE kind = 'reconcile'`)).toEqual([])
+    console.log(`takeover resuming the schedule: ${spent.length} upstream requests until exact (${spent.map((e) => e.path).join(', ')})`)
+    // At most a sweep of each of the two streams come due and the delivery's own look-up: nothing read again.
+    expect(spent.length).toBeLessThanOrEqual(3)
   }, 240_000)
 })

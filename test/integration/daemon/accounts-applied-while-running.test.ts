@@ -107,3 +107,57 @@ test('opening and starting many accounts leaves the event loop turns between the
     await emu.close()
   }
 })
+
+test('a replica adopts a few accounts at once: their restores run side by side, and one removed meanwhile waits for its open', async () => {
+  const emu = await emulatorEnv({ accounts: 6, counts })
+  const { accounts } = accountsEnv(emu).load(emu.accounts)
+  const { logger } = capturedLogger('warn')
+  const checkpoints = startCheckpointService({ logger })
+  const set = new AccountSet({ logger, checkpoints })
+  // Each restore waits until released: how many are under way at once shows the concurrency.
+  const waiting: (() => void)[] = []
+  let most = 0
+  let now = 0
+  const lease = {
+    priorStarts: [],
+    onStart: () => undefined,
+    permit: () => true,
+    fence: () => Promise.resolve(),
+    restore: async () => {
+      most = Math.max(most, ++now)
+      await new Promise<void>((resolve) => waiting.push(resolve))
+      now--
+      return false
+    },
+  }
+  try {
+    set.start()
+    const adopted = accounts.map((a) => set.adopt(a, { lease }))
+    await until('four restores under way', () => waiting.length === 4)
+    const removed = set.remove(accounts[0]!.id)
+    let removedYet = false
+    void removed.then(() => (removedYet = true))
+    await new Promise((r) => setTimeout(r, 50))
+    // The fifth waits for a turn, and the removal for the open it stops.
+    expect([waiting.length, most, removedYet]).toEqual([4, 4, false])
+    // Released one by one, the later ones as their restores begin.
+    let all = false
+    void Promise.all(adopted).then(() => (all = true))
+    while (!all) {
+      waiting.shift()?.()
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(await removed).toBe(true)
+    expect(most).toBe(4)
+    expect([...set.runtimes.keys()].sort()).toEqual(
+      accounts
+        .slice(1)
+        .map((a) => a.id)
+        .sort(),
+    )
+  } finally {
+    await set.stop()
+    await checkpoints.stop()
+    await emu.close()
+  }
+}, 60_000)

@@ -15,6 +15,7 @@ import { createApp } from '../../../src/daemon/create-app.js'
 import { startDaemon } from '../../../src/daemon/daemon.js'
 import { SerialQueue } from '../../../src/daemon/sync-jobs.js'
 import { DISCOVERY_EVERY_MS, SweepLoop } from '../../../src/daemon/sweep-loop.js'
+import type { SweepPlan } from '../../../src/store/repositories/takeover-state.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { statusReport } from '../../../src/store/read-models/status-report.js'
 import { streamFreshness } from '../../../src/store/read-models/stream-freshness.js'
@@ -220,6 +221,69 @@ describe('continuous sweeping', () => {
       expect(fields(slug)).toContain('warranty_code')
     } finally {
       await loop.stop()
+      await app.close()
+      await emu.close()
+    }
+  }, 60_000)
+
+  test('a loop that resumes a plan (a takeover) goes on with its schedule: no sweep before its streams come due, each within the bound (fake time)', async () => {
+    const emu = await emulatorEnv({ counts: COUNTS })
+    const clock = new FakeClock(Date.now())
+    const app = await createApp(inProcessDaemonConfig(emu), { logger: silent(), clock })
+    const plans: SweepPlan[] = []
+    const loopOf = (more: Partial<ConstructorParameters<typeof SweepLoop>[0]>) =>
+      new SweepLoop({
+        context: (signal) => app.syncContext({ signal }),
+        client: app.client,
+        governor: app.governor,
+        clock,
+        selection: selectStreams(['clients', 'jobs', 'objects']),
+        budgetShare: 0.5,
+        maxIntervalMs: 60_000,
+        serialQueue: new SerialQueue(),
+        logger: app.logger,
+        ...more,
+      })
+    const step = async (ms: number) => {
+      const end = clock.now() + ms
+      while (clock.now() < end) {
+        await settled(() => app.governor.state().inFlight === 0 && clock.pending > 0)
+        await clock.advance(500)
+      }
+    }
+    const first = loopOf({ onPlan: (p) => plans.push(p) })
+    let second: SweepLoop | undefined
+    try {
+      first.start()
+      // Idle long enough for the rests to grow: the plan the next owner takes up.
+      await step(3 * 60_000)
+      await first.stop()
+      const plan = plans[plans.length - 1]!
+      expect(plan.streams.map((s) => s[0]).sort()).toEqual(expect.arrayContaining(['clients', 'jobs']))
+      expect(plan.streams.length).toBeGreaterThan(2)
+      expect(plan.discoveredAt).not.toBeNull()
+      const resumedAt = clock.now()
+      second = loopOf({ resume: plan })
+      let passed = false
+      void second.firstPass.then(() => (passed = true))
+      second.start()
+      await step(70_000)
+      // Its first pass is the plan's; no discovery (the plan's is fresh), and each stream is swept
+      // again when the first loop would have: long after its last sweep, within the bound of it.
+      expect(passed).toBe(true)
+      const runs = app.mirror.sqlite
+        .prepare(`SELECT kind, stream, min(started_at) AS at FROM sync_runs WHERE started_at >= ? GROUP BY kind, stream`)
+        .all(new Date(resumedAt).toISOString()) as { kind: string; stream: string; at: string }[]
+      expect(runs.filter((r) => r.kind !== 'sweep')).toEqual([])
+      expect(runs.map((r) => r.stream).sort()).toEqual(plan.streams.map((s) => s[0]).sort())
+      for (const [stream, last] of plan.streams) {
+        const gap = Date.parse(runs.find((r) => r.stream === stream)!.at) - Date.parse(last)
+        expect(gap, stream).toBeGreaterThan(30_000)
+        expect(gap, stream).toBeLessThanOrEqual(61_000)
+      }
+    } finally {
+      await first.stop()
+      await second?.stop()
       await app.close()
       await emu.close()
     }

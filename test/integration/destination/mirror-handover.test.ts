@@ -16,6 +16,13 @@ import { systemClock } from '../../../src/model/clock.js'
 import type { RecordRow } from '../../../src/model/rows.js'
 import { lastChangeSeq } from '../../../src/store/repositories/change-log-consumers.js'
 import { RecordWriter } from '../../../src/store/repositories/record-writer.js'
+import {
+  PLAN_PROGRESS_MS,
+  readSweepPlan,
+  restoreMirror,
+  writeSweepPlan,
+  type SweepPlan,
+} from '../../../src/store/repositories/takeover-state.js'
 import { comparePostgres } from '../../support/compare-postgres.js'
 import { createDatabase, pgQuery } from '../../support/postgres-server.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
@@ -197,6 +204,33 @@ describe('an account handed over between replicas', () => {
     cursorOf(m, 'jobs', { updatedAt: at(60), id: 'j9' })
     await d.catchUp()
     expect((await synced()).streams[0]).toEqual(['jobs', JSON.stringify({ updatedAt: at(60), id: 'j9' }), at(50)])
+    // The sweeps' plan goes too, but only once its time moved by a step (PLAN_PROGRESS_MS), not after every sweep.
+    const planAt = (ms: number): SweepPlan => ({
+      writtenAt: new Date(ms).toISOString(),
+      discoveredAt: null,
+      streams: [['jobs', new Date(ms - 1_000).toISOString(), 60_000, 0, null]],
+    })
+    const planned = async () => {
+      const text = (await pgQuery<{ sync_state: string }>(url, `SELECT sync_state FROM wh._fsm_sync_state WHERE account_id = 'state'`))[0]!
+        .sync_state
+      return (JSON.parse(JSON.parse(text).plan as string) as SweepPlan).writtenAt
+    }
+    const step = Math.ceil(Date.now() / PLAN_PROGRESS_MS) * PLAN_PROGRESS_MS
+    writeSweepPlan(m.sqlite, planAt(step + 1_000))
+    await d.catchUp()
+    expect(await planned()).toBe(planAt(step + 1_000).writtenAt)
+    writeSweepPlan(m.sqlite, planAt(step + 2_000))
+    await d.catchUp()
+    expect(await planned()).toBe(planAt(step + 1_000).writtenAt)
+    writeSweepPlan(m.sqlite, planAt(step + PLAN_PROGRESS_MS))
+    await d.catchUp()
+    expect(await planned()).toBe(planAt(step + PLAN_PROGRESS_MS).writtenAt)
+    // A restore puts it back, with the receipt of the oldest delivery not applied (none here).
+    const text = (await pgQuery<{ sync_state: string }>(url, `SELECT sync_state FROM wh._fsm_sync_state WHERE account_id = 'state'`))[0]!
+      .sync_state
+    const other = await mirror()
+    restoreMirror(other.sqlite, { tables: [], state: JSON.parse(text), lastSeq: 0, now: new Date().toISOString() })
+    expect(readSweepPlan(other.sqlite)).toEqual(planAt(step + PLAN_PROGRESS_MS))
   })
 
   test('an owner whose own mirror is newer keeps it, and the warehouse is loaded from it; with no copy it backfills', async () => {
