@@ -102,7 +102,12 @@ export async function measure(n: number, settleMs = SETTLE_MS, quietMs = QUIET_M
         ...(ULIMIT === undefined ? {} : { ulimit: ULIMIT }),
       }
     }
-    return { fresh: await accounts(), restart: await accounts() }
+    const fresh = await accounts()
+    // Shown at once: a big size may not have the time for its restart phase.
+    process.stdout.write(
+      `  ${n} accounts, after the backfill: ${JSON.stringify({ ...summary(fresh), peakOpenMirrors: fresh.peakOpenMirrors })}\n`,
+    )
+    return { fresh, restart: await accounts() }
   } finally {
     emulator.kill('SIGTERM')
     await emulatorDone.catch(() => undefined)
