@@ -61,12 +61,13 @@ export interface Run {
 function run(args: string[], onLine?: (line: string, p: ChildProcess) => void): Promise<string> {
   return new Promise((resolve, reject) => {
     const argv = ['--expose-gc', '--import', 'tsx', CHILD, ...args]
-    // ACCOUNT_COST_ULIMIT=1024: the accounts' process runs under that soft `ulimit -n` (the emulator's does not).
+    // ACCOUNT_COST_ULIMIT=1024: the accounts' process runs under that `ulimit -n` (the emulator's does not),
+    // hard and soft: Node raises its soft limit to the hard one at start.
     const limit = args[0] === 'accounts' ? ULIMIT : undefined
     const p =
       limit === undefined
         ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] })
-        : spawn('sh', ['-c', `ulimit -Sn ${limit} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] })
+        : spawn('sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     p.stdout.on('data', (c: Buffer) => {
       out += c.toString()
