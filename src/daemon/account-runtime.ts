@@ -297,11 +297,14 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   let lastProbe: Awaited<ReturnType<typeof probeMirror>> | undefined
   const probe = async (): Promise<ReadyAnswer> => {
     if (stopping) return { ready: false, reason: 'stopping' }
-    if (parking?.parked === true && lastProbe?.ok !== true) parking.unpark()
+    // One not answered yet opens in its slot: probes of many accounts at once stay within the cap.
     const mirror =
       parking?.parked === true && lastProbe?.ok === true
         ? lastProbe
-        : (lastProbe = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes))
+        : (lastProbe = await hold(() => {
+            if (parking?.parked === true) parking.unpark()
+            return probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
+          }))
     if (stopping) return { ready: false, reason: 'stopping' }
     if (!mirror.ok) return { ready: false, reason: mirror.reason }
     const fault = webhooks.processor.fault

@@ -1,6 +1,7 @@
 // The hard cap on open mirrors (src/daemon/mirror-slots.ts, docs/accounts.md "Memory and file
 // descriptors"): twelve accounts under a cap of four all sync exact, before and after changes
-// upstream, with never more than four mirrors open (counted by the slots and in /proc/self/fd).
+// upstream, and answer readiness probes all at once, with never more than four mirrors open
+// (counted by the slots and in /proc/self/fd).
 import { readdirSync, readlinkSync } from 'node:fs'
 import { expect, test } from 'vitest'
 import { AccountSet } from '../../../src/daemon/account-set.js'
@@ -75,6 +76,8 @@ test('twelve accounts under a cap of four open mirrors sync exact, never more th
       async () => (await Promise.all(emu.accounts.map(async (a) => (await newest(a.id)) >= changed.get(a.id)!))).every(Boolean),
       60_000,
     )
+    // Readiness probes of every account at once (none answered yet): each opens in its slot.
+    expect((await Promise.all(runtimes.map((r) => r.ready()))).map((a) => a.ready)).toEqual(runtimes.map(() => true))
     sampling = false
     for (const a of emu.accounts) {
       const comparison = await set.slots.hold(a.id, () => compareAccount(set.runtimes.get(a.id)!, a))
@@ -83,7 +86,8 @@ test('twelve accounts under a cap of four open mirrors sync exact, never more th
     // Never more than the cap open, by the slots and by the files; the slots were full and works waited.
     expect(mostTaken).toBeLessThanOrEqual(CAP)
     expect(set.slots.highWater).toBeLessThanOrEqual(CAP)
-    expect(mostFiles).toBeLessThanOrEqual(CAP * DESCRIPTORS_PER_OPEN_MIRROR)
+    // Five a mirror, and a moment one more while a readiness probe syncs its -wal.
+    expect(mostFiles).toBeLessThanOrEqual(CAP * (DESCRIPTORS_PER_OPEN_MIRROR + 1))
     expect(mostWaiting).toBeGreaterThan(0)
     expect(set.slots.evicted).toBeGreaterThan(0)
     expect(runtimes.every((r) => r.sweeps?.failure === undefined)).toBe(true)
