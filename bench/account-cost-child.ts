@@ -119,13 +119,21 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
     ...(parking ? {} : { parking: () => ({ idleMs: Number.POSITIVE_INFINITY, maxOpen: Number.POSITIVE_INFINITY }) }),
   })
   await set.open(loaded.accounts)
-  const runtimes: AccountRuntime[] = [...set.runtimes.values()]
+  let runtimes: AccountRuntime[] = [...set.runtimes.values()]
   const openMs = performance.now() - t0
   const opened = sample()
   const t1 = performance.now()
   const backfillCpu = process.cpuUsage()
   set.start()
-  await Promise.all(runtimes.map((r) => Promise.all([r.firstSweep, r.referenceAtStart])))
+  // An account whose open or start failed (too many open files) is tried again with a new runtime:
+  // every account's current one, once all are running.
+  for (;;) {
+    await Promise.all(runtimes.map((r) => Promise.all([r.firstSweep, r.referenceAtStart])))
+    const now = [...set.runtimes.values()]
+    if (now.length === loaded.accounts.length && now.every((r, i) => r === runtimes[i])) break
+    runtimes = now
+    await sleep(1_000)
+  }
   const backfillMs = performance.now() - t1
   const backfillCpuUs = process.cpuUsage(backfillCpu)
   const backfilled = sample()
