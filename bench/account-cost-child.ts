@@ -10,10 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { getHeapSnapshot } from 'node:v8'
 import { startEmulator } from '../emulator/index.js'
 import { loadAccounts } from '../src/config/index.js'
-import { openAccountRuntime, type AccountRuntime } from '../src/daemon/account-runtime.js'
-import { defaultParking } from '../src/daemon/account-set.js'
-import { FIRST_SWEEPS_AT_ONCE, MirrorParker, turns } from '../src/daemon/mirror-parker.js'
-import { systemClock } from '../src/model/clock.js'
+import type { AccountRuntime } from '../src/daemon/account-runtime.js'
+import { AccountSet } from '../src/daemon/account-set.js'
 import { createLogger } from '../src/log/logger.js'
 import { startCheckpointService } from '../src/store/sqlite/background-checkpoints.js'
 
@@ -32,6 +30,8 @@ const sample = () => {
     external: m.external,
     arrayBuffers: m.arrayBuffers,
     fds: readdirSync('/proc/self/fd').length,
+    /** The most RSS so far (VmHWM). */
+    peakRss: Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024,
   }
 }
 const resources = () => {
@@ -109,35 +109,40 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
   const before = heap ? await heapByName() : undefined
   const start = sample()
   const checkpoints = startCheckpointService({ logger })
-  const runtimes: AccountRuntime[] = []
   const t0 = performance.now()
-  // As the daemon's account set does: first sweeps take turns, idle mirrors are parked (FSM_BENCH_PARKING=0: neither).
+  // The daemon's account set: first sweeps take turns, idle mirrors are parked within the cap on
+  // open mirrors (FSM_BENCH_PARKING=0: no parking, no cap).
   const parking = process.env.FSM_BENCH_PARKING !== '0'
-  const firstSweepTurns = parking ? turns(FIRST_SWEEPS_AT_ONCE) : undefined
-  const parker = new MirrorParker(
-    () => new Map(runtimes.map((r) => [r.id, r])),
-    () => defaultParking(runtimes.length),
-    systemClock,
+  const set = new AccountSet({
     logger,
-  )
-  if (parking) parker.start()
-  for (const a of loaded.accounts) {
-    runtimes.push(
-      await openAccountRuntime(a.config, { logger, checkpoints, id: a.id, ...(firstSweepTurns === undefined ? {} : { firstSweepTurns }) }),
-    )
-    // A turn of the event loop between two opens (as the account set leaves): the parker's timer runs.
-    await new Promise((resolve) => setImmediate(resolve))
-  }
+    checkpoints,
+    ...(parking ? {} : { parking: () => ({ idleMs: Number.POSITIVE_INFINITY, maxOpen: Number.POSITIVE_INFINITY }) }),
+  })
+  await set.open(loaded.accounts)
+  let runtimes: AccountRuntime[] = [...set.runtimes.values()]
   const openMs = performance.now() - t0
   const opened = sample()
   const t1 = performance.now()
   const backfillCpu = process.cpuUsage()
-  for (const r of runtimes) r.start()
-  await Promise.all(runtimes.map((r) => Promise.all([r.firstSweep, r.referenceAtStart])))
+  set.start()
+  // An account whose open or start failed (too many open files) is tried again with a new runtime:
+  // every account's current one, once all are running.
+  for (;;) {
+    await Promise.all(runtimes.map((r) => Promise.all([r.firstSweep, r.referenceAtStart])))
+    const now = [...set.runtimes.values()]
+    if (now.length === loaded.accounts.length && now.every((r, i) => r === runtimes[i])) break
+    runtimes = now
+    await sleep(1_000)
+  }
   const backfillMs = performance.now() - t1
   const backfillCpuUs = process.cpuUsage(backfillCpu)
   const backfilled = sample()
-  const rows = runtimes.reduce((s, r) => s + (r.app.mirror.sqlite.prepare('SELECT count(*) AS n FROM clients').get() as { n: number }).n, 0)
+  // Read in each mirror's slot, as a run would (not every mirror opened at once).
+  let rows = 0
+  for (const r of runtimes)
+    rows += await set.slots.hold(r.id, () =>
+      Promise.resolve((r.app.mirror.sqlite.prepare('SELECT count(*) AS n FROM clients').get() as { n: number }).n),
+    )
   await sleep(settleMs)
   const requestsBefore = await requestsOf(spec)
   const checks = () =>
@@ -159,10 +164,10 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
   const quiet = sample()
   const active = resources()
   const after = heap ? await heapByName() : undefined
-  const ready = (await Promise.all(runtimes.map((r) => r.ready()))).filter((a) => a.ready).length
   const parked = runtimes.filter((r) => !r.activity().open).length
-  parker.stop()
-  await Promise.all(runtimes.map((r) => r.stop()))
+  const peakOpenMirrors = set.slots.highWater
+  const ready = (await Promise.all(runtimes.map((r) => r.ready()))).filter((a) => a.ready).length
+  await set.stop()
   await checkpoints.stop()
   const heapGrowth =
     before === undefined || after === undefined
@@ -196,6 +201,7 @@ async function accountsMode(spec: Spec, dir: string, settleMs: number, quietMs: 
       shown,
       heapGrowth,
       parked,
+      peakOpenMirrors,
     }) + '\n',
   )
 }

@@ -16,6 +16,7 @@ const CHILD = fileURLToPath(new URL('./account-cost-child.ts', import.meta.url))
 const ROWS = 200
 const SETTLE_MS = 60_000
 const QUIET_MS = 120_000
+const ULIMIT = process.env.ACCOUNT_COST_ULIMIT === undefined ? undefined : Number(process.env.ACCOUNT_COST_ULIMIT)
 
 interface Sample {
   rss: number
@@ -24,6 +25,8 @@ interface Sample {
   external: number
   arrayBuffers: number
   fds: number
+  /** The most RSS of the process so far (VmHWM). */
+  peakRss: number
 }
 export interface Run {
   n: number
@@ -49,11 +52,22 @@ export interface Run {
   loadAverage: number[]
   /** Accounts whose mirror was parked (closed while idle) at the end of the quiet period. */
   parked: number
+  /** The most mirrors open at once (the cap's high-water mark, mirror-slots.ts). */
+  peakOpenMirrors: number
+  /** The soft `ulimit -n` the accounts' process ran under (ACCOUNT_COST_ULIMIT), if set. */
+  ulimit?: number
 }
 
 function run(args: string[], onLine?: (line: string, p: ChildProcess) => void): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const argv = ['--expose-gc', '--import', 'tsx', CHILD, ...args]
+    // ACCOUNT_COST_ULIMIT=1024: the accounts' process runs under that `ulimit -n` (the emulator's does not),
+    // hard and soft: Node raises its soft limit to the hard one at start.
+    const limit = args[0] === 'accounts' ? ULIMIT : undefined
+    const p =
+      limit === undefined
+        ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] })
+        : spawn('sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     p.stdout.on('data', (c: Buffer) => {
       out += c.toString()
@@ -83,9 +97,18 @@ export async function measure(n: number, settleMs = SETTLE_MS, quietMs = QUIET_M
   try {
     const accounts = async () => {
       const out = await run(['accounts', specFile, dir, String(settleMs), String(quietMs), ...extra])
-      return { ...(JSON.parse(out) as Run), loadAverage: os.loadavg().map((x) => Number(x.toFixed(2))) }
+      return {
+        ...(JSON.parse(out) as Run),
+        loadAverage: os.loadavg().map((x) => Number(x.toFixed(2))),
+        ...(ULIMIT === undefined ? {} : { ulimit: ULIMIT }),
+      }
     }
-    return { fresh: await accounts(), restart: await accounts() }
+    const fresh = await accounts()
+    // Shown at once: a big size may not have the time for its restart phase.
+    process.stdout.write(
+      `  ${n} accounts, after the backfill: ${JSON.stringify({ ...summary(fresh), peakOpenMirrors: fresh.peakOpenMirrors })}\n`,
+    )
+    return { fresh, restart: await accounts() }
   } finally {
     emulator.kill('SIGTERM')
     await emulatorDone.catch(() => undefined)
@@ -114,6 +137,13 @@ export default async function accountCost(): Promise<BenchResult> {
     figures.push(
       { metric: `${r.n} accounts: process RSS, idle after the backfill`, value: s.rssMiB, unit: 'MiB', ...goal1000(r, s.rssMiB, 1024) },
       { metric: `${r.n} accounts: process RSS, idle after a restart`, value: t.rssMiB, unit: 'MiB', ...goal1000(r, t.rssMiB, 1024) },
+      {
+        metric: `${r.n} accounts: peak RSS over the backfill and the quiet period`,
+        value: s.peakRssMiB,
+        unit: 'MiB',
+        ...goal1000(r, s.peakRssMiB, 1024),
+      },
+      { metric: `${r.n} accounts: the most mirrors open at once`, value: r.peakOpenMirrors, unit: 'mirrors', goal: '' },
       {
         metric: `${r.n} accounts: RSS per account after the backfill (growth from the empty process / N)`,
         value: s.rssPerAccountMiB,
@@ -159,7 +189,7 @@ export default async function accountCost(): Promise<BenchResult> {
   }
   const phase = (r: Run, name: string) => {
     const s = summary(r)
-    return `${r.n} accounts, ${name}: opened in ${s.openSeconds} s, first sweeps ${s.backfillSeconds} s; RSS ${s.rssMiB} MiB of which heap used ${s.heapUsedMiB} MiB (heap reserved ${round(r.quiet.heapTotal / MiB, 1)}), external ${s.externalMiB} MiB, the rest (native: SQLite, allocator, threads, code) ${s.nativeMiB} MiB; ${round(r.quiet.fds / r.n, 1)} fds per account in all; requests a minute mean ${s.requestsPerMinuteMean}, busiest ${s.requestsPerMinuteMax}; CPU ${s.cpuCores} cores; handles ${JSON.stringify(r.active)}; load average ${r.loadAverage.join(' ')}; ${r.ready}/${r.n} ready; ${r.parked}/${r.n} mirrors parked at the end; log lines at warn and above ${JSON.stringify(r.logged)}.`
+    return `${r.n} accounts, ${name}: opened in ${s.openSeconds} s, first sweeps ${s.backfillSeconds} s; RSS ${s.rssMiB} MiB of which heap used ${s.heapUsedMiB} MiB (heap reserved ${round(r.quiet.heapTotal / MiB, 1)}), external ${s.externalMiB} MiB, the rest (native: SQLite, allocator, threads, code) ${s.nativeMiB} MiB; ${round(r.quiet.fds / r.n, 1)} fds per account in all; requests a minute mean ${s.requestsPerMinuteMean}, busiest ${s.requestsPerMinuteMax}; CPU ${s.cpuCores} cores; handles ${JSON.stringify(r.active)}; load average ${r.loadAverage.join(' ')}; ${r.ready}/${r.n} ready; ${r.parked}/${r.n} mirrors parked at the end, at most ${r.peakOpenMirrors} open at once, peak RSS ${s.peakRssMiB} MiB${r.ulimit === undefined ? '' : `, under ulimit -n ${r.ulimit}`}; log lines at warn and above ${JSON.stringify(r.logged)}.`
   }
   return {
     name: 'account-cost',
@@ -178,6 +208,7 @@ export function summary(r: Run) {
   const rpm = perMinute(r)
   return {
     rssMiB: round(r.quiet.rss / MiB, 1),
+    peakRssMiB: round((r.quiet.peakRss ?? 0) / MiB, 1),
     rssPerAccountMiB: round((r.quiet.rss - r.start.rss) / r.n / MiB),
     heapPerAccountMiB: round((r.quiet.heapUsed - r.start.heapUsed) / r.n / MiB, 3),
     fdsPerAccount: round((r.quiet.fds - r.start.fds) / r.n),

@@ -25,6 +25,7 @@ import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
 import { probeMirror } from './mirror-probe.js'
+import type { MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
@@ -55,6 +56,8 @@ export interface AccountRuntimeDeps {
   intakeJournal?: IntakeJournal
   /** Turns for first sweeps, shared by the process's accounts (a few backfill at once); default: no wait. */
   firstSweepTurns?: Turns
+  /** Its slot among the process's open mirrors (mirror-slots.ts): every run and job holds it; default: no cap. */
+  mirrorSlot?: MirrorSlot
 }
 
 /** At most a few holders at once (turns.ts). */
@@ -64,7 +67,7 @@ export interface Turns {
 
 /** What the daemon's parking of idle mirrors (mirror-parker.ts) reads of an account. */
 export interface MirrorActivity {
-  /** The writer is open (not parked). */
+  /** The writer is open, or the checkpoint thread has not let go of it yet (its park is under way). */
   open: boolean
   /** A run, a job, a webhook delivery or a destination batch is under way: not to be parked. */
   busy: boolean
@@ -130,8 +133,9 @@ export interface AccountRuntime {
   /**
    * Closes the mirror while the account is idle (src/store/README.md, "Idle mirrors"): its
    * checkpoint registration ends first; true when it was parked. The next use opens it again.
+   * `now`: at once, without waiting for the checkpoint thread to hold it (room for another mirror).
    */
-  park(): Promise<boolean>
+  park(now?: boolean): Promise<boolean>
 }
 
 /** Builds an account (opens its mirror, migrates it) without starting anything that runs. */
@@ -206,7 +210,12 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     Object.defineProperty(mirrorCheckpoints, 'abandoned', { get: () => ending.abandoned })
   }
   const selection = selectStreams(config.streams)
-  const serialQueue = new SerialQueue()
+  // Each run and job holds the mirror's slot (mirror-slots.ts): never parked under it, and within the process's cap.
+  const hold = deps.mirrorSlot === undefined ? <T>(work: () => Promise<T>) => work() : deps.mirrorSlot.hold
+  const serialQueue = new SerialQueue(hold)
+  // The plan reads the webhook hints of an open mirror only: a loop that wakes opens no parked one.
+  const readWhileOpen = (read: () => ReadonlyMap<string, number>) => () =>
+    parking === undefined ? read() : (parking.ifOpen(read) ?? new Map<string, number>())
   const sweeps =
     config.schedules.sweep === SCHEDULE_CONTINUOUS
       ? new SweepLoop({
@@ -225,7 +234,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
           serialQueue,
           logger,
           onRun: (r) => metricsHolder.metrics?.observeRun(r),
-          hints: webhookHints(app.mirror.sqlite, selection.records),
+          hints: readWhileOpen(webhookHints(app.mirror.sqlite, selection.records)),
           ...(resume === undefined ? {} : { resume }),
           // Kept for the next owner of the account, replicated with the takeover state.
           ...(deps.lease === undefined ? {} : { onPlan: (plan: SweepPlan) => writeSweepPlan(app.mirror.sqlite, plan) }),
@@ -285,7 +294,10 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     selectedStreams: config.streams,
   })
   const scheduler = new Scheduler(
-    syncJobs({ app, metrics, gaps, serialQueue, checkpointsInBackground: () => mirrorCheckpoints.running }),
+    syncJobs({ app, metrics, gaps, serialQueue, checkpointsInBackground: () => mirrorCheckpoints.running }).map((job) => ({
+      ...job,
+      run: (signal: AbortSignal) => hold(() => job.run(signal)),
+    })),
     logger,
     clock,
   )
@@ -300,11 +312,14 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   let lastProbe: Awaited<ReturnType<typeof probeMirror>> | undefined
   const probe = async (): Promise<ReadyAnswer> => {
     if (stopping) return { ready: false, reason: 'stopping' }
-    if (parking?.parked === true && lastProbe?.ok !== true) parking.unpark()
+    // One not answered yet opens in its slot: probes of many accounts at once stay within the cap.
     const mirror =
       parking?.parked === true && lastProbe?.ok === true
         ? lastProbe
-        : (lastProbe = await probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes))
+        : (lastProbe = await hold(() => {
+            if (parking?.parked === true) parking.unpark()
+            return probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
+          }))
     if (stopping) return { ready: false, reason: 'stopping' }
     if (!mirror.ok) return { ready: false, reason: mirror.reason }
     const fault = webhooks.processor.fault
@@ -342,6 +357,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     if (parking?.parked !== true) register()
     parking?.onReopen(() => {
       if (!stopping) register()
+      deps.mirrorSlot?.opened()
     })
     webhooks.start()
     scheduler.start()
@@ -392,17 +408,17 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     // The destination reads the mirror's change log at every poll: its mirror stays open.
     destination !== undefined
   const busy = () => parkingNow !== undefined || working()
-  const park = (): Promise<boolean> => {
+  const park = (now = false): Promise<boolean> => {
     if (parking === undefined || parking.parked || busy() || stuck()) return Promise.resolve(false)
     // The writer closes first, once the checkpoint thread holds the mirror (it has looked at it):
     // then this close does not checkpoint (nor sync) on the event loop; the thread's, the last,
-    // does it there. Not held yet: registered now, parked at a later look.
-    if (!mirrorCheckpoints.running) {
+    // does it there. Not held yet: registered now, parked at a later look (or now, checkpointing here).
+    if (!now && !mirrorCheckpoints.running) {
       register()
       return Promise.resolve(false)
     }
     const s = mirrorCheckpoints.stats()
-    if (s.passes + s.idle + s.busy + s.errors === 0 || !parking.park()) return Promise.resolve(false)
+    if ((!now && s.passes + s.idle + s.busy + s.errors === 0) || !parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
       .finally(() => (parkingNow = undefined)))
@@ -473,7 +489,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     }),
     stop,
     stuck,
-    activity: () => ({ open: parking?.parked !== true, busy: busy(), uses: parking?.uses ?? 0 }),
+    // Open until the checkpoint thread too has let go of it (its slot is free then).
+    activity: () => ({ open: app.mirror.sqlite.open || parkingNow !== undefined, busy: busy(), uses: parking?.uses ?? 0 }),
     park,
   }
 }

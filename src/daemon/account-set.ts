@@ -12,9 +12,10 @@ import type { CheckpointService } from '../store/sqlite/background-checkpoints.j
 import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import { openAccountRuntime, type AccountRuntime, type AccountRuntimeDeps, type AccountStatus } from './account-runtime.js'
 import type { AccountReadiness, AccountState } from './account-readiness.js'
-import { openMirrorBudget } from './descriptor-budget.js'
+import { openMirrorBudget, openMirrorCap } from './descriptor-budget.js'
 import { FIRST_SWEEPS_AT_ONCE, IDLE_PARK_MS, MirrorParker, turns } from './mirror-parker.js'
 import type { ParkingPolicy } from './mirror-parking.js'
+import { MirrorSlots, type SlotMirror } from './mirror-slots.js'
 
 /** An account's part of the daemon's status. */
 export type AccountSetStatus =
@@ -42,6 +43,8 @@ export interface AccountSetOptions {
   runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget' | 'destinationPool'>
   /** When idle mirrors are parked; default: with more than one account, after IDLE_PARK_MS, within the descriptor budget. */
   parking?: (accounts: number) => ParkingPolicy
+  /** Open mirrors at most, when idle mirrors are parked; default: openMirrorCap (descriptors and memory). */
+  maxOpenMirrors?: number
 }
 
 /** One account keeps its mirror open; more are parked while idle, within the process's descriptors. */
@@ -81,6 +84,8 @@ export class AccountSet {
   private readonly firstSweeps = turns(FIRST_SWEEPS_AT_ONCE)
   private readonly adoptions = turns(OPEN_CONCURRENCY)
   readonly parker: MirrorParker
+  /** The cap on open mirrors (none with one account: it keeps its mirror open). */
+  readonly slots: MirrorSlots
   private readonly policy: (accounts: number) => ParkingPolicy
 
   constructor(private readonly options: AccountSetOptions) {
@@ -92,6 +97,13 @@ export class AccountSet {
       this.clock,
       options.logger,
     )
+    this.slots = new MirrorSlots(() => {
+      if (!this.parking()) return Number.POSITIVE_INFINITY
+      // A mirror with a destination stays open (the destination reads it at every poll): the others get one slot at least.
+      let pinned = 0
+      for (const r of this.runtimes.values()) if (r.destination !== undefined) pinned++
+      return Math.max(pinned + 1, options.maxOpenMirrors ?? openMirrorCap(this.entries.size))
+    }, this.clock)
   }
 
   /**
@@ -291,6 +303,7 @@ export class AccountSet {
   async drain(): Promise<void> {
     this.closed = true
     this.parker.stop()
+    this.slots.unbound()
     for (const e of this.entries.values()) this.cancelRetry(e)
     await this.chain
     await Promise.all([...this.entries.values()].map((e) => (e.opening ?? Promise.resolve()).catch(() => undefined)))
@@ -333,7 +346,12 @@ export class AccountSet {
     let runtime: AccountRuntime | undefined
     try {
       prepareFolder(e.id, e.config.db)
-      runtime = await openAccountRuntime(e.config, { ...this.deps(), ...e.extra, id: e.id })
+      // The open holds a slot: the mirror is migrated and read within the cap, and takes its slot from then on.
+      runtime = await this.slots.hold(e.id, async () => {
+        const opened = await openAccountRuntime(e.config, { ...this.deps(), mirrorSlot: this.slots.slot(e.id), ...e.extra, id: e.id })
+        this.slots.add(e.id, slotMirror(opened))
+        return opened
+      })
     } catch (err) {
       if (!isolate) {
         this.setState(e, 'failed')
@@ -345,6 +363,7 @@ export class AccountSet {
     }
     if (this.closed || this.entries.get(e.id) !== e) {
       await runtime.stop()
+      this.slots.remove(e.id)
       return undefined
     }
     e.runtime = runtime
@@ -359,16 +378,24 @@ export class AccountSet {
 
   private startOne(e: Entry, runtime: AccountRuntime): void {
     e.started = true
-    try {
-      runtime.start()
-      // What the start read (the inbox) opened it for: parked again until its turn or a delivery.
-      if (this.parking()) void runtime.park()
-    } catch (err) {
-      this.runtimes.delete(e.id)
-      e.runtime = undefined
-      void runtime.stop().finally(() => this.keepIfStuck(runtime))
-      this.fail(e, err)
-    }
+    // The start reads the mirror (the inbox, the streams' state): in a slot, at once when one is free.
+    void this.slots.hold(e.id, () => {
+      try {
+        if (this.closed || e.runtime !== runtime) return Promise.resolve()
+        runtime.start()
+        // What the start read opened it for: parked again until its turn or a delivery.
+        if (this.parking()) void runtime.park()
+      } catch (err) {
+        this.runtimes.delete(e.id)
+        e.runtime = undefined
+        void runtime.stop().finally(() => {
+          this.keepIfStuck(runtime)
+          this.slots.remove(e.id)
+        })
+        this.fail(e, err)
+      }
+      return Promise.resolve()
+    })
   }
 
   /** Marks the account failed, logs it once (the same error again is not logged again), retries later. */
@@ -410,6 +437,7 @@ export class AccountSet {
     e.runtime = undefined
     await runtime.stop()
     this.keepIfStuck(runtime)
+    this.slots.remove(e.id)
     this.log(e).info('the account stopped: its mirror stays on disk')
   }
 
@@ -443,6 +471,19 @@ export class AccountSet {
   private deps() {
     const { logger, checkpoints, runtimeDeps } = this.options
     return { logger, checkpoints, clock: this.clock, firstSweepTurns: this.firstSweeps, ...runtimeDeps?.() }
+  }
+}
+
+/** A runtime's mirror as the slots see it. */
+function slotMirror(runtime: AccountRuntime): SlotMirror {
+  return {
+    get open() {
+      return runtime.activity().open
+    },
+    get busy() {
+      return runtime.activity().busy
+    },
+    park: (now) => runtime.park(now),
   }
 }
 

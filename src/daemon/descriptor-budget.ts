@@ -90,3 +90,16 @@ export function openMirrorBudget(accounts: number, soft: number = openFileLimit(
   const room = soft - DESCRIPTORS_BASE - DESCRIPTORS_PER_PARKED_ACCOUNT * accounts
   return Math.max(MIN_OPEN_MIRRORS, Math.floor(room / DESCRIPTORS_PER_OPEN_MIRROR))
 }
+
+/**
+ * Open mirrors at most, whatever the descriptors allow: the memory budget. An open mirror costs
+ * about 1.4 MiB (src/store/README.md, "What an open mirror costs"), and its memory is not given
+ * back once closed, so the most ever open at once sets the process's size: 128 keep SQLite's part
+ * near 180 MiB, and leave room beside the first sweeps' turns (FIRST_SWEEPS_AT_ONCE) for the rest.
+ */
+export const MAX_OPEN_MIRRORS = 128
+
+/** The hard cap on open mirrors (mirror-slots.ts): the descriptor budget, at most MAX_OPEN_MIRRORS. */
+export function openMirrorCap(accounts: number, soft: number = openFileLimit(), max: number = MAX_OPEN_MIRRORS): number {
+  return Math.min(max, openMirrorBudget(accounts, soft))
+}

@@ -21,7 +21,15 @@ import { RUNNERS } from '../sync/stream-runners.js'
 import { KEY_REJECTED } from '../sync/sync-engine.js'
 import type { Selection } from '../../connectors/selection.js'
 import type { RunResult, SyncContext } from '../sync/sync-context.js'
-import { ChangeRate, planNext, restAfterActivity, restAfterSweep, retryDelayMs, type PlannedStream } from './sweep-planner.js'
+import {
+  ChangeRate,
+  planNext,
+  restAfterActivity,
+  restAfterBackfill,
+  restAfterSweep,
+  retryDelayMs,
+  type PlannedStream,
+} from './sweep-planner.js'
 
 /**
  * Custom objects are discovered again this often (new objects, changed schemas): as often as a
@@ -203,10 +211,15 @@ export class SweepLoop {
       }
       const unit = this.#units.get(plan.stream)!
       unit.lastStartedAt = now
-      const result = await this.#options.serialQueue.run(() => this.#sweep(ctx, plan.stream, source))
+      let backfill = false
+      const result = await this.#options.serialQueue.run(() => {
+        // Never swept to the end yet: this sweep walks (part of) the stream's history.
+        backfill = ctx.state.get(plan.stream)?.lastSuccessAt == null
+        return this.#sweep(ctx, plan.stream, source)
+      })
       if (result.outcome === 'interrupted' || signal.aborted) break
       this.#options.onRun?.(result)
-      this.#learn(plan.stream, unit, result)
+      this.#learn(plan.stream, unit, result, backfill)
       this.#notePlan()
       if (result.outcome === 'error')
         logger.warn(
@@ -274,7 +287,7 @@ export class SweepLoop {
     return Math.max(1, Math.floor(perBound / Math.max(1, this.#units.size)))
   }
 
-  #learn(name: string, unit: UnitState, result: RunResult): void {
+  #learn(name: string, unit: UnitState, result: RunResult, backfill: boolean): void {
     const now = this.#options.clock.now()
     if (result.outcome === 'error') {
       unit.failures++
@@ -290,6 +303,13 @@ export class SweepLoop {
     unit.failures = 0
     unit.retryAt = undefined
     unit.cost = unit.cost * 0.8 + Math.max(1, result.requests) * 0.2
+    if (backfill) {
+      // The rows of a backfill are the account's history, not changes under way: they neither
+      // raise the rate nor end the other streams' rests. Once it ends, the stream rests as one
+      // quiet for a bound (restAfterBackfill): not at the active pace while the account is idle.
+      unit.restMs = result.details?.capped === true ? 0 : restAfterBackfill(this.#options.maxIntervalMs)
+      return
+    }
     unit.rate.add(result.rows, now)
     // A capped sweep left pages to read: as much a reason to come back soon as a change.
     const changed = result.rows > 0 || result.details?.capped === true

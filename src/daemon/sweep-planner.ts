@@ -106,6 +106,17 @@ export function restAfterSweep(restMs: number, changed: boolean, maxMs: number):
 }
 
 /**
+ * A stream's rest once its backfill (its first walk to the end) is done: the bound, as if it had
+ * been quiet that long. Starting at FIRST_REST_MS instead, every stream of a freshly backfilled
+ * account was swept again four or five times in the next 40 s at the share's pace (about 30
+ * requests, a sweep every 1-2 s), so its mirror was never idle long enough to be parked. Rule 1
+ * still sweeps it within the bound, and a webhook for it ends the rest.
+ */
+export function restAfterBackfill(maxMs: number): number {
+  return maxMs
+}
+
+/**
  * A stream's rest after a change seen on the account: none when the change is its own (a webhook
  * for it); halved when it is another stream's (a sweep that changed rows, a webhook), since one
  * change in an account makes more likely (someone is at work in the web app); below the first rest,

@@ -21,6 +21,9 @@ export class SerialQueue {
   #tail: Promise<unknown> = Promise.resolve()
   #queued = 0
 
+  /** `around` wraps each work in its turn (the hold of the mirror's slot, mirror-slots.ts). */
+  constructor(private readonly around: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()) {}
+
   /** Work queued or running (the parking of idle mirrors waits for none). */
   get busy(): boolean {
     return this.#queued > 0
@@ -28,7 +31,7 @@ export class SerialQueue {
 
   run<T>(work: () => Promise<T>): Promise<T> {
     this.#queued++
-    const next = this.#tail.then(work).finally(() => this.#queued--)
+    const next = this.#tail.then(() => this.around(work)).finally(() => this.#queued--)
     this.#tail = next.catch(() => undefined)
     return next
   }

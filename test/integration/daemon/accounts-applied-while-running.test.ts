@@ -24,7 +24,9 @@ test('applyAccounts adds one account and removes another while the others keep r
   const emu = await emulatorEnv({ accounts: 3, counts })
   const [a, b, c] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0], (typeof emu.accounts)[0]]
   const env = accountsEnv(emu)
-  const first = env.load([a, b])
+  // A short bound: a freshly backfilled account rests a bound before its next sweeps.
+  const top = { sync: { maxSweepIntervalSeconds: 5 } }
+  const first = env.load([a, b], top)
   const { logger } = capturedLogger('warn')
   const daemon = await startDaemon(first.config, { logger, accounts: first.accounts, listed: true })
   try {
@@ -35,7 +37,7 @@ test('applyAccounts adds one account and removes another while the others keep r
     expect(before.length).toBeGreaterThan(0)
 
     // Two applies at once run one after the other: the second finds nothing left to do.
-    const next = env.load([a, c]).accounts
+    const next = env.load([a, c], top).accounts
     const [diff, again] = await Promise.all([daemon.applyAccounts(next), daemon.applyAccounts(next)])
     expect(diff).toEqual({ added: [c.id], removed: [b.id], changed: [] })
     expect(again).toEqual({ added: [], removed: [], changed: [] })
@@ -60,7 +62,7 @@ test('applyAccounts adds one account and removes another while the others keep r
 
     // A changed account restarts alone.
     const addedRuntime = daemon.accounts.get(c.id)!
-    expect(await daemon.applyAccounts(env.load([{ handle: a, rateLimit: 5000 }, c]).accounts)).toEqual({
+    expect(await daemon.applyAccounts(env.load([{ handle: a, rateLimit: 5000 }, c], top).accounts)).toEqual({
       added: [],
       removed: [],
       changed: [a.id],

@@ -3,11 +3,15 @@
 // as before, the checkpoint thread takes the mirror back, and a park never lands in a run or a
 // transaction.
 import { readdirSync, readlinkSync } from 'node:fs'
+import path from 'node:path'
 import { Writable } from 'node:stream'
 import { request } from 'undici'
 import { expect, test } from 'vitest'
 import { RECORD_STREAMS } from '../../../connectors/index.js'
+import { loadConfig } from '../../../src/config/index.js'
 import { startAccountRuntime, type AccountRuntime } from '../../../src/daemon/account-runtime.js'
+import { startDaemon } from '../../../src/daemon/daemon.js'
+import { IDLE_PARK_MS, PARKING_LOOK_MS } from '../../../src/daemon/mirror-parker.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { startCheckpointService } from '../../../src/store/sqlite/background-checkpoints.js'
 import { startIntakeServer } from '../../../src/webhooks/intake-server.js'
@@ -17,6 +21,7 @@ import { until } from '../../support/daemon-env.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
+import { tempDir } from '../../support/temp-mirror.js'
 
 const SECRET = 'whsec_idle_mirror_0123456789abcdef'
 const counts = { clients: 3, jobs: 0, visitsPerJob: 0, invoices: 0, customRecords: 0 }
@@ -127,3 +132,59 @@ test('a parked mirror reopens and syncs on the next sweep and on a webhook; no p
   await checkpoints.stop()
   await emu.close()
 })
+
+test('a freshly backfilled account rests: one round a bound, quiet long enough between rounds for its mirror to park (fake time)', async () => {
+  // The emulator runs on the daemon's fake clock (its budget of 60 a minute, as the daemon's default).
+  const clock = new FakeClock(Date.UTC(2026, 0, 5, 8, 0, 30))
+  const emu = await emulatorEnv({
+    counts: { clients: 40, jobs: 40, visitsPerJob: 1, invoices: 30, customRecords: 10 },
+    now: () => clock.now(),
+  })
+  const config = loadConfig({
+    env: {
+      FSM_BASE_URL: emu.url,
+      FSM_API_KEY: emu.apiKey,
+      FSM_DB: path.join(tempDir(), 'mirror.db'),
+      FSM_HTTP_HOST: '127.0.0.1',
+      FSM_HTTP_PORT: '0',
+    },
+  })
+  expect(config.sync.maxSweepIntervalSeconds).toBe(60)
+  const daemon = await startDaemon(config, { logger, clock })
+  // Fake time moves to the next timer once no request is in flight.
+  const drive = async (ms: number) => {
+    const end = clock.now() + ms
+    while (clock.now() < end) {
+      for (let i = 0; !(daemon.app.governor.state().inFlight === 0 && clock.pending > 0); i++) {
+        if (i > 5_000) throw new Error('the sweeps never came to wait on the clock')
+        await new Promise((r) => setTimeout(r, 2))
+      }
+      const before = clock.now()
+      await clock.advanceToNext()
+      if (clock.now() === before) await clock.advance(1)
+    }
+  }
+  try {
+    let backfilledAt: number | undefined
+    void daemon.firstSweep.then(() => (backfilledAt = clock.now()))
+    await drive(4 * 60_000)
+    expect(backfilledAt).toBeDefined()
+    const starts = (
+      daemon.app.mirror.sqlite.prepare(`SELECT started_at FROM sync_runs WHERE kind = 'sweep' ORDER BY id`).pluck().all() as string[]
+    )
+      .map((s) => Date.parse(s))
+      .filter((at) => at >= backfilledAt!)
+    // Six streams, each rested a bound after its backfill: about a round a minute (a discovery too
+    // at five minutes), not the 30-odd sweeps of the minute after the backfill at the share's pace.
+    const inFirstMinute = starts.filter((at) => at < backfilledAt! + 60_000).length
+    expect(inFirstMinute, JSON.stringify(starts.map((at) => at - backfilledAt!))).toBeLessThanOrEqual(6)
+    expect(starts.length).toBeLessThanOrEqual(6 * 4)
+    // Between two rounds the account is quiet for most of the bound: its mirror parks (IDLE_PARK_MS).
+    const gaps = [...starts.slice(1).map((at, i) => at - starts[i]!), starts[0]! - backfilledAt!]
+    expect(Math.max(...gaps)).toBeGreaterThan(30_000)
+    expect(gaps.filter((g) => g > IDLE_PARK_MS + PARKING_LOOK_MS).length).toBeGreaterThanOrEqual(3)
+  } finally {
+    await daemon.stop()
+    await emu.close()
+  }
+}, 120_000)

@@ -1,7 +1,13 @@
 // Which idle mirrors the daemon parks (src/daemon/mirror-parking.ts), the turns first sweeps take
 // (mirror-parker.ts), and the open-mirror budget derived from `ulimit -n` (descriptor-budget.ts).
 import { expect, test } from 'vitest'
-import { DESCRIPTORS_BASE, MIN_OPEN_MIRRORS, openMirrorBudget } from '../../../src/daemon/descriptor-budget.js'
+import {
+  DESCRIPTORS_BASE,
+  MAX_OPEN_MIRRORS,
+  MIN_OPEN_MIRRORS,
+  openMirrorBudget,
+  openMirrorCap,
+} from '../../../src/daemon/descriptor-budget.js'
 import { turns } from '../../../src/daemon/mirror-parker.js'
 import { mirrorsToPark, QuietTracker, type MirrorState } from '../../../src/daemon/mirror-parking.js'
 
@@ -65,4 +71,9 @@ test('the open-mirror budget leaves each account its socket and keeps a floor', 
   expect(openMirrorBudget(100, 1024)).toBe(Math.floor((1024 - DESCRIPTORS_BASE - 100) / 5))
   expect(openMirrorBudget(1000, 1024)).toBe(MIN_OPEN_MIRRORS)
   expect(openMirrorBudget(1000, Infinity)).toBe(Infinity)
+  // The hard cap: the descriptor budget, and at most the memory budget.
+  expect(openMirrorCap(100, 500)).toBe(openMirrorBudget(100, 500))
+  expect(openMirrorCap(100, 1024)).toBe(MAX_OPEN_MIRRORS)
+  expect(openMirrorCap(100, Infinity)).toBe(MAX_OPEN_MIRRORS)
+  expect(openMirrorCap(1000, 1024)).toBe(MIN_OPEN_MIRRORS)
 })

@@ -1,0 +1,208 @@
+// A hard cap on the mirrors a process keeps open (writer and checkpoint-thread connection), sized
+// from its file descriptors and a memory budget (descriptor-budget.ts). An account's work holds its
+// mirror's slot; with every slot taken, the least recently used idle mirror is parked at once, or
+// the work waits its turn (first come, first served). Rules: docs/accounts.md, "Memory and file descriptors".
+import type { Clock } from '../model/clock.js'
+
+/** An account's mirror as the slots see it (account-runtime.ts). */
+export interface SlotMirror {
+  /** Its writer or its checkpoint connection is open (it takes a slot). */
+  readonly open: boolean
+  /** Work is under way on it (a run, a transaction, a delivery): never parked. */
+  readonly busy: boolean
+  /** Parks it now; false when it cannot be (busy). */
+  park(now: true): Promise<boolean>
+}
+
+/** What one account's runtime gets: the hold of its slot around each piece of work. */
+export interface MirrorSlot {
+  hold: <T>(work: () => Promise<T>) => Promise<T>
+  /** The mirror was opened by a use outside any hold (a delivery, a probe): room is made for it. */
+  opened: () => void
+}
+
+interface Member {
+  mirror: SlotMirror | undefined
+  /** Holds under way (an account's works nest: a job and the sweep it queues share the slot). */
+  held: number
+  /** Order of last use, for the least recently used. */
+  usedAt: number
+  parking: boolean
+}
+
+interface Waiting {
+  member: Member
+  grant: () => void
+}
+
+/** A pause between two tries while works wait and no slot could be freed (a mirror busy outside any hold). */
+const RETRY_MS = 200
+
+export class MirrorSlots {
+  readonly #members = new Map<string, Member>()
+  readonly #waiting: Waiting[] = []
+  #tick = 0
+  #retry: (() => void) | undefined
+  #unbounded = false
+  /** The most slots ever taken at once. */
+  highWater = 0
+  /** Mirrors parked to make room. */
+  evicted = 0
+
+  constructor(
+    private readonly capacity: () => number,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The account's slot (a member from now on; its mirror is known once it opened: add()). */
+  slot(id: string): MirrorSlot {
+    return { hold: (work) => this.hold(id, work), opened: () => this.#opened(id) }
+  }
+
+  /** Its mirror, once open: a candidate to park when room is needed. */
+  add(id: string, mirror: SlotMirror): void {
+    this.#member(id).mirror = mirror
+    this.#pump()
+  }
+
+  /** The account is gone (stopped, failed): its slot is free. */
+  remove(id: string): void {
+    const m = this.#members.get(id)
+    if (m === undefined) return
+    m.mirror = undefined
+    if (m.held === 0 && !this.#waiting.some((w) => w.member === m)) this.#members.delete(id)
+    this.#pump()
+  }
+
+  /**
+   * No cap from now on (the process stops): the accounts stopping keep their mirrors to the end,
+   * so a work waiting for one of their slots would wait for ever.
+   */
+  unbound(): void {
+    this.#unbounded = true
+    this.#pump()
+  }
+
+  #capacity(): number {
+    return this.#unbounded ? Number.POSITIVE_INFINITY : this.capacity()
+  }
+
+  /** Slots taken now: mirrors open or parking, and holds whose mirror is not open yet. */
+  get taken(): number {
+    let n = 0
+    for (const m of this.#members.values()) if (takes(m)) n++
+    return n
+  }
+
+  /** Works waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length
+  }
+
+  /**
+   * Runs `work` with the account's mirror in a slot: at once if its mirror has one (an account's
+   * works share it, so a hold inside a hold never waits), else when its turn comes.
+   */
+  async hold<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const m = this.#member(id)
+    if (takes(m) || (this.#waiting.length === 0 && this.taken < this.#capacity())) m.held++
+    else
+      await new Promise<void>((grant) => {
+        this.#waiting.push({ member: m, grant: () => (m.held++, grant()) })
+        this.#pump()
+      })
+    this.highWater = Math.max(this.highWater, this.taken)
+    try {
+      return await work()
+    } finally {
+      m.held--
+      m.usedAt = ++this.#tick
+      this.#pump()
+    }
+  }
+
+  #opened(id: string): void {
+    const m = this.#member(id)
+    m.usedAt = ++this.#tick
+    this.highWater = Math.max(this.highWater, this.taken)
+    // Opened beside the cap: the least recently used idle mirrors make room.
+    let over = this.taken - this.#parkingNow() - this.#capacity()
+    while (over > 0 && this.#evictOne(m)) over--
+  }
+
+  #parkingNow(): number {
+    let n = 0
+    for (const m of this.#members.values()) if (m.parking) n++
+    return n
+  }
+
+  #member(id: string): Member {
+    let m = this.#members.get(id)
+    if (m === undefined) {
+      m = { mirror: undefined, held: 0, usedAt: ++this.#tick, parking: false }
+      this.#members.set(id, m)
+    }
+    return m
+  }
+
+  /** Grants the waiting works in order while slots are free; parks idle mirrors for those left. */
+  #pump(): void {
+    // A work whose mirror took a slot meanwhile (opened by a delivery) goes at once: it needs no
+    // new slot, and its mirror stays busy (never parked) while the work waits.
+    for (const w of this.#waiting.filter((w) => takes(w.member))) this.#grant(w)
+    while (this.#waiting.length > 0 && this.taken < this.#capacity()) this.#grant(this.#waiting[0]!)
+    if (this.#waiting.length === 0) return
+    // One mirror parked for each account in line that needs a slot, beyond those parking now.
+    let short = new Set(this.#waiting.filter((w) => !takes(w.member)).map((w) => w.member)).size - this.#parkingNow()
+    while (short > 0 && this.#evictOne(undefined)) short--
+    // None idle now (each busy with a delivery or a probe outside any hold): tried again shortly.
+    if (short > 0 && this.#parkingNow() === 0) this.#later()
+  }
+
+  #later(): void {
+    if (this.#retry !== undefined) return
+    this.#retry = this.clock.setTimer(
+      RETRY_MS,
+      () => {
+        this.#retry = undefined
+        this.#pump()
+      },
+      { background: true },
+    )
+  }
+
+  #grant(w: Waiting): void {
+    this.#waiting.splice(this.#waiting.indexOf(w), 1)
+    w.grant()
+  }
+
+  /** Parks the least recently used idle mirror (not `except`); false when none is idle. */
+  #evictOne(except: Member | undefined): boolean {
+    let victim: Member | undefined
+    for (const m of this.#members.values()) {
+      if (m === except || m.held > 0 || m.parking || m.mirror?.open !== true || m.mirror.busy) continue
+      if (victim === undefined || m.usedAt < victim.usedAt) victim = m
+    }
+    if (victim === undefined) return false
+    const m = victim
+    m.parking = true
+    void m
+      .mirror!.park(true)
+      .catch(() => false)
+      .then((parked) => {
+        m.parking = false
+        if (parked) {
+          this.evicted++
+          return this.#pump()
+        }
+        // Not parked (busy meanwhile): it counts as just used; another is tried a little later.
+        m.usedAt = ++this.#tick
+        this.#later()
+      })
+    return true
+  }
+}
+
+function takes(m: Member): boolean {
+  return m.held > 0 || m.parking || m.mirror?.open === true
+}

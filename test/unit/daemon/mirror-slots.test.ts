@@ -1,0 +1,121 @@
+// The hard cap on open mirrors (src/daemon/mirror-slots.ts): works wait in order for a slot, the
+// least recently used idle mirror parks at once to make room, a busy or held one never does, an
+// account's nested works share its slot, and works holding every slot while they wait on
+// something else (the upstream) end and let the others in: no deadlock.
+import { expect, test } from 'vitest'
+import { MirrorSlots, type SlotMirror } from '../../../src/daemon/mirror-slots.js'
+import { FakeClock } from '../../support/fake-clock.js'
+
+/** A mirror that opens on use and parks when asked (unless busy). */
+class FakeMirror implements SlotMirror {
+  open = false
+  busy = false
+  parks = 0
+  park(): Promise<boolean> {
+    if (this.busy || !this.open) return Promise.resolve(false)
+    this.open = false
+    this.parks++
+    return Promise.resolve(true)
+  }
+}
+
+const flush = () => new Promise((r) => setImmediate(r))
+
+function slotsOf(n: number, cap: number) {
+  const clock = new FakeClock()
+  const slots = new MirrorSlots(() => cap, clock)
+  const mirrors = Array.from({ length: n }, (_, i) => {
+    const m = new FakeMirror()
+    slots.add(`a${i}`, m)
+    return m
+  })
+  /** A work that opens its mirror, notes itself, and ends when `release` resolves. */
+  const work = (i: number, log: string[], release: Promise<void> = Promise.resolve()) =>
+    slots.hold(`a${i}`, async () => {
+      mirrors[i]!.open = true
+      log.push(`a${i}`)
+      log.push(`taken ${slots.taken}`)
+      await release
+    })
+  return { slots, mirrors, work, clock }
+}
+
+test('every slot held by a work waiting on something else: the others wait in order, then all run, never over the cap', async () => {
+  const { slots, mirrors, work } = slotsOf(12, 4)
+  const log: string[] = []
+  let upstream!: () => void
+  const answered = new Promise<void>((r) => (upstream = r))
+  const all = Array.from({ length: 12 }, (_, i) => work(i, log, i < 4 ? answered : undefined))
+  await flush()
+  expect(log.filter((l) => l.startsWith('a'))).toEqual(['a0', 'a1', 'a2', 'a3'])
+  expect(slots.waiting).toBe(8)
+  upstream()
+  await Promise.all(all)
+  // First come, first served; the idle ones parked to make room.
+  expect(log.filter((l) => l.startsWith('a'))).toEqual(Array.from({ length: 12 }, (_, i) => `a${i}`))
+  expect(log.filter((l) => l.startsWith('taken')).every((l) => Number(l.slice(6)) <= 4)).toBe(true)
+  expect(slots.highWater).toBe(4)
+  expect(mirrors.filter((m) => m.open)).toHaveLength(4)
+  expect(slots.evicted).toBe(8)
+})
+
+test('room is made by parking the least recently used idle mirror; a busy one or one held is never parked', async () => {
+  const { slots, mirrors, work, clock } = slotsOf(4, 2)
+  await work(0, [])
+  await work(1, [])
+  // a0 used first: parked for a2.
+  await work(2, [])
+  expect(mirrors.map((m) => m.open)).toEqual([false, true, true, false])
+  // a1 busy outside any hold (a delivery): a2 is parked for a3 instead.
+  mirrors[1]!.busy = true
+  await work(3, [])
+  expect(mirrors.map((m) => m.open)).toEqual([false, true, false, true])
+  // Held: a3's work waits on the upstream while a0 comes; a1 still busy, so a0 waits its turn.
+  let release!: () => void
+  const held = work(3, [], new Promise<void>((r) => (release = r)))
+  const log: string[] = []
+  const waiting = work(0, log)
+  await flush()
+  expect(log).toEqual([])
+  expect(mirrors[3]!.open).toBe(true)
+  // Another work of a3 shares its slot at once.
+  await slots.hold('a3', () => Promise.resolve())
+  // The delivery ends: at the next try a1 is parked, and a0 runs.
+  mirrors[1]!.busy = false
+  await clock.advance(1_000)
+  await flush()
+  expect(log[0]).toBe('a0')
+  expect(mirrors.map((m) => m.open)).toEqual([true, false, false, true])
+  release()
+  await Promise.all([held, waiting])
+  expect(slots.highWater).toBe(2)
+})
+
+test('a work inside a work of the same account shares its slot and never waits, even with others in line', async () => {
+  const { slots, work } = slotsOf(3, 1)
+  const log: string[] = []
+  let inner = false
+  const outer = slots.hold('a0', async () => {
+    await flush()
+    // a1 is in line now; a0's nested work does not queue behind it.
+    expect(slots.waiting).toBe(1)
+    await slots.hold('a0', () => Promise.resolve((inner = true)))
+  })
+  const other = work(1, log)
+  await Promise.all([outer, other])
+  expect(inner).toBe(true)
+  expect(log).toEqual(['a1', 'taken 1'])
+})
+
+test('a mirror opened outside any hold (a delivery) makes room at once: idle ones park', async () => {
+  const { slots, mirrors, work } = slotsOf(3, 2)
+  await work(0, [])
+  await work(1, [])
+  mirrors[2]!.open = true
+  slots.slot('a2').opened()
+  await flush()
+  expect(mirrors.map((m) => m.open)).toEqual([false, true, true])
+  // Once the process stops, nothing waits for a slot.
+  slots.unbound()
+  await Promise.all([work(0, []), work(1, []), work(2, [])])
+})
