@@ -91,9 +91,9 @@ export interface DaemonOptions {
 }
 
 /** The intake journal in the data folder, checkpointed on the process's thread; close() after every account stopped. */
-function openJournal(config: Config, logger: Logger, clock: Clock, checkpoints: CheckpointService) {
+function openJournal(config: Config, logger: Logger, clock: Clock, checkpoints: CheckpointService, metrics: ProcessMetrics) {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const journal = new IntakeJournal({ file: path.join(config.dataDir, 'intake-journal.db'), logger, clock })
+  const journal = new IntakeJournal({ file: path.join(config.dataDir, 'intake-journal.db'), logger, clock, metrics: metrics.journal })
   const registration = checkpoints.register(journal.sqlite, { logger })
   return {
     journal,
@@ -131,7 +131,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   const destinationPool = createDestinationPool(config.destination.postgres, options.clock ?? systemClock)
   // An accounts list: one intake journal acks every account's deliveries (docs/webhooks.md).
   const journal =
-    options.accounts !== undefined && !sharded ? openJournal(config, logger, options.clock ?? systemClock, checkpoints) : undefined
+    options.accounts !== undefined && !sharded
+      ? openJournal(config, logger, options.clock ?? systemClock, checkpoints, processMetrics)
+      : undefined
   const set: AccountSet = new AccountSet({
     logger,
     checkpoints,

@@ -1,16 +1,16 @@
 // One intake journal for every account of the process (docs/webhooks.md, One journal for every
 // account). Each account's intake appends its verified deliveries here; what arrives meanwhile,
 // whatever the account, is committed in one transaction and made durable by one fdatasync of the
-// journal's -wal (as the inbox does, inbox.ts), and only then answered 200. A relay then moves each
+// journal's -wal (the inbox's group commit, group-commit.ts), and only then answered 200. A relay then moves each
 // account's deliveries into its own inbox in batches (WebhookInbox.enqueue, which dedups on the
 // delivery id and resolves once its own log is synced) and removes them from the journal only after
 // that: a crash in between relays them again, and the inbox keeps a delivery id once.
-import fs from 'node:fs'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { IntakeJournalStore, type JournalEntry } from '../store/repositories/intake-journal-store.js'
 import { walFileOf } from '../store/sqlite/wal-file.js'
-import { InboxUnavailableError, type Delivery, type EnqueueResult, type SyncFile, type WebhookInbox } from './inbox.js'
+import { GroupCommit, InboxUnavailableError, type GroupCommitMetrics, type SyncFile } from './group-commit.js'
+import type { Delivery, EnqueueResult, WebhookInbox } from './inbox.js'
 
 /**
  * Relays start at most this often (100 a second). Each costs its account an inbox commit, a sync and
@@ -25,6 +25,10 @@ export interface IntakeJournalOptions {
   logger: Logger
   clock: Clock
   syncFile?: SyncFile
+  /** How long close() waits for a sync of the journal in flight (ms, default 5,000). */
+  closeTimeoutMs?: number
+  /** The journal's group commits (the process's, not an account's). */
+  metrics?: GroupCommitMetrics
   /** Relays in flight at once: each ends in a sync of its inbox's log on libuv's pool, where the journal's own sync must find a thread. Default 2. */
   relayConcurrency?: number
   /** An account's deliveries wait at least this long before its relay (ms, default 0). */
@@ -48,12 +52,6 @@ export interface JournalIntake {
   close(): Promise<void>
 }
 
-interface Waiting {
-  entry: JournalEntry
-  resolve: (result: EnqueueResult) => void
-  reject: (err: Error) => void
-}
-
 interface Target {
   inbox: WebhookInbox
   maxBacklog: number
@@ -66,18 +64,12 @@ export class IntakeJournal {
   readonly #store: IntakeJournalStore
   readonly #o: IntakeJournalOptions
   readonly #log: Logger
-  readonly #syncFile: SyncFile
-  readonly #walFd: number
+  readonly #group: GroupCommit<JournalEntry, boolean>
   readonly #targets = new Map<string, Target>()
   /** Committed and not yet removed, per account; queued: waiting for the next group commit. */
   readonly #waiting = new Map<string, number>()
   readonly #queued = new Map<string, number>()
-  #queue: Waiting[] = []
-  #scheduled = false
-  #inFlight = false
-  #broken: Error | undefined
   #closed = false
-  #idle: (() => void)[] = []
   readonly #due = new Set<string>()
   #ready: string[] = []
   #nextStartAt = 0
@@ -85,14 +77,28 @@ export class IntakeJournal {
   #relaying = 0
   /** Rows up to this seq are on disk: a relay takes no row whose sync has not returned (its count is not in #waiting yet). */
   #durableSeq: number
+  /** The newest seq of the group whose sync is in flight. */
+  #committedSeq = 0
 
   constructor(options: IntakeJournalOptions) {
     this.#o = options
     this.#log = options.logger.child({ component: 'intake-journal' })
-    this.#syncFile = options.syncFile ?? fs.fdatasync
     this.#store = new IntakeJournalStore(options.file)
-    // The -wal beside SQLite's own name for the file (wal-file.ts); 'a': created if SQLite has not yet.
-    this.#walFd = fs.openSync(walFileOf(this.#store.sqlite) ?? `${options.file}-wal`, 'a')
+    this.#group = new GroupCommit<JournalEntry, boolean>({
+      name: 'intake journal',
+      logger: this.#log,
+      commit: (group, full) => {
+        for (const e of group) this.#queued.set(e.accountId, (this.#queued.get(e.accountId) ?? 1) - 1)
+        return this.#store.insertGroup(group, full)
+      },
+      // The -wal beside SQLite's own name for the file (wal-file.ts).
+      walPath: walFileOf(this.#store.sqlite),
+      ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
+      ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
+      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+      committed: () => (this.#committedSeq = this.#store.lastSeq()),
+      durable: (group, inserted) => this.#durable(group, inserted),
+    })
     for (const [id, n] of this.#store.counts()) this.#waiting.set(id, n)
     this.#durableSeq = this.#store.lastSeq()
   }
@@ -104,7 +110,7 @@ export class IntakeJournal {
 
   /** Deliveries in the journal or waiting for its next commit, every account. */
   get size(): number {
-    let n = this.#queue.length
+    let n = this.#group.queued
     for (const w of this.#waiting.values()) n += w
     return n
   }
@@ -127,7 +133,7 @@ export class IntakeJournal {
         }),
       close: async () => {
         target.closed = true
-        await this.#flushed()
+        await this.#group.flushed()
         await target.relaying
         // What stays (the inbox refused it) is relayed when the account attaches again.
         try {
@@ -145,22 +151,16 @@ export class IntakeJournal {
   async close(): Promise<void> {
     this.#closed = true
     this.#cancelPump?.()
-    await this.#flushed()
+    await this.#group.close()
     await Promise.all([...this.#targets.values()].map((t) => t.relaying ?? Promise.resolve()))
-    fs.closeSync(this.#walFd)
     this.#store.close()
   }
 
   #enqueue(accountId: string, target: Target, delivery: Delivery, waiting: number): Promise<EnqueueResult> {
     if (target.closed || this.#closed)
       return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the account is stopping)'))
-    if (this.#broken !== undefined)
-      return Promise.reject(
-        new InboxUnavailableError(
-          'INBOX_WRITE_FAILED',
-          `the intake journal cannot confirm writes since a sync of its log failed (${this.#broken.message}): check the disk, then restart the daemon`,
-        ),
-      )
+    const refused = this.#group.refusal()
+    if (refused !== undefined) return Promise.reject(refused)
     // Already in the account's inbox (relayed earlier): durable there, nothing to store.
     if (target.inbox.has(delivery.deliveryId)) return Promise.resolve('duplicate')
     const backlog = target.inbox.backlog + waiting
@@ -173,80 +173,23 @@ export class IntakeJournal {
       )
     this.#queued.set(accountId, (this.#queued.get(accountId) ?? 0) + 1)
     const receivedAt = new Date(this.#o.clock.now()).toISOString()
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ entry: { accountId, delivery, receivedAt }, resolve, reject })
-      this.#schedule()
+    return this.#group.submit({ accountId, delivery, receivedAt }).then((inserted) => (inserted ? 'stored' : 'duplicate'))
+  }
+
+  /** A group's sync returned: its rows may be relayed from now on. */
+  #durable(group: readonly JournalEntry[], inserted: readonly boolean[]): void {
+    this.#durableSeq = Math.max(this.#durableSeq, this.#committedSeq)
+    const accounts = new Set<string>()
+    group.forEach((e, i) => {
+      if (inserted[i] !== true) return
+      this.#waiting.set(e.accountId, (this.#waiting.get(e.accountId) ?? 0) + 1)
+      accounts.add(e.accountId)
     })
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight) return
-    this.#scheduled = true
-    // After the poll phase: every request whose body completed in this turn joins the group.
-    setImmediate(() => this.#flush())
-  }
-
-  #flush(): void {
-    this.#scheduled = false
-    if (this.#queue.length === 0 || this.#inFlight) return this.#settleIdle()
-    const group = this.#queue
-    this.#queue = []
-    for (const w of group) this.#queued.set(w.entry.accountId, (this.#queued.get(w.entry.accountId) ?? 1) - 1)
-    let inserted: boolean[]
-    let lastSeq: number
-    try {
-      inserted = this.#store.insertGroup(group.map((w) => w.entry))
-      lastSeq = this.#store.lastSeq()
-    } catch (err) {
-      this.#log.error({ err, deliveries: group.length }, 'webhook deliveries could not be stored in the intake journal: answering 503')
-      const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be written: ${(err as Error).message}`)
-      for (const w of group) w.reject(error)
-      return this.#settleIdle()
+    for (const id of accounts) this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
+    for (const e of group) {
+      const t = this.#targets.get(e.accountId)
+      if (t !== undefined) this.#checkRelayed(e.accountId, t)
     }
-    this.#inFlight = true
-    this.#syncFile(this.#walFd, (err) => {
-      this.#inFlight = false
-      if (err !== null) {
-        this.#broken = err
-        this.#log.error(
-          { err, deliveries: group.length },
-          'syncing the intake journal to disk failed: answering 503 until the daemon restarts',
-        )
-        const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be synced: ${err.message}`)
-        for (const w of [...group, ...this.#queue.splice(0)]) w.reject(error)
-        return this.#settleIdle()
-      }
-      this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
-      const accounts = new Set<string>()
-      group.forEach((w, i) => {
-        if (inserted[i] === true) {
-          const id = w.entry.accountId
-          this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + 1)
-          accounts.add(id)
-        }
-        w.resolve(inserted[i] === true ? 'stored' : 'duplicate')
-      })
-      for (const id of accounts) this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
-      for (const w of group) {
-        const t = this.#targets.get(w.entry.accountId)
-        if (t !== undefined) this.#checkRelayed(w.entry.accountId, t)
-      }
-      if (this.#queue.length > 0) this.#schedule()
-      else this.#settleIdle()
-    })
-  }
-
-  /** Resolves once nothing waits for a commit or a sync. */
-  #flushed(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#idle.push(resolve)
-      this.#settleIdle()
-    })
-  }
-
-  #settleIdle(): void {
-    if (this.#inFlight || this.#queue.length > 0 || this.#scheduled) return
-    for (const resolve of this.#idle.splice(0)) resolve()
   }
 
   #checkRelayed(accountId: string, target: Target): void {

@@ -27,6 +27,8 @@ export class IntakeJournalStore {
   readonly #remove: (seqs: readonly number[]) => void
   readonly #counts
   readonly #lastSeq
+  readonly #full
+  readonly #normal
 
   constructor(file: string) {
     const sqlite = new Database(file)
@@ -65,13 +67,24 @@ export class IntakeJournalStore {
     this.#remove = sqlite.transaction((seqs: readonly number[]) => {
       for (const seq of seqs) remove.run(seq)
     })
+    this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
+    this.#normal = sqlite.prepare('PRAGMA synchronous = NORMAL')
     this.#lastSeq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM intake_journal`).pluck()
     this.#counts = sqlite.prepare(`SELECT account_id, count(*) AS n FROM intake_journal GROUP BY account_id`)
   }
 
-  /** One transaction; for each entry, true when new, false when the account already has it here. */
-  insertGroup(group: readonly JournalEntry[]): boolean[] {
-    return this.#insertGroup(group)
+  /**
+   * One transaction; for each entry, true when new, false when the account already has it here.
+   * `fullSync`: commit with synchronous=FULL, for a caller that cannot sync the -wal file itself.
+   */
+  insertGroup(group: readonly JournalEntry[], fullSync = false): boolean[] {
+    if (!fullSync) return this.#insertGroup(group)
+    this.#full.run()
+    try {
+      return this.#insertGroup(group)
+    } finally {
+      this.#normal.run()
+    }
   }
 
   /** The newest delivery's seq (0 when empty). */
