@@ -7,10 +7,11 @@
 // that: a crash in between relays them again, and the inbox keeps a delivery id once.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { IntakeJournalStore, type JournalEntry } from '../store/repositories/intake-journal-store.js'
-import { walFileOf } from '../store/sqlite/wal-file.js'
-import { GroupCommit, InboxUnavailableError, type GroupCommitMetrics, type SyncFile } from './group-commit.js'
+import { IntakeJournalStore } from '../store/repositories/intake-journal-store.js'
+import { InboxUnavailableError, type GroupCommitMetrics, type SyncFile } from './group-commit.js'
 import type { Delivery, EnqueueResult, WebhookInbox } from './inbox.js'
+import { JournalWriter, type JournalWrites, type OnDurable } from './journal-writer.js'
+import type { ActiveSecret } from './signature.js'
 
 /**
  * Relays start at most this often (100 a second). Each costs its account an inbox commit, a sync and
@@ -39,6 +40,25 @@ export interface IntakeJournalOptions {
   relayBatch?: number
   /** Tests: runs after an account's inbox holds a relayed batch, before the journal lets it go. */
   afterInboxCommit?: (accountId: string) => Promise<void>
+  /** Where the writes go (the intake thread, intake-thread.ts); default a JournalWriter on this thread. */
+  writes?: (onDurable: OnDurable) => JournalWrites & AccountIntakes
+}
+
+/** What the intake thread needs of each account it takes deliveries for. */
+export interface AccountIntakeSpec {
+  maxBacklog: number
+  maxBodyBytes: number
+  /** The secrets accepted now (read by the main thread, pushed on change). */
+  secrets: () => readonly ActiveSecret[]
+  /** The account's inbox backlog now (pushed on change). */
+  backlog: () => number
+}
+
+/** Writes that take deliveries for accounts themselves (the intake thread) are told which. */
+export interface AccountIntakes {
+  attach?(accountId: string, spec: AccountIntakeSpec): void
+  /** Resolves once the account's deliveries are no longer taken, and those taken are told to onDurable. */
+  detach?(accountId: string): Promise<void>
 }
 
 /** What an account's intake handler enqueues into (its `inbox` option). */
@@ -61,14 +81,16 @@ interface Target {
 }
 
 export class IntakeJournal {
+  /** This thread's connection: the relay reads here; writes go through #writes. */
   readonly #store: IntakeJournalStore
   readonly #o: IntakeJournalOptions
   readonly #log: Logger
-  readonly #group: GroupCommit<JournalEntry, boolean>
+  readonly #writes: JournalWrites & AccountIntakes
   readonly #targets = new Map<string, Target>()
-  /** Committed and not yet removed, per account; queued: waiting for the next group commit. */
+  /** Committed and not yet removed, per account. */
   readonly #waiting = new Map<string, number>()
-  readonly #queued = new Map<string, number>()
+  /** Per account: the newest seq handed to its inbox (rows after it are read by its next relay). */
+  readonly #relayedSeq = new Map<string, number>()
   #closed = false
   readonly #due = new Set<string>()
   #ready: string[] = []
@@ -77,30 +99,25 @@ export class IntakeJournal {
   #relaying = 0
   /** Rows up to this seq are on disk: a relay takes no row whose sync has not returned (its count is not in #waiting yet). */
   #durableSeq: number
-  /** The newest seq of the group whose sync is in flight. */
-  #committedSeq = 0
 
   constructor(options: IntakeJournalOptions) {
     this.#o = options
     this.#log = options.logger.child({ component: 'intake-journal' })
     this.#store = new IntakeJournalStore(options.file)
-    this.#group = new GroupCommit<JournalEntry, boolean>({
-      name: 'intake journal',
-      logger: this.#log,
-      commit: (group, full) => {
-        for (const e of group) this.#queued.set(e.accountId, (this.#queued.get(e.accountId) ?? 1) - 1)
-        return this.#store.insertGroup(group, full)
-      },
-      // The -wal beside SQLite's own name for the file (wal-file.ts).
-      walPath: walFileOf(this.#store.sqlite),
-      ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
-      ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
-      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
-      committed: () => (this.#committedSeq = this.#store.lastSeq()),
-      durable: (group, inserted) => this.#durable(group, inserted),
-    })
     for (const [id, n] of this.#store.counts()) this.#waiting.set(id, n)
     this.#durableSeq = this.#store.lastSeq()
+    const onDurable: OnDurable = (stored, lastSeq) => this.#durable(stored, lastSeq)
+    this.#writes =
+      options.writes?.(onDurable) ??
+      new JournalWriter({
+        file: options.file,
+        logger: options.logger,
+        now: () => options.clock.now(),
+        onDurable,
+        ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
+        ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
+        ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+      })
   }
 
   /** The journal's connection (the process's checkpoint thread checkpoints it). */
@@ -110,30 +127,38 @@ export class IntakeJournal {
 
   /** Deliveries in the journal or waiting for its next commit, every account. */
   get size(): number {
-    let n = this.#group.queued
+    let n = this.#writes.queued()
     for (const w of this.#waiting.values()) n += w
     return n
   }
 
-  /** The account's intake through the journal; what an earlier process left for it is relayed now. */
-  attach(accountId: string, inbox: WebhookInbox, maxBacklog: number): JournalIntake {
+  /**
+   * The account's intake through the journal; what an earlier process left for it is relayed now.
+   * `intake`: what the intake thread needs to take the account's deliveries itself.
+   */
+  attach(accountId: string, inbox: WebhookInbox, maxBacklog: number, intake?: Omit<AccountIntakeSpec, 'maxBacklog'>): JournalIntake {
     const target: Target = { inbox, maxBacklog, closed: false, relaying: undefined, relayedWaiters: [] }
     this.#targets.set(accountId, target)
+    this.#relayedSeq.delete(accountId)
+    if (intake !== undefined) this.#writes.attach?.(accountId, { ...intake, maxBacklog })
     if ((this.#waiting.get(accountId) ?? 0) > 0) this.#relaySoon(accountId, 0)
-    const waiting = () => (this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0)
+    const waiting = () => (this.#waiting.get(accountId) ?? 0) + this.#writes.queued(accountId)
     return {
       enqueue: (delivery) => this.#enqueue(accountId, target, delivery, waiting()),
       get waiting() {
         return waiting()
       },
-      relayed: () =>
-        new Promise<void>((resolve) => {
+      relayed: async () => {
+        // Every delivery acknowledged so far (on the intake thread too) is counted first.
+        await this.#writes.flushed()
+        await new Promise<void>((resolve) => {
           target.relayedWaiters.push(resolve)
           this.#checkRelayed(accountId, target)
-        }),
+        })
+      },
       close: async () => {
         target.closed = true
-        await this.#group.flushed()
+        await (this.#writes.detach?.(accountId) ?? this.#writes.flushed())
         await target.relaying
         // What stays (the inbox refused it) is relayed when the account attaches again.
         try {
@@ -151,18 +176,16 @@ export class IntakeJournal {
   async close(): Promise<void> {
     this.#closed = true
     this.#cancelPump?.()
-    await this.#group.close()
     await Promise.all([...this.#targets.values()].map((t) => t.relaying ?? Promise.resolve()))
+    await this.#writes.close()
     this.#store.close()
   }
 
   #enqueue(accountId: string, target: Target, delivery: Delivery, waiting: number): Promise<EnqueueResult> {
     if (target.closed || this.#closed)
       return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the account is stopping)'))
-    const refused = this.#group.refusal()
+    const refused = this.#writes.refusal()
     if (refused !== undefined) return Promise.reject(refused)
-    // Already in the account's inbox (relayed earlier): durable there, nothing to store.
-    if (target.inbox.has(delivery.deliveryId)) return Promise.resolve('duplicate')
     const backlog = target.inbox.backlog + waiting
     if (backlog >= target.maxBacklog)
       return Promise.reject(
@@ -171,30 +194,22 @@ export class IntakeJournal {
           `the webhook inbox holds ${backlog} unapplied deliveries, at the bound webhooks.maxBacklog=${target.maxBacklog}: the processor is behind or stopped`,
         ),
       )
-    this.#queued.set(accountId, (this.#queued.get(accountId) ?? 0) + 1)
-    const receivedAt = new Date(this.#o.clock.now()).toISOString()
-    return this.#group.submit({ accountId, delivery, receivedAt }).then((inserted) => (inserted ? 'stored' : 'duplicate'))
+    return this.#writes.enqueue(accountId, delivery)
   }
 
   /** A group's sync returned: its rows may be relayed from now on. */
-  #durable(group: readonly JournalEntry[], inserted: readonly boolean[]): void {
-    this.#durableSeq = Math.max(this.#durableSeq, this.#committedSeq)
-    const accounts = new Set<string>()
-    group.forEach((e, i) => {
-      if (inserted[i] !== true) return
-      this.#waiting.set(e.accountId, (this.#waiting.get(e.accountId) ?? 0) + 1)
-      accounts.add(e.accountId)
-    })
-    for (const id of accounts) this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
-    for (const e of group) {
-      const t = this.#targets.get(e.accountId)
-      if (t !== undefined) this.#checkRelayed(e.accountId, t)
+  #durable(stored: ReadonlyMap<string, number>, lastSeq: number): void {
+    this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
+    for (const [id, n] of stored) {
+      this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + n)
+      this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
     }
+    for (const [id, t] of this.#targets) if (t.relayedWaiters.length > 0) this.#checkRelayed(id, t)
   }
 
   #checkRelayed(accountId: string, target: Target): void {
     if (target.relayedWaiters.length === 0 || target.relaying !== undefined || this.#due.has(accountId)) return
-    if ((this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0) > 0 && !target.closed) return
+    if ((this.#waiting.get(accountId) ?? 0) + this.#writes.queued(accountId) > 0 && !target.closed) return
     for (const resolve of target.relayedWaiters.splice(0)) resolve()
   }
 
@@ -248,7 +263,8 @@ export class IntakeJournal {
 
   /** Moves a batch of the account's deliveries into its inbox; removes them once the inbox's log is synced. */
   async #relay(accountId: string, target: Target): Promise<number> {
-    const rows = this.#store.pending(accountId, this.#durableSeq, this.#o.relayBatch ?? 500)
+    const after = this.#relayedSeq.get(accountId) ?? 0
+    const rows = this.#store.pending(accountId, after, this.#durableSeq, this.#o.relayBatch ?? 500)
     if (rows.length === 0) {
       // The file is the authority: nothing of the account's is left to relay.
       this.#waiting.delete(accountId)
@@ -256,7 +272,11 @@ export class IntakeJournal {
     }
     await Promise.all(rows.map((r) => target.inbox.enqueue(r.delivery, r.receivedAt)))
     await this.#o.afterInboxCommit?.(accountId)
-    this.#store.remove(rows.map((r) => r.seq))
+    this.#relayedSeq.set(accountId, rows.at(-1)!.seq)
+    this.#writes.remove(
+      accountId,
+      rows.map((r) => r.seq),
+    )
     const left = Math.max(0, (this.#waiting.get(accountId) ?? 0) - rows.length)
     if (left === 0) this.#waiting.delete(accountId)
     else this.#waiting.set(accountId, left)
