@@ -36,9 +36,13 @@ export class ProcessMetrics {
       'connectionsDropped',
     )
     counter('fsm_webhook_intake_unknown_account_total', 'Requests to a webhook path of no running account, answered 404', 'unknownAccount')
+  }
+
+  /** With an accounts list: the intake journal's series (none without one). */
+  registerJournal(): void {
     const journal = this.journal
     const journalCounter = (name: string, help: string, key: keyof ProcessMetrics['journal']) =>
-      mirroredCounter(registers, name, help, () => journal[key])
+      mirroredCounter([this.registry], name, help, () => journal[key])
     journalCounter(
       'fsm_webhook_journal_group_commits_total',
       "Durable group commits of the process's intake journal (commit, then its log synced)",
