@@ -1,10 +1,10 @@
 // One intake journal for every account of the process (docs/webhooks.md, One journal for every
-// account). Each account's intake appends its verified deliveries here; what arrives meanwhile,
-// whatever the account, is committed in one transaction and made durable by one fdatasync of the
-// journal's -wal (the inbox's group commit, group-commit.ts), and only then answered 200. A relay then moves each
-// account's deliveries into its own inbox in batches (WebhookInbox.enqueue, which dedups on the
-// delivery id and resolves once its own log is synced) and removes them from the journal only after
-// that: a crash in between relays them again, and the inbox keeps a delivery id once.
+// account). Each account's verified deliveries are appended through its writes (journal-writer.ts:
+// one group commit and one fdatasync for all that arrive meanwhile, then the 200), on the intake
+// thread when the daemon runs one (intake-thread.ts). This is the relay: it reads each account's
+// deliveries on its own connection, moves them into the account's inbox in batches (which dedups on
+// the delivery id and resolves once its own log is synced), and lets them go from the journal only
+// after that: a crash in between relays them again, and the inbox keeps a delivery id once.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import { IntakeJournalStore } from '../store/repositories/intake-journal-store.js'
