@@ -182,7 +182,7 @@ export async function sendAtRate(
   origin: string,
   deliveries: readonly Delivery[],
   rate: number,
-): Promise<{ latencies: number[]; lags: number[]; statuses: Record<number, number>; seconds: number }> {
+): Promise<{ latencies: number[]; lags: number[]; statuses: Record<number, number>; seconds: number; endedAt: number }> {
   const pool = new Pool(origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 })
   const latencies: number[] = []
   /** How late each request left this process (its own event loop, on the shared cores). */
@@ -217,10 +217,47 @@ export async function sendAtRate(
       }
     }
     await Promise.all(inFlight)
-    return { latencies, lags, statuses, seconds: (performance.now() - t0) / 1000 }
+    // endedAt: when the last was due to leave (performance.now()).
+    return { latencies, lags, statuses, seconds: (performance.now() - t0) / 1000, endedAt: t0 + ((deliveries.length - 1) * 1000) / rate }
   } finally {
     await pool.close()
   }
+}
+
+/**
+ * Polls every account's mirror until `expected` bench deliveries are settled (applied or kept with
+ * an error) or `timeoutMs` passes; seconds from `since` (performance.now()).
+ */
+export async function appliedAfter(
+  mirrors: Mirrors,
+  accounts: readonly { id: string }[],
+  expected: number,
+  since: number,
+  timeoutMs: number,
+): Promise<{ settled: number; seconds: number }> {
+  const count = (): number => {
+    let n = 0
+    for (const a of accounts) {
+      try {
+        const db = mirrors.get(a.id)
+        n += (db
+          ?.prepare(
+            `SELECT count(*) FROM webhook_inbox WHERE delivery_id LIKE 'bench-many-%' AND (processed_at IS NOT NULL OR error IS NOT NULL)`,
+          )
+          .pluck()
+          .get() ?? 0) as number
+      } catch {
+        // A mirror being parked or checkpointed: counted at the next poll.
+      }
+    }
+    return n
+  }
+  let settled = count()
+  while (settled < expected && performance.now() - since < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 1_000))
+    settled = count()
+  }
+  return { settled, seconds: (performance.now() - since) / 1000 }
 }
 
 /** Runs `fn` over `items`, `concurrency` at a time. */

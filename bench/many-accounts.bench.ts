@@ -25,6 +25,8 @@ const SETTLE_SECONDS = Number(process.env.FSM_BENCH_SETTLE_SECONDS ?? 120)
 const BACKFILL_TIMEOUT_SECONDS = Number(process.env.FSM_BENCH_BACKFILL_TIMEOUT ?? 2400)
 const WEBHOOK_RATE = Number(process.env.FSM_BENCH_WEBHOOK_RATE ?? 1000)
 const WEBHOOK_SECONDS = Number(process.env.FSM_BENCH_WEBHOOK_SECONDS ?? 10)
+/** How long to wait for the acknowledged deliveries to be applied, after the last was sent. */
+const APPLIED_TIMEOUT_SECONDS = Number(process.env.FSM_BENCH_APPLIED_TIMEOUT ?? 300)
 const STREAMS = ['clients', 'jobs', 'visits', 'invoices', 'objects:equipment', 'objects:inspections']
 /** Where the web-app writes go (as staleness.bench.ts): jobs and visits take most. */
 const MIX: readonly [resource: string, table: string, slug: string | null][] = [
@@ -250,6 +252,9 @@ export default async function manyAccounts(): Promise<BenchResult> {
     log(
       `webhooks: ${deliveries.length} at ${WEBHOOK_RATE}/s, p50 ${r1(m.quantile(sent.latencies, 0.5))} p99 ${r1(ackP99)} ms, stored ${r1(storedPerSecond)}/s, statuses ${JSON.stringify(sent.statuses)}`,
     )
+    // Until every acknowledged delivery is applied (or kept with its error) in its account's mirror.
+    const applied = await m.appliedAfter(mirrors, accounts, acked, sent.endedAt, APPLIED_TIMEOUT_SECONDS * 1000)
+    log(`webhooks: ${applied.settled} of ${acked} applied ${r1(applied.seconds)} s after the last was sent`)
     // One scrape of /metrics and one /readyz, after everything else: their size grows with N.
     const scrape = async (route: string): Promise<string> => {
       const t = Date.now()
@@ -259,6 +264,15 @@ export default async function manyAccounts(): Promise<BenchResult> {
     }
     const scrapes = [await scrape('/readyz'), await scrape('/metrics')]
     log(scrapes.join('; '))
+    // The intake journal's group commits over the whole run (its process series, when it has one).
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    const series = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN)
+    const commits = series('fsm_webhook_journal_group_commits_total')
+    const journal = Number.isNaN(commits)
+      ? 'no intake journal'
+      : `intake journal: ${commits} group commits of ${r1(series('fsm_webhook_journal_grouped_deliveries_total') / commits)} deliveries on average, each synced ${r1(series('fsm_webhook_journal_wal_sync_micros_total') / commits / 1000)} ms after its commit on average`
+    log(journal)
+    scrapes.push(journal)
     // Budgets and idle requests, from every account's request log at the emulator.
     let worst = { id: '', most: 0 }
     let limited = 0
@@ -306,6 +320,12 @@ export default async function manyAccounts(): Promise<BenchResult> {
       },
       { metric: 'web-app staleness p50, active accounts', value: r1(m.quantile(stale, 0.5)), unit: 's', goal: '' },
       { metric: `webhook ack p99 at ${WEBHOOK_RATE}/s over ${N} accounts`, value: r1(ackP99), unit: 'ms', goal: '< 20', met: ackP99 < 20 },
+      {
+        metric: `webhook deliveries applied, seconds after the last was sent (${applied.settled} of ${acked})`,
+        value: r1(applied.seconds),
+        unit: 's',
+        goal: '',
+      },
       {
         metric: `webhook deliveries stored (acknowledged) per second, sent at ${WEBHOOK_RATE}/s`,
         value: r1(storedPerSecond),

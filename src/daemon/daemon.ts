@@ -14,6 +14,8 @@ import { startCheckpointService, type BackgroundCheckpoints, type CheckpointServ
 import { accountBodyBudget, BodyBudget } from '../webhooks/body-budget.js'
 import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import { IntakeJournal } from '../webhooks/intake-journal.js'
+import { IntakeThread } from '../webhooks/intake-thread.js'
+import type { WebhookMetrics } from '../webhooks/metrics.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import { createDestinationPool, type PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
@@ -46,6 +48,8 @@ export interface Daemon {
   sweeps: SweepLoop | undefined
   /** This replica, when `sharding.enabled`: only the accounts it holds a lease on run here. */
   replica: Pick<Replica, 'name' | 'owned'> | undefined
+  /** With an accounts list (not sharded): the thread that runs the listener and writes the intake journal. */
+  intakeThread: IntakeThread | undefined
   /** Every running account of the process, by id: a live view, accounts come and go in it. */
   accounts: ReadonlyMap<string, AccountRuntime>
   /**
@@ -90,13 +94,42 @@ export interface DaemonOptions {
   listed?: boolean
 }
 
-/** The intake journal in the data folder, checkpointed on the process's thread; close() after every account stopped. */
-function openJournal(config: Config, logger: Logger, clock: Clock, checkpoints: CheckpointService) {
+/**
+ * The intake journal in the data folder, checkpointed on the process's thread, and the intake
+ * thread that writes it and runs the listener (docs/webhooks.md, The intake thread); close() after
+ * every account stopped.
+ */
+function openJournal(
+  config: Config,
+  logger: Logger,
+  clock: Clock,
+  checkpoints: CheckpointService,
+  metrics: ProcessMetrics,
+  hooks: { metricsOf: (id: string) => WebhookMetrics | undefined; onExit: () => void },
+) {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const journal = new IntakeJournal({ file: path.join(config.dataDir, 'intake-journal.db'), logger, clock })
+  const file = path.join(config.dataDir, 'intake-journal.db')
+  const { maxConnections, bodyTimeoutMs, maxBufferedBytes } = config.webhooks
+  metrics.registerJournal()
+  const thread = new IntakeThread({
+    file,
+    webhookPath: config.webhooks.path,
+    defaultAccount: DEFAULT_ACCOUNT,
+    host: config.httpHost,
+    port: config.httpPort,
+    limits: { maxConnections, bodyTimeoutMs, maxBufferedBytes },
+    logger,
+    clock,
+    metricsOf: hooks.metricsOf,
+    journalMetrics: metrics.journal,
+    onDrop: (n) => (metrics.listener.connectionsDropped += n),
+    onExit: hooks.onExit,
+  })
+  const journal = new IntakeJournal({ file, logger, clock, writes: (onDurable) => thread.writes(onDurable) })
   const registration = checkpoints.register(journal.sqlite, { logger })
   return {
     journal,
+    thread,
     close: async () => {
       await registration.stop()
       await journal.close()
@@ -129,9 +162,15 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   checkDescriptors(list.length, logger)
   // One bound on Postgres connections for every account's destination (destination.postgres.maxConnections).
   const destinationPool = createDestinationPool(config.destination.postgres, options.clock ?? systemClock)
-  // An accounts list: one intake journal acks every account's deliveries (docs/webhooks.md).
+  // An accounts list: one intake journal acks every account's deliveries (docs/webhooks.md), and
+  // the listener runs on the intake thread; main answers what it passes on, on loopback.
   const journal =
-    options.accounts !== undefined && !sharded ? openJournal(config, logger, options.clock ?? systemClock, checkpoints) : undefined
+    options.accounts !== undefined && !sharded
+      ? openJournal(config, logger, options.clock ?? systemClock, checkpoints, processMetrics, {
+          metricsOf: (id) => set.runtimes.get(id)?.webhooks.metrics,
+          onExit: () => void takeOverListener(),
+        })
+      : undefined
   const set: AccountSet = new AccountSet({
     logger,
     checkpoints,
@@ -156,7 +195,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     return found
   }
   let stopping = false
-  const server: Server = createDaemonServer({
+  const serverOptions: Parameters<typeof createDaemonServer>[0] = {
     webhookPath: config.webhooks.path,
     defaultAccount: DEFAULT_ACCOUNT,
     // Sharded: every delivery goes to the shared inbox, the owner's own too (replica.ts), so a
@@ -181,16 +220,35 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
     }),
     ready: async () => {
       if (stopping) return { ready: false, reason: 'stopping' }
+      const failure = journal?.thread.failure
+      if (failure !== undefined) return { ready: false, reason: failure }
       const byId = await set.readiness()
       if (stopping) return { ready: false, reason: 'stopping' }
       return readyOverAccounts(byId, options.listed !== true && !sharded)
     },
-  })
+  }
+  const server: Server = createDaemonServer(serverOptions)
+  /** The intake thread died: main answers on the public port itself (/readyz not ready, deliveries 503). */
+  let takenOver: Server | undefined
+  const takeOverListener = async () => {
+    if (stopping || address === undefined) return
+    takenOver = createDaemonServer(serverOptions)
+    try {
+      await listen(takenOver, address.port, config.httpHost)
+    } catch (err) {
+      logger.error({ err }, 'the main thread could not listen in place of the webhook intake thread')
+    }
+  }
   let replica: Replica | undefined
-  let address
+  let address: { address: string; family: string; port: number } | undefined
   try {
-    address = await listen(server, config.httpPort, config.httpHost)
+    if (journal === undefined) address = await listen(server, config.httpPort, config.httpHost)
+    else {
+      const own = await listen(server, 0, '127.0.0.1')
+      address = await journal.thread.listen({ host: '127.0.0.1', port: own.port })
+    }
   } catch (err) {
+    if (journal !== undefined) await closeServer(server)
     await Promise.all([set.stop(), checkpoints.stop()])
     await journal?.close()
     await destinationPool?.end()
@@ -233,7 +291,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       if (replica !== undefined) await set.drain().then(() => replica?.stop())
       // The checkpoint thread stops beside the accounts: their writers checkpoint on their own meanwhile.
       await Promise.all([set.drain(), checkpoints.stop()])
-      await closeServer(server)
+      await Promise.all([closeServer(server), journal?.thread.closeListener(), takenOver && closeServer(takenOver)])
       // Each account closes its mirror, or leaves it open when the disk does not answer.
       await set.stop()
       await journal?.close()
@@ -270,6 +328,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       return main().sweeps
     },
     replica,
+    intakeThread: journal?.thread,
     accounts: set.runtimes,
     applyAccounts: async (next) => {
       // A longer list may need more descriptors than at start: said again, once per apply.

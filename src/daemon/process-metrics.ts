@@ -15,6 +15,8 @@ export class ProcessMetrics {
     /** Requests to `<webhooks.path>/<id>` for an id no running account has (404). */
     unknownAccount: 0,
   }
+  /** The intake journal's group commits (webhooks/group-commit.ts), with an accounts list: one for the process. */
+  readonly journal = { groupCommits: 0, groupedDeliveries: 0, commitMicros: 0, walSyncMicros: 0 }
 
   constructor() {
     const registers = [this.registry]
@@ -34,6 +36,29 @@ export class ProcessMetrics {
       'connectionsDropped',
     )
     counter('fsm_webhook_intake_unknown_account_total', 'Requests to a webhook path of no running account, answered 404', 'unknownAccount')
+  }
+
+  /** With an accounts list: the intake journal's series (none without one). */
+  registerJournal(): void {
+    const journal = this.journal
+    const journalCounter = (name: string, help: string, key: keyof ProcessMetrics['journal']) =>
+      mirroredCounter([this.registry], name, help, () => journal[key])
+    journalCounter(
+      'fsm_webhook_journal_group_commits_total',
+      "Durable group commits of the process's intake journal (commit, then its log synced)",
+      'groupCommits',
+    )
+    journalCounter(
+      'fsm_webhook_journal_grouped_deliveries_total',
+      'Deliveries the journal commits carried (divided by the commits: the group size)',
+      'groupedDeliveries',
+    )
+    journalCounter('fsm_webhook_journal_commit_micros_total', 'Time spent committing journal groups, in microseconds', 'commitMicros')
+    journalCounter(
+      'fsm_webhook_journal_wal_sync_micros_total',
+      "Time from each journal group's commit until its log sync returned, in microseconds",
+      'walSyncMicros',
+    )
   }
 }
 

@@ -1,16 +1,17 @@
 // One intake journal for every account of the process (docs/webhooks.md, One journal for every
-// account). Each account's intake appends its verified deliveries here; what arrives meanwhile,
-// whatever the account, is committed in one transaction and made durable by one fdatasync of the
-// journal's -wal (as the inbox does, inbox.ts), and only then answered 200. A relay then moves each
-// account's deliveries into its own inbox in batches (WebhookInbox.enqueue, which dedups on the
-// delivery id and resolves once its own log is synced) and removes them from the journal only after
-// that: a crash in between relays them again, and the inbox keeps a delivery id once.
-import fs from 'node:fs'
+// account). Each account's verified deliveries are appended through its writes (journal-writer.ts:
+// one group commit and one fdatasync for all that arrive meanwhile, then the 200), on the intake
+// thread when the daemon runs one (intake-thread.ts). This is the relay: it reads each account's
+// deliveries on its own connection, moves them into the account's inbox in batches (which dedups on
+// the delivery id and resolves once its own log is synced), and lets them go from the journal only
+// after that: a crash in between relays them again, and the inbox keeps a delivery id once.
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
-import { IntakeJournalStore, type JournalEntry } from '../store/repositories/intake-journal-store.js'
-import { walFileOf } from '../store/sqlite/wal-file.js'
-import { InboxUnavailableError, type Delivery, type EnqueueResult, type SyncFile, type WebhookInbox } from './inbox.js'
+import { IntakeJournalStore } from '../store/repositories/intake-journal-store.js'
+import { InboxUnavailableError, type GroupCommitMetrics, type SyncFile } from './group-commit.js'
+import type { Delivery, EnqueueResult, WebhookInbox } from './inbox.js'
+import { JournalWriter, type JournalWrites, type OnDurable } from './journal-writer.js'
+import type { ActiveSecret } from './signature.js'
 
 /**
  * Relays start at most this often (100 a second). Each costs its account an inbox commit, a sync and
@@ -25,6 +26,10 @@ export interface IntakeJournalOptions {
   logger: Logger
   clock: Clock
   syncFile?: SyncFile
+  /** How long close() waits for a sync of the journal in flight (ms, default 5,000). */
+  closeTimeoutMs?: number
+  /** The journal's group commits (the process's, not an account's). */
+  metrics?: GroupCommitMetrics
   /** Relays in flight at once: each ends in a sync of its inbox's log on libuv's pool, where the journal's own sync must find a thread. Default 2. */
   relayConcurrency?: number
   /** An account's deliveries wait at least this long before its relay (ms, default 0). */
@@ -35,6 +40,25 @@ export interface IntakeJournalOptions {
   relayBatch?: number
   /** Tests: runs after an account's inbox holds a relayed batch, before the journal lets it go. */
   afterInboxCommit?: (accountId: string) => Promise<void>
+  /** Where the writes go (the intake thread, intake-thread.ts); default a JournalWriter on this thread. */
+  writes?: (onDurable: OnDurable) => JournalWrites & AccountIntakes
+}
+
+/** What the intake thread needs of each account it takes deliveries for. */
+export interface AccountIntakeSpec {
+  maxBacklog: number
+  maxBodyBytes: number
+  /** The secrets accepted now (read by the main thread, pushed on change). */
+  secrets: () => readonly ActiveSecret[]
+  /** The account's inbox backlog now (pushed on change). */
+  backlog: () => number
+}
+
+/** Writes that take deliveries for accounts themselves (the intake thread) are told which. */
+export interface AccountIntakes {
+  attach?(accountId: string, spec: AccountIntakeSpec): void
+  /** Resolves once the account's deliveries are no longer taken, and those taken are told to onDurable. */
+  detach?(accountId: string): Promise<void>
 }
 
 /** What an account's intake handler enqueues into (its `inbox` option). */
@@ -48,12 +72,6 @@ export interface JournalIntake {
   close(): Promise<void>
 }
 
-interface Waiting {
-  entry: JournalEntry
-  resolve: (result: EnqueueResult) => void
-  reject: (err: Error) => void
-}
-
 interface Target {
   inbox: WebhookInbox
   maxBacklog: number
@@ -63,21 +81,17 @@ interface Target {
 }
 
 export class IntakeJournal {
+  /** This thread's connection: the relay reads here; writes go through #writes. */
   readonly #store: IntakeJournalStore
   readonly #o: IntakeJournalOptions
   readonly #log: Logger
-  readonly #syncFile: SyncFile
-  readonly #walFd: number
+  readonly #writes: JournalWrites & AccountIntakes
   readonly #targets = new Map<string, Target>()
-  /** Committed and not yet removed, per account; queued: waiting for the next group commit. */
+  /** Committed and not yet removed, per account. */
   readonly #waiting = new Map<string, number>()
-  readonly #queued = new Map<string, number>()
-  #queue: Waiting[] = []
-  #scheduled = false
-  #inFlight = false
-  #broken: Error | undefined
+  /** Per account: the newest seq handed to its inbox (rows after it are read by its next relay). */
+  readonly #relayedSeq = new Map<string, number>()
   #closed = false
-  #idle: (() => void)[] = []
   readonly #due = new Set<string>()
   #ready: string[] = []
   #nextStartAt = 0
@@ -89,12 +103,21 @@ export class IntakeJournal {
   constructor(options: IntakeJournalOptions) {
     this.#o = options
     this.#log = options.logger.child({ component: 'intake-journal' })
-    this.#syncFile = options.syncFile ?? fs.fdatasync
     this.#store = new IntakeJournalStore(options.file)
-    // The -wal beside SQLite's own name for the file (wal-file.ts); 'a': created if SQLite has not yet.
-    this.#walFd = fs.openSync(walFileOf(this.#store.sqlite) ?? `${options.file}-wal`, 'a')
     for (const [id, n] of this.#store.counts()) this.#waiting.set(id, n)
     this.#durableSeq = this.#store.lastSeq()
+    const onDurable: OnDurable = (stored, lastSeq) => this.#durable(stored, lastSeq)
+    this.#writes =
+      options.writes?.(onDurable) ??
+      new JournalWriter({
+        file: options.file,
+        logger: options.logger,
+        now: () => options.clock.now(),
+        onDurable,
+        ...(options.syncFile === undefined ? {} : { syncFile: options.syncFile }),
+        ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
+        ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+      })
   }
 
   /** The journal's connection (the process's checkpoint thread checkpoints it). */
@@ -104,30 +127,38 @@ export class IntakeJournal {
 
   /** Deliveries in the journal or waiting for its next commit, every account. */
   get size(): number {
-    let n = this.#queue.length
+    let n = this.#writes.queued()
     for (const w of this.#waiting.values()) n += w
     return n
   }
 
-  /** The account's intake through the journal; what an earlier process left for it is relayed now. */
-  attach(accountId: string, inbox: WebhookInbox, maxBacklog: number): JournalIntake {
+  /**
+   * The account's intake through the journal; what an earlier process left for it is relayed now.
+   * `intake`: what the intake thread needs to take the account's deliveries itself.
+   */
+  attach(accountId: string, inbox: WebhookInbox, maxBacklog: number, intake?: Omit<AccountIntakeSpec, 'maxBacklog'>): JournalIntake {
     const target: Target = { inbox, maxBacklog, closed: false, relaying: undefined, relayedWaiters: [] }
     this.#targets.set(accountId, target)
+    this.#relayedSeq.delete(accountId)
+    if (intake !== undefined) this.#writes.attach?.(accountId, { ...intake, maxBacklog })
     if ((this.#waiting.get(accountId) ?? 0) > 0) this.#relaySoon(accountId, 0)
-    const waiting = () => (this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0)
+    const waiting = () => (this.#waiting.get(accountId) ?? 0) + this.#writes.queued(accountId)
     return {
       enqueue: (delivery) => this.#enqueue(accountId, target, delivery, waiting()),
       get waiting() {
         return waiting()
       },
-      relayed: () =>
-        new Promise<void>((resolve) => {
+      relayed: async () => {
+        // Every delivery acknowledged so far (on the intake thread too) is counted first.
+        await this.#writes.flushed()
+        await new Promise<void>((resolve) => {
           target.relayedWaiters.push(resolve)
           this.#checkRelayed(accountId, target)
-        }),
+        })
+      },
       close: async () => {
         target.closed = true
-        await this.#flushed()
+        await (this.#writes.detach?.(accountId) ?? this.#writes.flushed())
         await target.relaying
         // What stays (the inbox refused it) is relayed when the account attaches again.
         try {
@@ -145,24 +176,16 @@ export class IntakeJournal {
   async close(): Promise<void> {
     this.#closed = true
     this.#cancelPump?.()
-    await this.#flushed()
     await Promise.all([...this.#targets.values()].map((t) => t.relaying ?? Promise.resolve()))
-    fs.closeSync(this.#walFd)
+    await this.#writes.close()
     this.#store.close()
   }
 
   #enqueue(accountId: string, target: Target, delivery: Delivery, waiting: number): Promise<EnqueueResult> {
     if (target.closed || this.#closed)
       return Promise.reject(new InboxUnavailableError('INBOX_CLOSED', 'the webhook inbox is closed (the account is stopping)'))
-    if (this.#broken !== undefined)
-      return Promise.reject(
-        new InboxUnavailableError(
-          'INBOX_WRITE_FAILED',
-          `the intake journal cannot confirm writes since a sync of its log failed (${this.#broken.message}): check the disk, then restart the daemon`,
-        ),
-      )
-    // Already in the account's inbox (relayed earlier): durable there, nothing to store.
-    if (target.inbox.has(delivery.deliveryId)) return Promise.resolve('duplicate')
+    const refused = this.#writes.refusal()
+    if (refused !== undefined) return Promise.reject(refused)
     const backlog = target.inbox.backlog + waiting
     if (backlog >= target.maxBacklog)
       return Promise.reject(
@@ -171,87 +194,22 @@ export class IntakeJournal {
           `the webhook inbox holds ${backlog} unapplied deliveries, at the bound webhooks.maxBacklog=${target.maxBacklog}: the processor is behind or stopped`,
         ),
       )
-    this.#queued.set(accountId, (this.#queued.get(accountId) ?? 0) + 1)
-    const receivedAt = new Date(this.#o.clock.now()).toISOString()
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ entry: { accountId, delivery, receivedAt }, resolve, reject })
-      this.#schedule()
-    })
+    return this.#writes.enqueue(accountId, delivery)
   }
 
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight) return
-    this.#scheduled = true
-    // After the poll phase: every request whose body completed in this turn joins the group.
-    setImmediate(() => this.#flush())
-  }
-
-  #flush(): void {
-    this.#scheduled = false
-    if (this.#queue.length === 0 || this.#inFlight) return this.#settleIdle()
-    const group = this.#queue
-    this.#queue = []
-    for (const w of group) this.#queued.set(w.entry.accountId, (this.#queued.get(w.entry.accountId) ?? 1) - 1)
-    let inserted: boolean[]
-    let lastSeq: number
-    try {
-      inserted = this.#store.insertGroup(group.map((w) => w.entry))
-      lastSeq = this.#store.lastSeq()
-    } catch (err) {
-      this.#log.error({ err, deliveries: group.length }, 'webhook deliveries could not be stored in the intake journal: answering 503')
-      const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be written: ${(err as Error).message}`)
-      for (const w of group) w.reject(error)
-      return this.#settleIdle()
+  /** A group's sync returned: its rows may be relayed from now on. */
+  #durable(stored: ReadonlyMap<string, number>, lastSeq: number): void {
+    this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
+    for (const [id, n] of stored) {
+      this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + n)
+      this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
     }
-    this.#inFlight = true
-    this.#syncFile(this.#walFd, (err) => {
-      this.#inFlight = false
-      if (err !== null) {
-        this.#broken = err
-        this.#log.error(
-          { err, deliveries: group.length },
-          'syncing the intake journal to disk failed: answering 503 until the daemon restarts',
-        )
-        const error = new InboxUnavailableError('INBOX_WRITE_FAILED', `the intake journal could not be synced: ${err.message}`)
-        for (const w of [...group, ...this.#queue.splice(0)]) w.reject(error)
-        return this.#settleIdle()
-      }
-      this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
-      const accounts = new Set<string>()
-      group.forEach((w, i) => {
-        if (inserted[i] === true) {
-          const id = w.entry.accountId
-          this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + 1)
-          accounts.add(id)
-        }
-        w.resolve(inserted[i] === true ? 'stored' : 'duplicate')
-      })
-      for (const id of accounts) this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
-      for (const w of group) {
-        const t = this.#targets.get(w.entry.accountId)
-        if (t !== undefined) this.#checkRelayed(w.entry.accountId, t)
-      }
-      if (this.#queue.length > 0) this.#schedule()
-      else this.#settleIdle()
-    })
-  }
-
-  /** Resolves once nothing waits for a commit or a sync. */
-  #flushed(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#idle.push(resolve)
-      this.#settleIdle()
-    })
-  }
-
-  #settleIdle(): void {
-    if (this.#inFlight || this.#queue.length > 0 || this.#scheduled) return
-    for (const resolve of this.#idle.splice(0)) resolve()
+    for (const [id, t] of this.#targets) if (t.relayedWaiters.length > 0) this.#checkRelayed(id, t)
   }
 
   #checkRelayed(accountId: string, target: Target): void {
     if (target.relayedWaiters.length === 0 || target.relaying !== undefined || this.#due.has(accountId)) return
-    if ((this.#waiting.get(accountId) ?? 0) + (this.#queued.get(accountId) ?? 0) > 0 && !target.closed) return
+    if ((this.#waiting.get(accountId) ?? 0) + this.#writes.queued(accountId) > 0 && !target.closed) return
     for (const resolve of target.relayedWaiters.splice(0)) resolve()
   }
 
@@ -305,7 +263,8 @@ export class IntakeJournal {
 
   /** Moves a batch of the account's deliveries into its inbox; removes them once the inbox's log is synced. */
   async #relay(accountId: string, target: Target): Promise<number> {
-    const rows = this.#store.pending(accountId, this.#durableSeq, this.#o.relayBatch ?? 500)
+    const after = this.#relayedSeq.get(accountId) ?? 0
+    const rows = this.#store.pending(accountId, after, this.#durableSeq, this.#o.relayBatch ?? 500)
     if (rows.length === 0) {
       // The file is the authority: nothing of the account's is left to relay.
       this.#waiting.delete(accountId)
@@ -313,7 +272,11 @@ export class IntakeJournal {
     }
     await Promise.all(rows.map((r) => target.inbox.enqueue(r.delivery, r.receivedAt)))
     await this.#o.afterInboxCommit?.(accountId)
-    this.#store.remove(rows.map((r) => r.seq))
+    this.#relayedSeq.set(accountId, rows.at(-1)!.seq)
+    this.#writes.remove(
+      accountId,
+      rows.map((r) => r.seq),
+    )
     const left = Math.max(0, (this.#waiting.get(accountId) ?? 0) - rows.length)
     if (left === 0) this.#waiting.delete(accountId)
     else this.#waiting.set(accountId, left)

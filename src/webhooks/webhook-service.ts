@@ -94,15 +94,21 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
   // One fallback for callers that leave limits out (tests, the bench): the config schema's defaults.
   const limits: IntakeLimits = { ...INTAKE_LIMIT_DEFAULTS }
   for (const key of ['maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'] as const) if (w[key] !== undefined) limits[key] = w[key]
-  port = options.journal?.journal.attach(options.journal.accountId, inbox, options.config.webhooks.maxBacklog)
+  const accepted = secretSource({
+    envSecrets: options.config.webhookSecrets,
+    store: secrets,
+    graceHours: options.config.webhooks.rotationGraceHours,
+    now,
+  })
+  // With an intake thread, the journal hands it the account's secrets and backlog (intake-thread.ts).
+  port = options.journal?.journal.attach(options.journal.accountId, inbox, options.config.webhooks.maxBacklog, {
+    maxBodyBytes: w.maxBodyBytes,
+    secrets: accepted,
+    backlog: () => inbox.backlog,
+  })
   const handler = createIntakeHandler({
     inbox: port ?? inbox,
-    secrets: secretSource({
-      envSecrets: options.config.webhookSecrets,
-      store: secrets,
-      graceHours: options.config.webhooks.rotationGraceHours,
-      now,
-    }),
+    secrets: accepted,
     maxBodyBytes: w.maxBodyBytes,
     bodyTimeoutMs: limits.bodyTimeoutMs,
     maxBufferedBytes: limits.maxBufferedBytes,

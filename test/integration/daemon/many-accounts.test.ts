@@ -185,6 +185,9 @@ test("an accounts list: one intake journal in the data folder acks every account
     expect(jobs(two)).toEqual([hex(2)])
     // Relayed already: the same delivery again is a duplicate.
     expect(await post(one, 1, secretOf(one))).toEqual({ status: 200, body: '{"received":true,"duplicate":true}' })
+    // The journal's group commits are the process's series (no account label).
+    const metrics = await (await request(`${daemon.url}/metrics`)).body.text()
+    expect(Number(/^fsm_webhook_journal_grouped_deliveries_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3)
   } finally {
     await daemon.stop()
   }

@@ -119,3 +119,30 @@ test('a relay while the next group waits for its sync takes only what is on disk
     await journal.close()
   }
 })
+
+test("the journal keeps the inbox's safeguards: a sync that never returns is answered 503 at close's deadline, and its commits are counted", async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  const metrics = { groupCommits: 0, groupedDeliveries: 0, commitMicros: 0, walSyncMicros: 0 }
+  let hang = false
+  const journal = new IntakeJournal({
+    file,
+    logger,
+    clock: systemClock,
+    metrics,
+    closeTimeoutMs: 50,
+    syncFile: (fd, done) => (hang ? undefined : fs.fdatasync(fd, done)),
+  })
+  const a = await accounts(1)
+  try {
+    const port = journal.attach('acct-0', a.inboxes[0]!, 100)
+    expect(await Promise.all([port.enqueue(delivery('a')), port.enqueue(delivery('b'))])).toEqual(['stored', 'stored'])
+    expect(metrics).toMatchObject({ groupCommits: 1, groupedDeliveries: 2 })
+    await port.relayed()
+    hang = true
+    const stuck = port.enqueue(delivery('c'))
+    await journal.close()
+    await expect(stuck).rejects.toMatchObject({ code: 'INBOX_WRITE_FAILED' })
+  } finally {
+    await a.dispose()
+  }
+})

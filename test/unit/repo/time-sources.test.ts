@@ -39,7 +39,7 @@ const ALLOWED: readonly Allowance[] = [
   { file: 'src/webhooks/raw-body.ts', sources: ['setTimeout'], why: "the body deadline bounds a slow client's socket I/O" },
   { file: 'src/daemon/http-server.ts', sources: ['setTimeout'], why: 'the drain at shutdown bounds open sockets' },
   {
-    file: 'src/webhooks/inbox.ts',
+    file: 'src/webhooks/group-commit.ts',
     sources: ['setTimeout', 'performance.now'],
     why: 'the close deadline bounds a disk sync a stalled disk holds; commit and sync durations are measured for metrics',
   },
