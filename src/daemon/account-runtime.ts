@@ -10,6 +10,7 @@ import { createPostgresDestination, type DestinationPool, type Fence, type Postg
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { BackgroundCheckpoints, CheckpointService } from '../store/sqlite/background-checkpoints.js'
+import { MirrorCheckpoints } from './mirror-checkpoints.js'
 import { streamFreshness } from '../store/read-models/stream-freshness.js'
 import { readSweepPlan, writeSweepPlan, type SweepPlan } from '../store/repositories/takeover-state.js'
 import { parseObjectStream } from '../model/streams.js'
@@ -32,7 +33,6 @@ import { SweepLoop, webhookHints } from './sweep-loop.js'
 import { SerialQueue, syncJobs } from './sync-jobs.js'
 
 /** The checkpoint counters that add up over a mirror's registrations (logFrames is a level). */
-const COUNTED = ['passes', 'busy', 'errors', 'copiedFrames', 'micros', 'idle'] as const
 
 /** The id of the one account today's configuration describes. */
 export const DEFAULT_ACCOUNT = 'default'
@@ -182,33 +182,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   })
   // Checkpoints on the process's worker thread, registered at start: a start that fails before
   // leaves the thread alone.
-  const idle = { passes: 0, busy: 0, errors: 0, logFrames: 0, copiedFrames: 0, micros: 0, idle: 0 }
-  let mirrorCheckpoints: BackgroundCheckpoints = {
-    running: false,
-    abandoned: false,
-    released: () => Promise.resolve(),
-    stats: () => idle,
-    stop: () => Promise.resolve(),
-  }
-  // A parked mirror's registration ends; a reopened one registers again: the counters add up.
-  const before = { ...idle }
-  const checkpointStats = () => {
-    const now = mirrorCheckpoints.stats()
-    return { ...now, ...Object.fromEntries(COUNTED.map((k) => [k, before[k] + now[k]])) }
-  }
-  const register = () => {
-    if (!mirrorCheckpoints.running) mirrorCheckpoints = deps.checkpoints.register(app.mirror.sqlite, { logger })
-  }
-  const unregister = async () => {
-    const ending = mirrorCheckpoints
-    await ending.stop()
-    const last = ending.stats()
-    for (const k of COUNTED) before[k] += last[k]
-    // A reopen meanwhile registered the mirror again: that registration stays.
-    if (mirrorCheckpoints !== ending) return
-    mirrorCheckpoints = { ...ending, stats: () => ({ ...last, ...Object.fromEntries(COUNTED.map((k) => [k, 0])) }) }
-    Object.defineProperty(mirrorCheckpoints, 'abandoned', { get: () => ending.abandoned })
-  }
+  const mirrorCheckpoints = new MirrorCheckpoints(deps.checkpoints, app.mirror.sqlite, logger)
+  const register = () => mirrorCheckpoints.register()
+  const unregister = () => mirrorCheckpoints.unregister()
   const selection = selectStreams(config.streams)
   // Each run and job holds the mirror's slot (mirror-slots.ts): never parked under it, and within the process's cap.
   const hold = deps.mirrorSlot === undefined ? <T>(work: () => Promise<T>) => work() : deps.mirrorSlot.hold
@@ -266,7 +242,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     governor: () => app.governor.state(),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
-    checkpoints: checkpointStats,
+    checkpoints: () => mirrorCheckpoints.stats(),
     now,
   })
   metricsHolder.metrics = metrics
@@ -417,8 +393,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       register()
       return Promise.resolve(false)
     }
-    const s = mirrorCheckpoints.stats()
-    if ((!now && s.passes + s.idle + s.busy + s.errors === 0) || !parking.park()) return Promise.resolve(false)
+    if ((!now && !mirrorCheckpoints.lookedAt()) || !parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
       .finally(() => (parkingNow = undefined)))
@@ -457,18 +432,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     webhooks,
     // Its counters add up over the registrations of a mirror parked and reopened.
     get checkpoints() {
-      const current = mirrorCheckpoints
-      return {
-        get running() {
-          return current.running
-        },
-        get abandoned() {
-          return current.abandoned
-        },
-        released: () => current.released(),
-        stop: () => current.stop(),
-        stats: checkpointStats,
-      }
+      return mirrorCheckpoints.view()
     },
     metrics,
     destination,
