@@ -165,7 +165,8 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // An accounts list: one intake journal acks every account's deliveries (docs/webhooks.md), and
   // the listener runs on the intake thread; main answers what it passes on, on loopback.
   const journal =
-    options.accounts !== undefined && !sharded
+    // Not for one account without a list: its inbox is its journal (a second would cost a second commit and sync).
+    options.listed === true && !sharded
       ? openJournal(config, logger, options.clock ?? systemClock, checkpoints, processMetrics, {
           metricsOf: (id) => set.runtimes.get(id)?.webhooks.metrics,
           onExit: () => void takeOverListener(),

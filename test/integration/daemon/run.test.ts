@@ -9,6 +9,11 @@ import { tempDir } from '../../support/temp-mirror.js'
 import { parseExposition } from '../../support/prometheus-text.js'
 import { daemonEnv, freePort, get, query, startRun, until } from '../../support/daemon-env.js'
 import { idleSchedules } from '../../support/schedules.js'
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { request } from 'undici'
+import { sign } from '../../../src/webhooks/signature.js'
+import { SECRET, T, hex, jobPayload } from '../../support/webhook-env.js'
 
 const successesAfter = (db: string, kind: string, mark: number) =>
   new Set(
@@ -98,5 +103,36 @@ describe('fsm-sync run', () => {
     expect(query(db, 'SELECT DISTINCT stream FROM sync_runs ORDER BY stream').map((r) => r.stream)).toEqual(['clients', 'invoices'])
     const paths = ((await emu.control('GET', '/requests')) as { path: string }[]).map((r) => r.path)
     expect(paths.filter((p) => p.startsWith('/api/v1/jobs') || p.startsWith('/api/v1/visits'))).toEqual([])
+  }, 60_000)
+
+  test('one account without a list keeps no intake journal: its deliveries are stored in its own inbox, nothing in the data folder', async () => {
+    const emu = await emulatorEnv({ counts: { clients: 1, jobs: 1, visitsPerJob: 0, invoices: 0, customRecords: 0 } })
+    const dir = tempDir()
+    const port = await freePort()
+    const env = daemonEnv(emu, dir, port, { schedules: idleSchedules() }, { FSM_WEBHOOK_SECRETS: SECRET })
+    const db = env.FSM_DB!
+    // Run from `dir`: the data folder's default (./data) is there.
+    const run = startRun(env, [], dir)
+    try {
+      await until('/readyz 200', async () => (await get(`http://127.0.0.1:${port}/readyz`)).status === 200)
+      for (let i = 1; i <= 3; i++) {
+        const body = Buffer.from(JSON.stringify(jobPayload(hex(i), T(i))))
+        const res = await request(`http://127.0.0.1:${port}/webhooks`, {
+          method: 'POST',
+          headers: { 'x-service-event': 'job.updated', 'x-service-delivery': `single-${i}`, 'x-service-signature': sign(SECRET, body) },
+          body,
+        })
+        expect(await res.body.json()).toEqual({ received: true })
+      }
+      expect(query(db, `SELECT delivery_id FROM webhook_inbox ORDER BY seq`).map((r) => r.delivery_id)).toEqual([
+        'single-1',
+        'single-2',
+        'single-3',
+      ])
+      expect(existsSync(path.join(dir, 'data'))).toBe(false)
+    } finally {
+      run.child.kill('SIGTERM')
+      await run.exited
+    }
   }, 60_000)
 })
