@@ -31,6 +31,7 @@ import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
 import { SerialQueue, syncJobs } from './sync-jobs.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /** The checkpoint counters that add up over a mirror's registrations (logFrames is a level). */
 
@@ -162,7 +163,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const resume = deps.lease === undefined ? undefined : readSweepPlan(app.mirror.sqlite)
   const covers = deps.lease?.replayCoversMs
   const copiedAt =
-    resume === undefined ? Number.NaN : Math.min(Date.parse(resume.writtenAt), Date.parse(resume.pendingSince ?? resume.writtenAt))
+    resume === undefined ? Number.NaN : Math.min(parseInstant(resume.writtenAt), parseInstant(resume.pendingSince ?? resume.writtenAt))
   const reconcileRestored = restored && !(covers !== undefined && clock.now() - copiedAt <= covers)
   if (deps.lease !== undefined)
     logger.info({ restored, resumed: resume !== undefined, reconcile: reconcileRestored }, 'takeover: the sweeps go on from the mirror')

@@ -30,6 +30,7 @@ import {
   retryDelayMs,
   type PlannedStream,
 } from './sweep-planner.js'
+import { parseInstant } from '../model/timestamps.js'
 
 /**
  * Custom objects are discovered again this often (new objects, changed schemas): as often as a
@@ -330,7 +331,7 @@ export class SweepLoop {
   #resume(plan: SweepPlan): void {
     const now = this.#options.clock.now()
     const at = (iso: string | null) => {
-      const t = iso === null ? Number.NaN : Date.parse(iso)
+      const t = iso === null ? Number.NaN : parseInstant(iso)
       return Number.isNaN(t) ? undefined : Math.min(now, t)
     }
     const objects = this.#options.selection.objects

@@ -7,6 +7,7 @@ import type { TableSpec } from '../../model/table-spec.js'
 import { quoteIdentifier } from '../../model/sql-names.js'
 import type { Sqlite } from '../sqlite/mirror-database.js'
 import { viewStatements, type FieldDescriptor } from './custom-object-views.js'
+import { parseInstant } from '../../model/timestamps.js'
 
 /** The replicated state (JSON in the replica's state row): what `restoreMirror` puts back. */
 export interface TakeoverState {
@@ -58,7 +59,7 @@ function parseSweepPlan(text: string | null): SweepPlan | undefined {
   if (text === null) return undefined
   try {
     const o = JSON.parse(text) as Partial<SweepPlan>
-    if (typeof o.writtenAt !== 'string' || Number.isNaN(Date.parse(o.writtenAt)) || !Array.isArray(o.streams)) return undefined
+    if (typeof o.writtenAt !== 'string' || Number.isNaN(parseInstant(o.writtenAt)) || !Array.isArray(o.streams)) return undefined
     return {
       writtenAt: o.writtenAt,
       discoveredAt: typeof o.discoveredAt === 'string' ? o.discoveredAt : null,
@@ -109,7 +110,7 @@ export function takeoverProgress(text: string): string {
   const state = parseTakeoverState(text)
   if (state === undefined) return text
   const planAt = parseSweepPlan(state.plan)?.writtenAt
-  const planStep = planAt === undefined ? null : Math.floor(Date.parse(planAt) / PLAN_PROGRESS_MS)
+  const planStep = planAt === undefined ? null : Math.floor(parseInstant(planAt) / PLAN_PROGRESS_MS)
   return JSON.stringify([state.streams.map(([stream, cursor]) => [stream, cursor]), state.webhook, state.highWater, planStep])
 }
 
