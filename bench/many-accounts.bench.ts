@@ -27,6 +27,8 @@ const WEBHOOK_RATE = Number(process.env.FSM_BENCH_WEBHOOK_RATE ?? 1000)
 const WEBHOOK_SECONDS = Number(process.env.FSM_BENCH_WEBHOOK_SECONDS ?? 10)
 /** How long to wait for the acknowledged deliveries to be applied, after the last was sent. */
 const APPLIED_TIMEOUT_SECONDS = Number(process.env.FSM_BENCH_APPLIED_TIMEOUT ?? 300)
+/** How long /readyz and /metrics may take at the end (a Kubernetes probe gives up after seconds, Prometheus after 10 s by default). */
+const SCRAPE_LIMIT_MS = 120_000
 const STREAMS = ['clients', 'jobs', 'visits', 'invoices', 'objects:equipment', 'objects:inspections']
 /** Where the web-app writes go (as staleness.bench.ts): jobs and visits take most. */
 const MIX: readonly [resource: string, table: string, slug: string | null][] = [
@@ -256,21 +258,32 @@ export default async function manyAccounts(): Promise<BenchResult> {
     const applied = await m.appliedAfter(mirrors, accounts, acked, sent.endedAt, APPLIED_TIMEOUT_SECONDS * 1000)
     log(`webhooks: ${applied.settled} of ${acked} applied ${r1(applied.seconds)} s after the last was sent`)
     // One scrape of /metrics and one /readyz, after everything else: their size grows with N.
+    // A route that does not answer within the limit is a figure too (a probe or scraper would give up).
     const scrape = async (route: string): Promise<string> => {
       const t = Date.now()
-      const text = await (await fetch(`http://127.0.0.1:${port}${route}`)).text()
-      const series = route === '/metrics' ? `, ${text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length} series` : ''
-      return `${route} answered ${r1(text.length / MiB)} MB${series} in ${r1((Date.now() - t) / 1000)} s`
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}${route}`, { signal: AbortSignal.timeout(SCRAPE_LIMIT_MS) })
+        const text = await res.text()
+        const series = route === '/metrics' ? `, ${text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length} series` : ''
+        return `${route} answered ${res.status}, ${r1(text.length / MiB)} MB${series} in ${r1((Date.now() - t) / 1000)} s`
+      } catch (err) {
+        return `${route} did not answer within ${SCRAPE_LIMIT_MS / 1000} s (${(err as Error).name})`
+      }
     }
     const scrapes = [await scrape('/readyz'), await scrape('/metrics')]
     log(scrapes.join('; '))
     // The intake journal's group commits over the whole run (its process series, when it has one).
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(SCRAPE_LIMIT_MS) })
+      .then((r) => r.text())
+      .catch(() => '')
     const series = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN)
     const commits = series('fsm_webhook_journal_group_commits_total')
-    const journal = Number.isNaN(commits)
-      ? 'no intake journal'
-      : `intake journal: ${commits} group commits of ${r1(series('fsm_webhook_journal_grouped_deliveries_total') / commits)} deliveries on average, each synced ${r1(series('fsm_webhook_journal_wal_sync_micros_total') / commits / 1000)} ms after its commit on average`
+    const journal =
+      text === ''
+        ? 'intake journal: unknown (/metrics did not answer)'
+        : Number.isNaN(commits)
+          ? 'no intake journal'
+          : `intake journal: ${commits} group commits of ${r1(series('fsm_webhook_journal_grouped_deliveries_total') / commits)} deliveries on average, each synced ${r1(series('fsm_webhook_journal_wal_sync_micros_total') / commits / 1000)} ms after its commit on average`
     log(journal)
     scrapes.push(journal)
     // Budgets and idle requests, from every account's request log at the emulator.
