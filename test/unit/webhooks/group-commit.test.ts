@@ -10,6 +10,7 @@ import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
 import { GroupCommit, type GroupCommitMetrics, type SyncFile } from '../../../src/webhooks/group-commit.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { track } from '../../support/track-settled.js'
 
 const turns = async (n = 5): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
@@ -39,16 +40,6 @@ function setup(options: { walPath?: string | undefined; closeTimeoutMs?: number 
     ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
   })
   return { unit, groups, held, metrics, durable, lines }
-}
-
-/** Tracks whether a promise has settled, without awaiting it. */
-function track<T>(p: Promise<T>): { settled: () => boolean; value: Promise<T> } {
-  let settled = false
-  void p.then(
-    () => (settled = true),
-    () => (settled = true),
-  )
-  return { settled: () => settled, value: p }
 }
 
 test('one turn is one commit and one sync, answered after the sync; what arrives during it is the next group', async () => {

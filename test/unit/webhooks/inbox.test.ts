@@ -9,6 +9,7 @@ import { createLogger } from '../../../src/log/logger.js'
 import { InboxUnavailableError, WebhookInbox, type Delivery, type EnqueueResult, type SyncFile } from '../../../src/webhooks/inbox.js'
 import { WebhookMetrics } from '../../../src/webhooks/metrics.js'
 import { tempMirror, type TempMirror } from '../../support/temp-mirror.js'
+import { track } from '../../support/track-settled.js'
 
 interface HeldSync {
   fd: number
@@ -53,16 +54,6 @@ const delivery = (id: string): Delivery => ({
 /** Lets pending immediates and I/O callbacks run (a few event-loop turns). */
 const turns = async (n = 5): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
-}
-
-/** Tracks whether a promise has settled, without awaiting it. */
-function track<T>(p: Promise<T>): { settled: () => boolean; value: Promise<T> } {
-  let settled = false
-  void p.then(
-    () => (settled = true),
-    () => (settled = true),
-  )
-  return { settled: () => settled, value: p }
 }
 
 let mirror: TempMirror
