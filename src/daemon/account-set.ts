@@ -16,20 +16,16 @@ import { openMirrorBudget, openMirrorCap } from './descriptor-budget.js'
 import { FIRST_SWEEPS_AT_ONCE, IDLE_PARK_MS, MirrorParker, turns } from './mirror-parker.js'
 import type { ParkingPolicy } from './mirror-parking.js'
 import { MirrorSlots, type SlotMirror } from './mirror-slots.js'
+import { retryDelayMs as backoffMs } from './sweep-planner.js'
 
 /** An account's part of the daemon's status. */
 export type AccountSetStatus =
   | (AccountStatus & { state: 'running' })
   | { id: string; state: Exclude<AccountState, 'running'>; error?: string; since: string; retryAt?: string }
 
-/** A failed account is tried again after 5 s, then twice as long each time, at most 5 min apart. */
-export const RETRY_FIRST_MS = 5_000
+/** A failed account is tried again as a failed sweep is (5 s, doubling), at most 5 min apart. */
 export const RETRY_MAX_MS = 300_000
-
-/** How long to wait before the attempt after `failures` failed ones. */
-export function retryDelayMs(failures: number): number {
-  return Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.max(0, failures - 1))
-}
+export const retryDelayMs = (failures: number): number => backoffMs(failures, RETRY_MAX_MS)
 
 /** Accounts opened at once (each open reads and migrates a mirror). */
 const OPEN_CONCURRENCY = 4
