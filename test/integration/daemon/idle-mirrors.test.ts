@@ -2,7 +2,6 @@
 // (src/store/README.md, "Idle mirrors"): a sweep and a webhook delivery after a park sync exactly
 // as before, the checkpoint thread takes the mirror back, and a park never lands in a run or a
 // transaction.
-import { readdirSync, readlinkSync } from 'node:fs'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { request } from 'undici'
@@ -22,6 +21,7 @@ import { emulatorEnv } from '../../support/emulator-env.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { inProcessDaemonConfig } from '../../support/in-process-daemon.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { filesOpen } from '../../support/open-files.js'
 
 const SECRET = 'whsec_idle_mirror_0123456789abcdef'
 const counts = { clients: 3, jobs: 0, visitsPerJob: 0, invoices: 0, customRecords: 0 }
@@ -38,15 +38,7 @@ async function park(runtime: AccountRuntime): Promise<boolean> {
 }
 
 /** This process's descriptors open on the mirror's files. */
-function filesOpenOn(file: string): number {
-  return readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
-    } catch {
-      return false
-    }
-  }).length
-}
+const filesOpenOn = (file: string): number => filesOpen((target) => target.startsWith(file))
 
 test('a parked mirror reopens and syncs on the next sweep and on a webhook; no park inside a run or a transaction', async () => {
   const emu = await emulatorEnv({ counts })

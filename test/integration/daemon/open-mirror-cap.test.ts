@@ -2,7 +2,6 @@
 // descriptors"): twelve accounts under a cap of four all sync exact, before and after changes
 // upstream, and answer readiness probes all at once, with never more than four mirrors open
 // (counted by the slots and in /proc/self/fd).
-import { readdirSync, readlinkSync } from 'node:fs'
 import { expect, test } from 'vitest'
 import { AccountSet } from '../../../src/daemon/account-set.js'
 import { DESCRIPTORS_PER_OPEN_MIRROR } from '../../../src/daemon/descriptor-budget.js'
@@ -10,23 +9,13 @@ import { startCheckpointService } from '../../../src/store/sqlite/background-che
 import { accountsEnv, capturedLogger, compareAccount } from '../../support/accounts-env.js'
 import { until } from '../../support/daemon-env.js'
 import { emulatorEnv } from '../../support/emulator-env.js'
+import { filesOpen } from '../../support/open-files.js'
 
 const counts = { clients: 6, jobs: 5, visitsPerJob: 1, invoices: 3, customRecords: 0 }
 const CAP = 4
 
 /** This process's descriptors open on the mirrors' files under `dir` (not the folders, opened a moment for a sync). */
-function filesOpenUnder(dir: string): number {
-  let n = 0
-  for (const fd of readdirSync('/proc/self/fd')) {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`)
-      if (target.startsWith(dir) && target.includes('/mirror.db')) n++
-    } catch {
-      // Closed meanwhile.
-    }
-  }
-  return n
-}
+const filesOpenUnder = (dir: string): number => filesOpen((target) => target.startsWith(dir) && target.includes('/mirror.db'))
 
 test('twelve accounts under a cap of four open mirrors sync exact, never more than four open, none waiting for ever', async () => {
   const emu = await emulatorEnv({ accounts: 12, counts })

@@ -1,11 +1,12 @@
 // A parked mirror closes its connection (its files and page cache go with it) and opens again on
 // its next use: statements, transactions and functions made before keep working on the new one
 // (src/store/README.md, "Idle mirrors").
-import { readdirSync, readlinkSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, expect, test } from 'vitest'
 import { openMirror, type Mirror } from '../../../src/store/sqlite/mirror-database.js'
 import { tempDir } from '../../support/temp-mirror.js'
+import { filesOpen } from '../../support/open-files.js'
 
 let mirror: Mirror | undefined
 let dir: string | undefined
@@ -24,15 +25,7 @@ async function parkableMirror(): Promise<Mirror & { parking: NonNullable<Mirror[
 }
 
 /** This process's descriptors open on the mirror's files. */
-function filesOpenOn(file: string): number {
-  return readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
-    } catch {
-      return false
-    }
-  }).length
-}
+const filesOpenOn = (file: string): number => filesOpen((target) => target.startsWith(file))
 
 test('a parked mirror holds no file open and reopens on its next use, with statements and transactions made before', async () => {
   const m = await parkableMirror()
