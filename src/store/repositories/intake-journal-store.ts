@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3'
 import type { Sqlite } from '../sqlite/mirror-database.js'
 import type { InboxDelivery } from './webhook-inbox-store.js'
+import { withFullSync } from '../sqlite/full-sync.js'
 
 /** A delivery waiting in the journal, as the relay hands it to the account's inbox. */
 export interface JournalRow {
@@ -28,8 +29,7 @@ export class IntakeJournalStore {
   readonly #remove: (seqs: readonly number[], nowIso: string, forgetBefore: string) => void
   readonly #counts
   readonly #lastSeq
-  readonly #full
-  readonly #normal
+  readonly #syncing: ReturnType<typeof withFullSync>
 
   constructor(file: string) {
     const sqlite = new Database(file)
@@ -87,8 +87,7 @@ export class IntakeJournalStore {
       }
       prune.run(forgetBefore)
     })
-    this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
-    this.#normal = sqlite.prepare('PRAGMA synchronous = NORMAL')
+    this.#syncing = withFullSync(sqlite)
     this.#lastSeq = sqlite.prepare(`SELECT coalesce(max(seq), 0) FROM intake_journal`).pluck()
     this.#counts = sqlite.prepare(`SELECT account_id, count(*) AS n FROM intake_journal GROUP BY account_id`)
   }
@@ -98,13 +97,7 @@ export class IntakeJournalStore {
    * `fullSync`: commit with synchronous=FULL, for a caller that cannot sync the -wal file itself.
    */
   insertGroup(group: readonly JournalEntry[], fullSync = false): boolean[] {
-    if (!fullSync) return this.#insertGroup(group)
-    this.#full.run()
-    try {
-      return this.#insertGroup(group)
-    } finally {
-      this.#normal.run()
-    }
+    return this.#syncing(fullSync, () => this.#insertGroup(group))
   }
 
   /** The newest delivery's seq (0 when empty). */

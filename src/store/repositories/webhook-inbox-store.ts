@@ -6,6 +6,7 @@
 import { isUtf8 } from 'node:buffer'
 import type { Sqlite } from '../sqlite/mirror-database.js'
 import { firstRow, mirrorQuery } from '../sqlite/typed-query.js'
+import { withFullSync } from '../sqlite/full-sync.js'
 
 /** A verified delivery as intake hands it over. */
 export interface InboxDelivery {
@@ -38,8 +39,7 @@ export interface InboxCounts {
 export class WebhookInboxStore {
   readonly #insert
   readonly #insertGroup: (group: readonly { delivery: InboxDelivery; receivedAt: string }[]) => boolean[]
-  readonly #full
-  readonly #restore
+  readonly #syncing: ReturnType<typeof withFullSync>
   readonly #pending
   readonly #processed
   readonly #processedRange
@@ -67,10 +67,7 @@ export class WebhookInboxStore {
         return this.#insert.run(d.deliveryId, d.event, receivedAt, text, text === null ? d.body : null, d.verifiedWith).changes > 0
       }),
     )
-    // PRAGMA synchronous with `simple` is its level as a number.
-    const previous = sqlite.pragma('synchronous', { simple: true }) as number
-    this.#full = sqlite.prepare('PRAGMA synchronous = FULL')
-    this.#restore = sqlite.prepare(`PRAGMA synchronous = ${previous}`)
+    this.#syncing = withFullSync(sqlite)
     // Raw, as every statement below: the processor runs them for each delivery it settles.
     this.#pending = sqlite.prepare(
       `SELECT delivery_id, seq, event, raw, raw_bytes FROM webhook_inbox
@@ -105,13 +102,7 @@ export class WebhookInboxStore {
    * connection whose -wal file the caller cannot sync itself.
    */
   insertGroup(group: readonly { delivery: InboxDelivery; receivedAt: string }[], fullSync: boolean): boolean[] {
-    if (!fullSync) return this.#insertGroup(group)
-    this.#full.run()
-    try {
-      return this.#insertGroup(group)
-    } finally {
-      this.#restore.run()
-    }
+    return this.#syncing(fullSync, () => this.#insertGroup(group))
   }
 
   /** Unapplied rows after `afterSeq`, in receipt order. */
