@@ -3,6 +3,14 @@
 import { DEFAULT_ACCOUNT_ID } from '../config/index.js'
 import type { ReadyAnswer } from './http-server.js'
 
+/**
+ * With many accounts, /readyz answers from each account's last probe when it is this young and
+ * refreshes older ones in the background (PROBES_AT_ONCE at a time): a probe writes and syncs its
+ * mirror, and a thousand of them per call would outlast any orchestrator's probe timeout.
+ */
+export const PROBE_FRESH_MS = 15_000
+export const PROBES_AT_ONCE = 4
+
 /** Where an account is: its mirror opening, running, kept apart after a failure, or stopping. */
 export type AccountState = 'opening' | 'running' | 'failed' | 'stopping'
 

@@ -25,7 +25,7 @@ import { DaemonMetrics } from './daemon-metrics.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
-import { probeMirror } from './mirror-probe.js'
+import { MirrorReadiness } from './mirror-readiness.js'
 import type { MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler } from './scheduler.js'
@@ -59,6 +59,12 @@ export interface AccountRuntimeDeps {
   firstSweepTurns?: Turns
   /** Its slot among the process's open mirrors (mirror-slots.ts): every run and job holds it; default: no cap. */
   mirrorSlot?: MirrorSlot
+  /** Turns for the probes /readyz refreshes in the background, shared by the process's accounts; default: no wait. */
+  probeTurns?: Turns
+}
+
+export interface ReadyOptions {
+  freshForMs?: number
 }
 
 /** At most a few holders at once (turns.ts). */
@@ -122,7 +128,8 @@ export interface AccountRuntime {
   webhookHandler: (req: IncomingMessage, res: ServerResponse) => void
   /** Starts intake, schedules, sweeps, checkpoints and the destination (once). */
   start(): void
-  ready(): Promise<ReadyAnswer>
+  /** Its /readyz answer; `freshForMs` answers from a probe that young, refreshing an older one in the background. */
+  ready(options?: ReadyOptions): Promise<ReadyAnswer>
   status(): AccountStatus
   /** Schedules end, the page in flight commits, the inbox drains (deliveries are answered 503); the mirror stays open. */
   drain(): Promise<void>
@@ -283,20 +290,19 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
 
   let started = false
   let stopping = false
-  // Probes in flight write to the mirror: stop waits for them before it closes it.
-  const probes = new Set<Promise<unknown>>()
-  // A parked mirror is not opened for a probe: it answered the last one before it was parked.
-  let lastProbe: Awaited<ReturnType<typeof probeMirror>> | undefined
-  const probe = async (): Promise<ReadyAnswer> => {
+  const readiness = new MirrorReadiness({
+    sqlite: app.mirror.sqlite,
+    minRoomBytes: config.webhooks.maxBodyBytes,
+    parking,
+    hold,
+    clock,
+    logger,
+    ...(deps.probeTurns === undefined ? {} : { turns: deps.probeTurns }),
+  })
+  const probes = readiness.inFlight
+  const probe = async (freshForMs: number | undefined): Promise<ReadyAnswer> => {
     if (stopping) return { ready: false, reason: 'stopping' }
-    // One not answered yet opens in its slot: probes of many accounts at once stay within the cap.
-    const mirror =
-      parking?.parked === true && lastProbe?.ok === true
-        ? lastProbe
-        : (lastProbe = await hold(() => {
-            if (parking?.parked === true) parking.unpark()
-            return probeMirror(app.mirror.sqlite, config.webhooks.maxBodyBytes)
-          }))
+    const mirror = freshForMs === undefined ? await readiness.now() : readiness.cached(freshForMs)
     if (stopping) return { ready: false, reason: 'stopping' }
     if (!mirror.ok) return { ready: false, reason: mirror.reason }
     const fault = webhooks.processor.fault
@@ -316,8 +322,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       }
     return { ready: true, migrations: mirror.migrations, running: scheduler.busy(), next: nextRuns(), off: scheduler.off() }
   }
-  const ready = (): Promise<ReadyAnswer> => {
-    const p = probe()
+  const ready = (options?: ReadyOptions): Promise<ReadyAnswer> => {
+    const p = probe(options?.freshForMs)
     probes.add(p)
     void p.finally(() => probes.delete(p)).catch(() => undefined)
     return p
@@ -403,6 +409,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const drain = () =>
     (drained ??= (async () => {
       stopping = true
+      readiness.stop()
       if (!started) return
       // The checkpoint registration ends beside them: the writer checkpoints on its own meanwhile.
       await Promise.all([scheduler.stop(), sweeps?.stop(), webhooks.stop(), mirrorCheckpoints.stop(), destination?.stop()])

@@ -14,6 +14,7 @@ import { openAccountRuntime, type AccountRuntime, type AccountRuntimeDeps, type 
 import type { AccountReadiness, AccountState } from './account-readiness.js'
 import { openMirrorBudget, openMirrorCap } from './descriptor-budget.js'
 import { FIRST_SWEEPS_AT_ONCE, IDLE_PARK_MS, MirrorParker, turns } from './mirror-parker.js'
+import { PROBES_AT_ONCE } from './account-readiness.js'
 import type { ParkingPolicy } from './mirror-parking.js'
 import { MirrorSlots, type SlotMirror } from './mirror-slots.js'
 import { retryDelayMs as backoffMs } from './sweep-planner.js'
@@ -78,6 +79,7 @@ export class AccountSet {
   /** Runtimes stopped with their mirror left open (the disk not answering): stuck until it closes. */
   private readonly stuckOnes = new Set<AccountRuntime>()
   private readonly firstSweeps = turns(FIRST_SWEEPS_AT_ONCE)
+  private readonly probes = turns(PROBES_AT_ONCE)
   private readonly adoptions = turns(OPEN_CONCURRENCY)
   readonly parker: MirrorParker
   /** The cap on open mirrors (none with one account: it keeps its mirror open). */
@@ -267,11 +269,12 @@ export class AccountSet {
     }
   }
 
-  /** Each account's readiness: its own probe while it runs, else its state and why. */
-  async readiness(): Promise<Record<string, AccountReadiness>> {
+  /** Each account's readiness: its own probe while it runs (`freshForMs`: AccountRuntime.ready), else its state and why. */
+  async readiness(freshForMs?: number): Promise<Record<string, AccountReadiness>> {
     const answers = await Promise.all(
       [...this.entries.values()].map(async (e): Promise<[string, AccountReadiness]> => {
-        if (e.state === 'running' && e.runtime !== undefined) return [e.id, { state: 'running', ...(await e.runtime.ready()) }]
+        if (e.state === 'running' && e.runtime !== undefined)
+          return [e.id, { state: 'running', ...(await e.runtime.ready(freshForMs === undefined ? undefined : { freshForMs })) }]
         return [e.id, { state: e.state, ready: false, reason: this.why(e) }]
       }),
     )
@@ -466,7 +469,7 @@ export class AccountSet {
 
   private deps() {
     const { logger, checkpoints, runtimeDeps } = this.options
-    return { logger, checkpoints, clock: this.clock, firstSweepTurns: this.firstSweeps, ...runtimeDeps?.() }
+    return { logger, checkpoints, clock: this.clock, firstSweepTurns: this.firstSweeps, probeTurns: this.probes, ...runtimeDeps?.() }
   }
 }
 

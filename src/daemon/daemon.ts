@@ -19,7 +19,7 @@ import type { WebhookMetrics } from '../webhooks/metrics.js'
 import type { WebhookService } from '../webhooks/webhook-service.js'
 import { createDestinationPool, type PostgresDestination } from '../destination/index.js'
 import { DEFAULT_ACCOUNT, type AccountRuntime } from './account-runtime.js'
-import { readyOverAccounts } from './account-readiness.js'
+import { PROBE_FRESH_MS, readyOverAccounts } from './account-readiness.js'
 import { AccountSet, type AccountSetStatus } from './account-set.js'
 import type { DaemonMetrics } from './daemon-metrics.js'
 import { checkDescriptors } from './descriptor-budget.js'
@@ -223,9 +223,10 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       if (stopping) return { ready: false, reason: 'stopping' }
       const failure = journal?.thread.failure
       if (failure !== undefined) return { ready: false, reason: failure }
-      const byId = await set.readiness()
+      const single = options.listed !== true && !sharded
+      const byId = await set.readiness(single ? undefined : PROBE_FRESH_MS)
       if (stopping) return { ready: false, reason: 'stopping' }
-      return readyOverAccounts(byId, options.listed !== true && !sharded)
+      return readyOverAccounts(byId, single)
     },
   }
   const server: Server = createDaemonServer(serverOptions)

@@ -19,6 +19,9 @@ import { mainFileOf, syncWalFile } from '../store/sqlite/wal-file.js'
 
 export type ProbeResult = { ok: true; migrations: number } | { ok: false; reason: string }
 
+/** What a mirror's open proved before any probe: every migration applied (mirror-database.ts runs them). */
+export const MIRROR_OPENED: ProbeResult = { ok: true, migrations: Object.keys(MIGRATIONS).length }
+
 const inFlight = new WeakMap<Sqlite, Promise<ProbeResult>>()
 
 /** `minRoomBytes`: room the mirror and its disk must have left to be ready (one delivery at the intake's cap). */
