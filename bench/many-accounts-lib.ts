@@ -253,9 +253,14 @@ export async function appliedAfter(
     return n
   }
   let settled = count()
+  let toldAt = performance.now()
   while (settled < expected && performance.now() - since < timeoutMs) {
     await new Promise((r) => setTimeout(r, 1_000))
     settled = count()
+    if (performance.now() - toldAt >= 30_000) {
+      toldAt = performance.now()
+      process.stdout.write(`  webhooks: ${settled} of ${expected} applied after ${Math.round((toldAt - since) / 1000)} s\n`)
+    }
   }
   return { settled, seconds: (performance.now() - since) / 1000 }
 }
