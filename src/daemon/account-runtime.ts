@@ -462,7 +462,14 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     stop,
     stuck,
     // Open until the checkpoint thread too has let go of it (its slot is free then).
-    activity: () => ({ open: app.mirror.sqlite.open || parkingNow !== undefined, busy: busy(), uses: parking?.uses ?? 0 }),
+    // busy only when read: the slots read `open` of every account at each grant (mirror-slots.ts).
+    activity: () => ({
+      open: app.mirror.sqlite.open || parkingNow !== undefined,
+      get busy() {
+        return busy()
+      },
+      uses: parking?.uses ?? 0,
+    }),
     park,
   }
 }

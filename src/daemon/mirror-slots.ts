@@ -126,8 +126,8 @@ export class MirrorSlots {
     m.usedAt = ++this.#tick
     this.highWater = Math.max(this.highWater, this.taken)
     // Opened beside the cap: the least recently used idle mirrors make room.
-    let over = this.taken - this.#parkingNow() - this.#capacity()
-    while (over > 0 && this.#evictOne(m)) over--
+    const over = this.taken - this.#parkingNow() - this.#capacity()
+    if (over > 0) this.#evict(over, m)
   }
 
   #parkingNow(): number {
@@ -145,18 +145,31 @@ export class MirrorSlots {
     return m
   }
 
-  /** Grants the waiting works in order while slots are free; parks idle mirrors for those left. */
+  /**
+   * Grants the waiting works in order while slots are free; parks idle mirrors for those left. One
+   * pass over the members and one over the line: it runs at every release of a hold, and with a
+   * thousand accounts in line a pass per grant took most of the event loop.
+   */
   #pump(): void {
-    // A work whose mirror took a slot meanwhile (opened by a delivery) goes at once: it needs no
-    // new slot, and its mirror stays busy (never parked) while the work waits.
-    for (const w of this.#waiting.filter((w) => takes(w.member))) this.#grant(w)
-    while (this.#waiting.length > 0 && this.taken < this.#capacity()) this.#grant(this.#waiting[0]!)
     if (this.#waiting.length === 0) return
+    let taken = this.taken
+    const capacity = this.#capacity()
+    const left: Waiting[] = []
+    for (const w of this.#waiting.splice(0)) {
+      // A work whose mirror took a slot meanwhile (opened by a delivery, or granted just before)
+      // goes at once: it needs no new slot, and its mirror stays busy (never parked) while it waits.
+      if (takes(w.member)) w.grant()
+      else if (taken < capacity) {
+        taken++
+        w.grant()
+      } else left.push(w)
+    }
+    this.#waiting.push(...left)
+    if (left.length === 0) return
     // One mirror parked for each account in line that needs a slot, beyond those parking now.
-    let short = new Set(this.#waiting.filter((w) => !takes(w.member)).map((w) => w.member)).size - this.#parkingNow()
-    while (short > 0 && this.#evictOne(undefined)) short--
+    const short = new Set(left.map((w) => w.member)).size - this.#parkingNow()
     // None idle now (each busy with a delivery or a probe outside any hold): tried again shortly.
-    if (short > 0 && this.#parkingNow() === 0) this.#later()
+    if (short > 0 && this.#evict(short, undefined) === 0 && this.#parkingNow() === 0) this.#later()
   }
 
   #later(): void {
@@ -171,20 +184,17 @@ export class MirrorSlots {
     )
   }
 
-  #grant(w: Waiting): void {
-    this.#waiting.splice(this.#waiting.indexOf(w), 1)
-    w.grant()
+  /** Parks the `n` least recently used idle mirrors (not `except`); how many it started to park. */
+  #evict(n: number, except: Member | undefined): number {
+    const idle: Member[] = []
+    for (const m of this.#members.values())
+      if (m !== except && m.held === 0 && !m.parking && m.mirror?.open === true && !m.mirror.busy) idle.push(m)
+    const victims = idle.sort((a, b) => a.usedAt - b.usedAt).slice(0, n)
+    for (const m of victims) this.#park(m)
+    return victims.length
   }
 
-  /** Parks the least recently used idle mirror (not `except`); false when none is idle. */
-  #evictOne(except: Member | undefined): boolean {
-    let victim: Member | undefined
-    for (const m of this.#members.values()) {
-      if (m === except || m.held > 0 || m.parking || m.mirror?.open !== true || m.mirror.busy) continue
-      if (victim === undefined || m.usedAt < victim.usedAt) victim = m
-    }
-    if (victim === undefined) return false
-    const m = victim
+  #park(m: Member): void {
     m.parking = true
     void m
       .mirror!.park(true)
@@ -199,7 +209,6 @@ export class MirrorSlots {
         m.usedAt = ++this.#tick
         this.#later()
       })
-    return true
   }
 }
 

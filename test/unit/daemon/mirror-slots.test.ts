@@ -119,3 +119,44 @@ test('a mirror opened outside any hold (a delivery) makes room at once: idle one
   slots.unbound()
   await Promise.all([work(0, []), work(1, []), work(2, [])])
 })
+
+test('granting a thousand accounts in line at once reads each mirror a bounded number of times, not once per grant', async () => {
+  const clock = new FakeClock()
+  const slots = new MirrorSlots(() => 100, clock)
+  let reads = 0
+  const mirrors = Array.from({ length: 1000 }, (_, i) => {
+    const m = new FakeMirror()
+    // Busy (a delivery being applied, say): none parks, so the line waits until the cap goes.
+    m.busy = true
+    slots.add(`a${i}`, {
+      get open() {
+        reads++
+        return m.open
+      },
+      get busy() {
+        return m.busy
+      },
+      park: () => m.park(),
+    })
+    return m
+  })
+  let release!: () => void
+  const held = new Promise<void>((r) => (release = r))
+  const works = mirrors.map((m, i) =>
+    slots.hold(`a${i}`, async () => {
+      m.open = true
+      await held
+    }),
+  )
+  await flush()
+  expect(slots.waiting).toBe(900)
+  reads = 0
+  // The process stops: no cap, every work in line is granted in one pass.
+  slots.unbound()
+  expect(slots.waiting).toBe(0)
+  // A pass over the members and one over the line (about 2,000 reads); a pass over the members
+  // for each grant before (about 900,000).
+  expect(reads).toBeLessThan(5_000)
+  release()
+  await Promise.all(works)
+})
