@@ -430,7 +430,10 @@ export const ConfigSchema = z.strictObject({
         ),
       ),
       reference: Cron.default('7 * * * *').meta(
-        doc('When reference data, webhook endpoints and API keys are read.', { env: 'FSM_SCHEDULE_REFERENCE' }),
+        doc(
+          'When reference data, webhook endpoints and API keys are read. With several accounts in one process, each account reads them at its own offset after each tick, the same every hour (from a hash of its id, within the time to the next tick and at most an hour), so that the accounts do not all read in the same minute.',
+          { env: 'FSM_SCHEDULE_REFERENCE' },
+        ),
       ),
       reconcile: Cron.default('17 3 * * *').meta(
         doc('When deletions are reconciled (docs/sweeping.md, How the sync stays exact).', { env: 'FSM_SCHEDULE_RECONCILE' }),

@@ -28,7 +28,7 @@ import type { ReadyAnswer } from './http-server.js'
 import { MirrorReadiness } from './mirror-readiness.js'
 import type { MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
-import { Scheduler } from './scheduler.js'
+import { Scheduler, spreadOffsetMs } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
 import { SerialQueue, syncJobs } from './sync-jobs.js'
 import { parseInstant } from '../model/timestamps.js'
@@ -61,6 +61,8 @@ export interface AccountRuntimeDeps {
   mirrorSlot?: MirrorSlot
   /** Turns for the probes /readyz refreshes in the background, shared by the process's accounts; default: no wait. */
   probeTurns?: Turns
+  /** One of several accounts in the process: its reference job runs at its own offset in the hour (spreadOffsetMs). */
+  spreadSchedules?: boolean
 }
 
 export interface ReadyOptions {
@@ -281,6 +283,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     syncJobs({ app, metrics, gaps, serialQueue, checkpointsInBackground: () => mirrorCheckpoints.running }).map((job) => ({
       ...job,
       run: (signal: AbortSignal) => hold(() => job.run(signal)),
+      // The accounts' hourly reads of reference data would all queue for the mirror slots in one minute.
+      ...(deps.spreadSchedules === true && job.name === 'reference' ? { offsetMs: spreadOffsetMs(id, job.cron, clock.now()) } : {}),
     })),
     logger,
     clock,

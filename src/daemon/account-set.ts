@@ -469,7 +469,16 @@ export class AccountSet {
 
   private deps() {
     const { logger, checkpoints, runtimeDeps } = this.options
-    return { logger, checkpoints, clock: this.clock, firstSweepTurns: this.firstSweeps, probeTurns: this.probes, ...runtimeDeps?.() }
+    const spreadSchedules = this.entries.size > 1
+    return {
+      logger,
+      checkpoints,
+      clock: this.clock,
+      firstSweepTurns: this.firstSweeps,
+      probeTurns: this.probes,
+      spreadSchedules,
+      ...runtimeDeps?.(),
+    }
   }
 }
 

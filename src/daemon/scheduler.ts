@@ -4,6 +4,7 @@
 // logged and waits for its next tick (no retry storm; the client already retries what may succeed).
 // Croner only reads the pattern (`nextRun(from)`); the waiting is the injected Clock's, so the
 // FakeClock of the tests drives schedules as it drives every other timer (docs/architecture.md, Time).
+import { createHash } from 'node:crypto'
 import { Cron } from 'croner'
 import { SCHEDULE_OFF } from '../config/index.js'
 import type { Logger } from '../log/logger.js'
@@ -14,6 +15,8 @@ export interface JobDefinition {
   /** Cron expression (5 fields, or 6 with seconds first; checked with croner by the config), or "off": never scheduled. */
   cron: string
   run: (signal: AbortSignal) => Promise<void>
+  /** Each tick runs this long after the pattern's time (spreadOffsetMs: accounts of one process apart); default 0. */
+  offsetMs?: number
 }
 
 interface JobSlot {
@@ -35,6 +38,26 @@ interface JobSlot {
  * running as soon as its planned time has passed (as croner's own timers do).
  */
 export const CHECK_EVERY_MS = 30_000
+
+/** The most a spread job runs after its pattern's time. */
+export const SPREAD_MAX_MS = 3_600_000
+
+/**
+ * A stable offset for the job of `key` (an account id) on `cron`: the key's hash spread over the
+ * gap between two ticks of the pattern, at most SPREAD_MAX_MS, so that the accounts of one process
+ * do not all run it in the same minute. 0 for "off" or a pattern with fewer than two runs.
+ */
+export function spreadOffsetMs(key: string, cron: string, now: number): number {
+  if (cron === SCHEDULE_OFF) return 0
+  const pattern = new Cron(cron, { paused: true })
+  const first = pattern.nextRun(new Date(now))
+  const second = first === null ? null : pattern.nextRun(first)
+  if (first === null || second === null) return 0
+  const spread = Math.min(SPREAD_MAX_MS, second.getTime() - first.getTime())
+  const fraction = createHash('sha256').update(key).digest().readUInt32BE(0) / 2 ** 32
+  // Whole seconds: the offset reads well in logs and `next`.
+  return Math.floor((fraction * spread) / 1000) * 1000
+}
 
 export class Scheduler {
   readonly #logger: Logger
@@ -80,7 +103,10 @@ export class Scheduler {
    */
   #arm(slot: JobSlot, from: number): void {
     if (slot.pattern === undefined || this.#state !== 'running') return
-    const next = slot.pattern.nextRun(new Date(from))
+    // With an offset, the pattern's next tick after `from - offset`, run `offset` later: each tick once.
+    const offset = slot.def.offsetMs ?? 0
+    const tick = slot.pattern.nextRun(new Date(from - offset))
+    const next = tick === null ? null : new Date(tick.getTime() + offset)
     slot.next = next
     if (next === null) return
     this.#wait(slot, next.getTime())

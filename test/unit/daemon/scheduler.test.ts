@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream'
 import { expect, test } from 'vitest'
 import { createLogger } from '../../../src/log/logger.js'
-import { CHECK_EVERY_MS, Scheduler } from '../../../src/daemon/scheduler.js'
+import { CHECK_EVERY_MS, Scheduler, SPREAD_MAX_MS, spreadOffsetMs } from '../../../src/daemon/scheduler.js'
 import { SerialQueue } from '../../../src/daemon/sync-jobs.js'
 import { FakeClock } from '../../support/fake-clock.js'
 
@@ -181,4 +181,48 @@ test('a host suspend (the wall clock jumps past the planned time, timers do not 
   // The next run is the next day's 03:00, not a second run for the night that was slept through.
   expect(s.nextRuns()).toEqual({ nightly: '2025-01-17T08:00:00.000Z' })
   await s.stop()
+})
+
+test('spread jobs: two accounts run the hourly reference read apart, each once an hour, at a stable offset', async () => {
+  const { logger } = capture()
+  const clock = new FakeClock(Date.UTC(2025, 0, 1, 12, 0, 0))
+  const at = new Map<string, number[]>([
+    ['acct-a', []],
+    ['acct-b', []],
+  ])
+  const schedulers = [...at].map(
+    ([id, runs]) =>
+      new Scheduler(
+        [
+          {
+            name: 'reference',
+            cron: '7 * * * *',
+            offsetMs: spreadOffsetMs(id, '7 * * * *', clock.now()),
+            run: () => (runs.push(clock.now()), Promise.resolve()),
+          },
+        ],
+        logger,
+        clock,
+      ),
+  )
+  for (const s of schedulers) s.start()
+  await clock.advance(5 * 3_600_000)
+  const [a, b] = [at.get('acct-a')!, at.get('acct-b')!]
+  for (const runs of [a, b]) {
+    expect(runs).toHaveLength(5)
+    // Once an hour, at the same minute and second of each hour.
+    for (let i = 1; i < runs.length; i++) expect(runs[i]! - runs[i - 1]!).toBe(3_600_000)
+  }
+  expect(a[0]).not.toBe(b[0])
+  // Each within the hour after its pattern's tick, and the same offset on a later start.
+  for (const [id, runs] of at) {
+    const offset = spreadOffsetMs(id, '7 * * * *', Date.UTC(2025, 3, 9, 17, 31))
+    expect(offset).toBe(spreadOffsetMs(id, '7 * * * *', clock.now()))
+    expect(offset).toBeLessThan(SPREAD_MAX_MS)
+    expect(runs[0]).toBe(Date.UTC(2025, 0, 1, 12, 7) + offset)
+  }
+  // A pattern of every 10 minutes spreads within its 10 minutes; "off" has none.
+  expect(spreadOffsetMs('acct-a', '*/10 * * * *', clock.now())).toBeLessThan(600_000)
+  expect(spreadOffsetMs('acct-a', 'off', clock.now())).toBe(0)
+  for (const s of schedulers) await s.stop()
 })
