@@ -26,7 +26,7 @@ import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
 import { MirrorReadiness } from './mirror-readiness.js'
-import type { MirrorSlot } from './mirror-slots.js'
+import { SlotWork, type MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler, spreadOffsetMs } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
@@ -196,8 +196,10 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const register = () => mirrorCheckpoints.register()
   const unregister = () => mirrorCheckpoints.unregister()
   const selection = selectStreams(config.streams)
-  // Each run and job holds the mirror's slot (mirror-slots.ts): never parked under it, and within the process's cap.
-  const hold = deps.mirrorSlot === undefined ? <T>(work: () => Promise<T>) => work() : deps.mirrorSlot.hold
+  // Each run and job holds the mirror's slot (mirror-slots.ts): never parked under it, and within the
+  // process's cap. A sweep waiting for its pace gives it back (aside): not at work then, it may be parked.
+  const slotWork = new SlotWork(deps.mirrorSlot)
+  const hold = slotWork.hold
   const serialQueue = new SerialQueue(hold)
   // The plan reads the webhook hints of an open mirror only: a loop that wakes opens no parked one.
   const readWhileOpen = (read: () => ReadonlyMap<string, number>) => () =>
@@ -221,6 +223,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
           logger,
           onRun: (r) => metricsHolder.metrics?.observeRun(r),
           hints: readWhileOpen(webhookHints(app.mirror.sqlite, selection.records)),
+          aside: slotWork.aside,
           ...(resume === undefined ? {} : { resume }),
           // Kept for the next owner of the account, replicated with the takeover state.
           ...(deps.lease === undefined ? {} : { onPlan: (plan: SweepPlan) => writeSweepPlan(app.mirror.sqlite, plan) }),
@@ -388,8 +391,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const working = () =>
     stopping ||
     app.mirror.sqlite.inTransaction ||
-    serialQueue.busy ||
-    scheduler.busy().length > 0 ||
+    slotWork.atWork > 0 ||
     webhooks.inbox.backlog > 0 ||
     probes.size > 0 ||
     // The destination reads the mirror's change log at every poll: its mirror stays open.

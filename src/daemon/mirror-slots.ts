@@ -1,7 +1,8 @@
 // A hard cap on the mirrors a process keeps open (writer and checkpoint-thread connection), sized
 // from its file descriptors and a memory budget (descriptor-budget.ts). An account's work holds its
-// mirror's slot; with every slot taken, the least recently used idle mirror is parked at once, or
-// the work waits its turn (first come, first served). Rules: docs/accounts.md, "Memory and file descriptors".
+// mirror's slot (a sweep waiting for its pace steps aside); with every slot taken, the least recently
+// used idle mirror is parked at once, or the work waits its turn (first come, first served). Rules:
+// docs/accounts.md, "Memory and file descriptors".
 import type { Clock } from '../model/clock.js'
 
 /** An account's mirror as the slots see it (account-runtime.ts). */
@@ -17,8 +18,37 @@ export interface SlotMirror {
 /** What one account's runtime gets: the hold of its slot around each piece of work. */
 export interface MirrorSlot {
   hold: <T>(work: () => Promise<T>) => Promise<T>
+  /** Inside a hold: gives the slot back while `wait` runs (it must not touch the mirror), takes it again before returning. */
+  aside: <T>(wait: () => Promise<T>) => Promise<T>
   /** The mirror was opened by a use outside any hold (a delivery, a probe): room is made for it. */
   opened: () => void
+}
+
+/** An account's works in its slot, counted: those at work on the mirror (not aside) keep it from being parked. */
+export class SlotWork {
+  atWork = 0
+  constructor(private readonly slot: MirrorSlot | undefined) {}
+
+  readonly hold = <T>(work: () => Promise<T>): Promise<T> => {
+    const counted = async () => {
+      this.atWork++
+      try {
+        return await work()
+      } finally {
+        this.atWork--
+      }
+    }
+    return this.slot === undefined ? counted() : this.slot.hold(counted)
+  }
+
+  readonly aside = async <T>(wait: () => Promise<T>): Promise<T> => {
+    this.atWork--
+    try {
+      return await (this.slot === undefined ? wait() : this.slot.aside(wait))
+    } finally {
+      this.atWork++
+    }
+  }
 }
 
 interface Member {
@@ -56,7 +86,7 @@ export class MirrorSlots {
 
   /** The account's slot (a member from now on; its mirror is known once it opened: add()). */
   slot(id: string): MirrorSlot {
-    return { hold: (work) => this.hold(id, work), opened: () => this.#opened(id) }
+    return { hold: (work) => this.hold(id, work), aside: (wait) => this.aside(id, wait), opened: () => this.#opened(id) }
   }
 
   /** Its mirror, once open: a candidate to park when room is needed. */
@@ -105,20 +135,57 @@ export class MirrorSlots {
    */
   async hold<T>(id: string, work: () => Promise<T>): Promise<T> {
     const m = this.#member(id)
-    if (takes(m) || (this.#waiting.length === 0 && this.taken < this.#capacity())) m.held++
-    else
-      await new Promise<void>((grant) => {
-        this.#waiting.push({ member: m, grant: () => (m.held++, grant()) })
-        this.#pump()
-      })
-    this.highWater = Math.max(this.highWater, this.taken)
+    // A free slot is taken at once: the work starts in this turn.
+    if (!this.#takeNow(m)) await this.#inLine(m)
     try {
       return await work()
     } finally {
-      m.held--
-      m.usedAt = ++this.#tick
-      this.#pump()
+      this.#give(m)
     }
+  }
+
+  /**
+   * Inside a hold of the account: its slot is given back while `wait` runs (a sweep waiting for its
+   * request pace), so its mirror, idle meanwhile, can be parked for another account's work; taken
+   * again, in line with the others, before this returns. Outside any hold, only runs `wait`.
+   */
+  async aside<T>(id: string, wait: () => Promise<T>): Promise<T> {
+    const m = this.#members.get(id)
+    if (m === undefined || m.held === 0) return wait()
+    this.#give(m)
+    try {
+      return await wait()
+    } finally {
+      // A member removed meanwhile (its account stopping) takes no place in line.
+      if (this.#members.get(id) !== m) m.held++
+      else if (!this.#takeNow(m)) await this.#inLine(m)
+    }
+  }
+
+  /** A slot for `m` at once, if its mirror has one or one is free with nobody in line; false otherwise. */
+  #takeNow(m: Member): boolean {
+    // Its mirror has a slot already (a sweep back from aside, its mirror not parked meanwhile): no pass over the members.
+    if (takes(m)) return (m.held++, true)
+    if (this.#waiting.length > 0) return false
+    const taken = this.taken
+    if (taken >= this.#capacity()) return false
+    m.held++
+    this.highWater = Math.max(this.highWater, taken + 1)
+    return true
+  }
+
+  /** A slot for `m` in its turn (the pump counts the high-water mark). */
+  #inLine(m: Member): Promise<void> {
+    return new Promise<void>((grant) => {
+      this.#waiting.push({ member: m, grant: () => (m.held++, grant()) })
+      this.#pump()
+    })
+  }
+
+  #give(m: Member): void {
+    m.held--
+    m.usedAt = ++this.#tick
+    this.#pump()
   }
 
   #opened(id: string): void {
@@ -164,6 +231,7 @@ export class MirrorSlots {
         w.grant()
       } else left.push(w)
     }
+    this.highWater = Math.max(this.highWater, taken)
     this.#waiting.push(...left)
     if (left.length === 0) return
     // One mirror parked for each account in line that needs a slot, beyond those parking now.

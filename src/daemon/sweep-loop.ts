@@ -64,6 +64,11 @@ export interface SweepLoopOptions {
   resume?: SweepPlan
   /** Told the schedule after each sweep and discovery, for the mirror to keep (writeSweepPlan). */
   onPlan?: (plan: SweepPlan) => void
+  /**
+   * Runs a sweep's wait for its request pace, which touches no mirror, with the mirror's slot given
+   * back (mirror-slots.ts, aside): the slot is taken again before the request starts.
+   */
+  aside?: <T>(wait: () => Promise<T>) => Promise<T>
 }
 
 interface UnitState {
@@ -248,7 +253,19 @@ export class SweepLoop {
     const base = this.#options.context(signal)
     const { client } = this.#options
     const share = this.share
-    const upstream: Upstream = { get: (path: string, query: Query | undefined, options) => client.get(path, query, { ...options, share }) }
+    const { aside, clock } = this.#options
+    // The pace is waited for beside the slot; the start itself (claimed in the mirror's request
+    // ledger) and the answer's rows are the slot's again.
+    const paced = async (signal: AbortSignal | undefined) => {
+      for (let wait = share.readyAt() - clock.now(); wait > 0; wait = share.readyAt() - clock.now())
+        await aside!(() => clock.sleep(wait, signal))
+    }
+    const upstream: Upstream = {
+      get: async (path: string, query: Query | undefined, options) => {
+        if (aside !== undefined) await paced(options.signal ?? signal)
+        return client.get(path, query, { ...options, share })
+      },
+    }
     // Its requests start at the share's pace: the estimates of a backfill here count at that budget.
     return { ...base, upstream, budgetPerMinute: () => share.limit }
   }

@@ -55,6 +55,12 @@ export class BudgetShare {
     return this.#window.countInWindow(now)
   }
 
+  /** When the share's pacing and window allow its next start (no start is taken): a caller may wait for it elsewhere first. */
+  readyAt(now: number = this.#clock.now()): number {
+    this.#see(now)
+    return this.#nextStartAt()
+  }
+
   /** Waits for the share's turn, then for a slot of the governor. Same contract as `RequestGovernor.acquire`. */
   acquire(priority: Priority, signal?: AbortSignal, who?: string): Promise<Slot> {
     const wait: BudgetWait = { who, priority, since: this.#clock.now() }

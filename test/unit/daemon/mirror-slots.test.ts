@@ -3,7 +3,7 @@
 // account's nested works share its slot, and works holding every slot while they wait on
 // something else (the upstream) end and let the others in: no deadlock.
 import { expect, test } from 'vitest'
-import { MirrorSlots, type SlotMirror } from '../../../src/daemon/mirror-slots.js'
+import { MirrorSlots, SlotWork, type SlotMirror } from '../../../src/daemon/mirror-slots.js'
 import { FakeClock } from '../../support/fake-clock.js'
 
 /** A mirror that opens on use and parks when asked (unless busy). */
@@ -159,4 +159,53 @@ test('granting a thousand accounts in line at once reads each mirror a bounded n
   expect(reads).toBeLessThan(5_000)
   release()
   await Promise.all(works)
+})
+
+test('sweeps waiting for their pace give their slot back: six accounts sweep at once under a cap of two, never more than two open', async () => {
+  const clock = new FakeClock()
+  const slots = new MirrorSlots(() => 2, clock)
+  const PAGES = 4
+  const PACE_MS = 1_000
+  let inSweep = 0
+  let mostInSweep = 0
+  let mostOpen = 0
+  const accounts = Array.from({ length: 6 }, (_, i) => {
+    const work = new SlotWork(slots.slot(`a${i}`))
+    // At work on the mirror (not aside): never parked; aside, it may be.
+    const mirror = Object.assign(new FakeMirror(), { pages: 0 })
+    Object.defineProperty(mirror, 'busy', { get: () => work.atWork > 0 })
+    slots.add(`a${i}`, mirror)
+    return { work, mirror }
+  })
+  const use = (m: FakeMirror) => {
+    expect(accounts.some((a) => a.mirror === m && a.work.atWork > 0)).toBe(true)
+    m.open = true
+    mostOpen = Math.max(mostOpen, accounts.filter((a) => a.mirror.open).length)
+  }
+  // A sweep: reads its cursor, then each page waits for its pace aside and commits in the slot.
+  const sweep = ({ work, mirror }: (typeof accounts)[number]) =>
+    work.hold(async () => {
+      mostInSweep = Math.max(mostInSweep, ++inSweep)
+      use(mirror)
+      for (let p = 0; p < PAGES; p++) {
+        await work.aside(() => clock.sleep(PACE_MS))
+        use(mirror)
+        mirror.pages++
+      }
+      inSweep--
+    })
+  const all = Promise.all(accounts.map(sweep))
+  for (let t = 0; t < 20 && accounts.some((a) => a.mirror.pages < PAGES); t++) await clock.advance(PACE_MS)
+  await all
+  // Every account swept at once (its pace waited beside the others'), within about its own time.
+  expect(mostInSweep).toBe(6)
+  expect(clock.now() - new FakeClock().now()).toBeLessThanOrEqual((PAGES + 1) * PACE_MS)
+  expect(accounts.map((a) => a.mirror.pages)).toEqual(accounts.map(() => PAGES))
+  // Never more than the cap open or taken; mirrors aside were parked to make room.
+  expect(mostOpen).toBeLessThanOrEqual(2)
+  expect(slots.highWater).toBe(2)
+  expect(slots.evicted).toBeGreaterThan(0)
+  // Aside outside any hold only waits.
+  expect(await slots.aside('a0', () => Promise.resolve('ran'))).toBe('ran')
+  expect(slots.taken).toBeLessThanOrEqual(2)
 })
