@@ -41,6 +41,11 @@ export interface ApiClientOptions {
   userAgent?: string
   /** Sockets in the pool. Default 8. */
   connections?: number
+  /**
+   * Use the process's pool of the origin, shared by every client that asks (the accounts of a
+   * daemon): at most SHARED_CONNECTIONS sockets to it, whatever the number of accounts.
+   */
+  sharedPool?: boolean
   retryPolicy?: RetryPolicy
   onResponse?: (event: ResponseEvent) => void
 }
@@ -76,12 +81,30 @@ export interface ApiResponse {
   attempts: number
 }
 
+/** Sockets of a shared pool (ApiClientOptions.sharedPool) to one origin, for all its clients. */
+export const SHARED_CONNECTIONS = 64
+
+/** The shared pools by origin and connect timeout (the only pool-wide setting a client chooses), with their users. */
+const sharedPools = new Map<string, { pool: Pool; users: number }>()
+
+function poolOptions(timeouts: Timeouts, connections: number): Pool.Options {
+  return {
+    connections,
+    keepAliveTimeout: 30_000,
+    connect: { timeout: timeouts.connectMs },
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+  }
+}
+
 const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 15_000, deadlineMs: 30_000 }
 
 type Attempt = { ok: true; response: ApiResponse } | { ok: false; error: Error; outcome: AttemptOutcome }
 
 export class ApiClient {
   readonly #pool: Pool
+  /** The key of its shared pool, while it uses one. */
+  #shared: string | undefined
   readonly #prefix: string
   readonly #apiKey: string
   readonly #governor: RequestGovernor
@@ -98,13 +121,16 @@ export class ApiClient {
     const url = new URL(options.baseUrl)
     this.#prefix = url.pathname.replace(/\/+$/, '')
     this.#timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts }
-    this.#pool = new Pool(url.origin, {
-      connections: options.connections ?? 8,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: this.#timeouts.connectMs },
-      headersTimeout: this.#timeouts.headersMs,
-      bodyTimeout: this.#timeouts.bodyMs,
-    })
+    if (options.sharedPool === true) {
+      this.#shared = `${url.origin} ${this.#timeouts.connectMs}`
+      let entry = sharedPools.get(this.#shared)
+      if (entry === undefined || entry.pool.closed || entry.pool.destroyed) {
+        entry = { pool: new Pool(url.origin, poolOptions(this.#timeouts, SHARED_CONNECTIONS)), users: 0 }
+        sharedPools.set(this.#shared, entry)
+      }
+      entry.users++
+      this.#pool = entry.pool
+    } else this.#pool = new Pool(url.origin, poolOptions(this.#timeouts, options.connections ?? 8))
     this.#apiKey = options.apiKey
     this.#governor = options.governor
     this.#log = options.logger.child({ component: 'api' })
@@ -170,6 +196,14 @@ export class ApiClient {
 
   /** Closes the pool's sockets; idempotent. */
   close(): Promise<void> {
+    if (this.#shared !== undefined) {
+      // A shared pool closes with its last user.
+      const key = this.#shared
+      const entry = sharedPools.get(key)
+      this.#shared = undefined
+      if (entry === undefined || entry.pool !== this.#pool || --entry.users > 0) return Promise.resolve()
+      sharedPools.delete(key)
+    }
     if (this.#pool.closed || this.#pool.destroyed) return Promise.resolve()
     return this.#pool.close()
   }

@@ -30,6 +30,8 @@ export interface ApiAccessOptions {
   burst?: number
   /** The account's ownership when replicas share the accounts (docs/sharding.md): its seeded window and start record. */
   lease?: LeaseHooks
+  /** The daemon's accounts: the process's connections to the origin, shared (ApiClientOptions.sharedPool). */
+  sharedPool?: boolean
 }
 
 /** What a replica's lease on the account gives its governor. */
@@ -108,6 +110,7 @@ export function createApiAccess(
     },
     ...(options.retryPolicy === undefined ? {} : { retryPolicy: options.retryPolicy }),
     ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
+    ...(options.sharedPool === true ? { sharedPool: true } : {}),
   })
   return { governor, client }
 }

@@ -73,6 +73,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     clock,
     ...(options.onResponse === undefined ? {} : { onResponse: options.onResponse }),
     ...(options.lease === undefined ? {} : { lease: options.lease }),
+    // The daemon's accounts share their connections to the upstream: sockets bounded for any number of accounts.
+    ...(options.parkable === true ? { sharedPool: true } : {}),
   })
   return {
     config,

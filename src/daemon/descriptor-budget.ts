@@ -1,25 +1,31 @@
 // The file descriptors a daemon's accounts need against the process's soft limit (`ulimit -n`),
 // told once at start (docs/accounts.md, Memory and file descriptors). The figures are src/store/README.md's
-// "What an open mirror costs", plus the account's connection to the upstream.
+// "What an open mirror costs", plus the connections to the upstream, which the accounts share.
 import { readFileSync } from 'node:fs'
+import { SHARED_CONNECTIONS } from '../api/api-client.js'
 import type { Logger } from '../log/logger.js'
 
 /**
- * Per account: the mirror's writer (database, -wal, -shm) and its checkpoint connection (2 more), and
- * about 3 connections to the upstream while it syncs (idle ones close). Measured with 20 accounts in
- * one process: 5 mirror files each, and about 4 upstream sockets each just after their first sweep.
+ * A single account: its mirror's writer (database, -wal, -shm) and checkpoint connection (2 more),
+ * and about 3 connections to the upstream while it syncs.
  */
 export const DESCRIPTORS_PER_ACCOUNT = 8
-/** The process: stdio, the event loop, the thread pool, the listener, the checkpoint thread, and room for probes and webhook senders. */
+/** The process: stdio, the event loop, the thread pool, the listener, the checkpoint and intake threads, and room for probes and webhook senders. */
 export const DESCRIPTORS_BASE = 100
+/**
+ * Sockets to the upstream, for all the accounts of one origin: they share the process's pool of it
+ * (api-client.ts, SHARED_CONNECTIONS); a parked account holds none of its own.
+ */
+export const UPSTREAM_SOCKETS = SHARED_CONNECTIONS
 
 /**
  * One account keeps its mirror open (DESCRIPTORS_PER_ACCOUNT); with more, idle mirrors are parked
- * (docs/accounts.md): each account its socket, and room for MIN_OPEN_MIRRORS open at once.
+ * (docs/accounts.md): the shared upstream sockets, and room for MIN_OPEN_MIRRORS open at once.
+ * The number of accounts itself costs no descriptor.
  */
 export function descriptorsNeeded(accounts: number): number {
   if (accounts <= 1) return DESCRIPTORS_BASE + DESCRIPTORS_PER_ACCOUNT * accounts
-  return DESCRIPTORS_BASE + DESCRIPTORS_PER_PARKED_ACCOUNT * accounts + DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS
+  return DESCRIPTORS_BASE + UPSTREAM_SOCKETS + DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS
 }
 
 /** The soft and hard "Max open files" of a /proc/<pid>/limits text; undefined when absent. */
@@ -58,7 +64,7 @@ export function descriptorShortfall(accounts: number, limits: { soft: number; ha
 
 function describe(accounts: number): string {
   if (accounts <= 1) return `${DESCRIPTORS_PER_ACCOUNT} for the account plus ${DESCRIPTORS_BASE}`
-  return `${DESCRIPTORS_PER_PARKED_ACCOUNT} an account with its mirror parked while idle, ${DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS} for ${MIN_OPEN_MIRRORS} open mirrors, plus ${DESCRIPTORS_BASE}`
+  return `${DESCRIPTORS_PER_OPEN_MIRROR * MIN_OPEN_MIRRORS} for the fewest open mirrors (${MIN_OPEN_MIRRORS}; idle ones are parked), ${UPSTREAM_SOCKETS} for the upstream connections the accounts share, plus ${DESCRIPTORS_BASE}; each mirror open beyond those takes ${DESCRIPTORS_PER_OPEN_MIRROR} more`
 }
 
 /** Logs the shortfall once (Linux: reads /proc/self/limits; elsewhere nothing is checked). */
@@ -72,8 +78,6 @@ export function checkDescriptors(accounts: number, logger: Logger, readLimits: (
 
 /** Descriptors of an open mirror: the writer's database, -wal and -shm, the checkpoint thread's database and -wal. */
 export const DESCRIPTORS_PER_OPEN_MIRROR = 5
-/** Descriptors of an account whose mirror is parked: about one upstream socket while it sweeps. */
-export const DESCRIPTORS_PER_PARKED_ACCOUNT = 1
 /** Open mirrors the parking never goes below (accounts at work keep theirs open whatever the budget). */
 export const MIN_OPEN_MIRRORS = 16
 
@@ -85,9 +89,12 @@ export function openFileLimit(readLimits: () => string = readProcLimits): number
   return softLimit
 }
 
-/** Mirrors `accounts` accounts may keep open within `soft` descriptors, the others' parked share set aside. */
-export function openMirrorBudget(accounts: number, soft: number = openFileLimit()): number {
-  const room = soft - DESCRIPTORS_BASE - DESCRIPTORS_PER_PARKED_ACCOUNT * accounts
+/**
+ * Mirrors the accounts may keep open within `soft` descriptors, the process's and the upstream
+ * sockets set aside: the same for any number of accounts (parked ones hold nothing).
+ */
+export function openMirrorBudget(_accounts: number, soft: number = openFileLimit()): number {
+  const room = soft - DESCRIPTORS_BASE - UPSTREAM_SOCKETS
   return Math.max(MIN_OPEN_MIRRORS, Math.floor(room / DESCRIPTORS_PER_OPEN_MIRROR))
 }
 

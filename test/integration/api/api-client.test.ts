@@ -1,12 +1,15 @@
 // The client against a loopback server: auth by route family, retries by the spec's rules (on a
 // fake clock: no real waiting), 429 pauses, typed errors, malformed bodies, metrics, no key in logs.
 import { afterEach, describe, expect, test } from 'vitest'
-import { ApiClient, type ResponseEvent } from '../../../src/api/api-client.js'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { ApiClient, SHARED_CONNECTIONS, type ResponseEvent } from '../../../src/api/api-client.js'
 import { ApiError, MalformedResponseError, NetworkError, RateLimitedError, UnauthorizedError } from '../../../src/api/errors.js'
 import { FakeClock } from '../../support/fake-clock.js'
 import { RequestGovernor } from '../../../src/api/governor/index.js'
 import { createLogger } from '../../../src/log/logger.js'
 import { startLoopback, type Handler, type Loopback } from '../../support/loopback.js'
+import { until } from '../../support/daemon-env.js'
 
 const KEY = 'svc_live_0123456789abcdef'
 const ok = (data: unknown = [], meta: unknown = { page: 1, limit: 30, total: 0 }) => ({ body: { success: true, data, meta } })
@@ -201,4 +204,45 @@ describe('ApiClient', () => {
     await expect(drive(clock, p)).rejects.toThrow('stop')
     expect(server.requests).toHaveLength(1)
   })
+})
+
+test('clients that share the pool of their origin (a daemon of many accounts) never open more than SHARED_CONNECTIONS sockets to it together', async () => {
+  let connections = 0
+  let open = 0
+  const shared = http.createServer((_req, res) => {
+    // Answers a little later, so that every client's request is in flight at once.
+    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success: true, data: [] })), 50)
+  })
+  shared.on('connection', (socket) => {
+    connections++
+    open++
+    socket.on('close', () => open--)
+  })
+  await new Promise<void>((r) => shared.listen(0, '127.0.0.1', r))
+  const { port } = shared.address() as AddressInfo
+  const clients = Array.from(
+    { length: SHARED_CONNECTIONS + 36 },
+    (_, i) =>
+      new ApiClient({
+        baseUrl: `http://127.0.0.1:${port}`,
+        apiKey: `${KEY}${i}`,
+        governor: new RequestGovernor({ limitPerMinute: 600 }),
+        logger: createLogger({ level: 'silent' }),
+        sharedPool: true,
+      }),
+  )
+  try {
+    const answers = await Promise.all(clients.map((c) => c.get('/api/v1/jobs', undefined, { priority: 'sweep' })))
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    expect(connections).toBeGreaterThan(1)
+    expect(connections).toBeLessThanOrEqual(SHARED_CONNECTIONS)
+    // Closed with its last client.
+    await Promise.all(clients.slice(1).map((c) => c.close()))
+    expect(open).toBeGreaterThan(0)
+    await clients[0]!.close()
+    await until('the shared pool closed', () => open === 0, 5_000)
+  } finally {
+    await Promise.all(clients.map((c) => c.close()))
+    await new Promise((r) => shared.close(r))
+  }
 })

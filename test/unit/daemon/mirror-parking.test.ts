@@ -7,6 +7,7 @@ import {
   MIN_OPEN_MIRRORS,
   openMirrorBudget,
   openMirrorCap,
+  UPSTREAM_SOCKETS,
 } from '../../../src/daemon/descriptor-budget.js'
 import { turns } from '../../../src/daemon/mirror-parker.js'
 import { mirrorsToPark, QuietTracker, type MirrorState } from '../../../src/daemon/mirror-parking.js'
@@ -67,13 +68,17 @@ test('first sweeps take turns: at most n at once, the others start in order as o
   expect(order).toEqual([0, 1, 2, 3, 4])
 })
 
-test('the open-mirror budget leaves each account its socket and keeps a floor', () => {
-  expect(openMirrorBudget(100, 1024)).toBe(Math.floor((1024 - DESCRIPTORS_BASE - 100) / 5))
-  expect(openMirrorBudget(1000, 1024)).toBe(MIN_OPEN_MIRRORS)
+test('the open-mirror budget sets aside the process and the shared upstream sockets, whatever the accounts, and keeps a floor', () => {
+  expect(openMirrorBudget(100, 1024)).toBe(Math.floor((1024 - DESCRIPTORS_BASE - UPSTREAM_SOCKETS) / 5))
+  // Parked accounts hold nothing: a thousand get the room a hundred get.
+  expect(openMirrorBudget(1000, 1024)).toBe(openMirrorBudget(100, 1024))
+  expect(openMirrorBudget(1000, 200)).toBe(MIN_OPEN_MIRRORS)
   expect(openMirrorBudget(1000, Infinity)).toBe(Infinity)
   // The hard cap: the descriptor budget, and at most the memory budget.
   expect(openMirrorCap(100, 500)).toBe(openMirrorBudget(100, 500))
   expect(openMirrorCap(100, 1024)).toBe(MAX_OPEN_MIRRORS)
   expect(openMirrorCap(100, Infinity)).toBe(MAX_OPEN_MIRRORS)
-  expect(openMirrorCap(1000, 1024)).toBe(MIN_OPEN_MIRRORS)
+  // 1,000 accounts under `ulimit -n 1024`: the memory budget, not the 16 of the floor.
+  expect(openMirrorCap(1000, 1024)).toBe(MAX_OPEN_MIRRORS)
+  expect(DESCRIPTORS_BASE + UPSTREAM_SOCKETS + 5 * openMirrorCap(1000, 1024)).toBeLessThan(1024)
 })
