@@ -42,6 +42,9 @@ test('three accounts in one daemon each end exact, in their own mirror under <da
     expect(ready.body).toMatchObject({ status: 'ready', ready: true, notReady: [] })
     for (const account of emu.accounts) expect(ready.body.accounts[account.id]).toMatchObject({ state: 'running', ready: true })
     expect(daemon.status().accounts['acct-002']).toMatchObject({ id: 'acct-002', state: 'running' })
+    // Each account reads its reference data at its own offset in the hour, not all at :07.
+    const nextReference = [...daemon.accounts.values()].map((r) => r.status().next.reference!)
+    expect(new Set(nextReference).size).toBe(3)
   } finally {
     await daemon.stop()
   }
