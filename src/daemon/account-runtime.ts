@@ -22,6 +22,7 @@ import { createWebhookService, type WebhookService } from '../webhooks/webhook-s
 import type { LeaseHooks } from './api-access.js'
 import { createApp, type App } from './create-app.js'
 import { DaemonMetrics } from './daemon-metrics.js'
+import type { SharedFamilies } from './account-metric-families.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
@@ -59,6 +60,8 @@ export interface AccountRuntimeDeps {
   firstSweepTurns?: Turns
   /** Its slot among the process's open mirrors (mirror-slots.ts): every run and job holds it; default: no cap. */
   mirrorSlot?: MirrorSlot
+  /** The process's families (`metrics.perAccount` "summary"): the account keeps a few series; default: every family its own. */
+  sharedMetrics?: SharedFamilies
 }
 
 /** At most a few holders at once (turns.ts). */
@@ -245,12 +248,13 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     webhookBacklog: () => webhooks.inbox.backlog,
     checkpoints: () => mirrorCheckpoints.stats(),
     now,
+    ...(deps.sharedMetrics === undefined ? {} : { perAccount: 'summary' as const, shared: deps.sharedMetrics }),
   })
   metricsHolder.metrics = metrics
   // Triggers and feeds keep their last success from sync_state; streams take their own last sweep.
   const kept = freshnessStreams()
   metrics.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
-  metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
+  metrics.seedFreshness((lastFreshness = streamFreshness(app.mirror.sqlite, kept, app.clock.now())))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
   const destination = createPostgresDestination(config, app.mirror, logger, app.clock, {
@@ -260,7 +264,12 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       ? {}
       : { fence: deps.lease.fence, ...(deps.lease.epoch === undefined ? {} : { epoch: deps.lease.epoch }) }),
   })
-  if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
+  if (destination !== undefined)
+    registerDestinationMetrics(
+      metrics.registry,
+      () => destination.status(),
+      deps.sharedMetrics === undefined ? undefined : { families: deps.sharedMetrics.summed, owner: metrics },
+    )
   const gaps = new DeliveryGapCheck({
     client: app.client,
     sqlite: app.mirror.sqlite,
@@ -394,7 +403,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       register()
       return Promise.resolve(false)
     }
-    if ((!now && !mirrorCheckpoints.lookedAt()) || !parking.park()) return Promise.resolve(false)
+    if (!now && !mirrorCheckpoints.lookedAt()) return Promise.resolve(false)
+    freshness() // what a scrape shows while it is parked
+    if (!parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
       .finally(() => (parkingNow = undefined)))
@@ -413,6 +424,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       await drain()
       await parkingNow
       await Promise.allSettled([...probes])
+      metrics.retire()
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
       if (!stuck()) return app.close()
