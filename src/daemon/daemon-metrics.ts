@@ -161,7 +161,8 @@ export class DaemonMetrics {
     budget('fsm_request_budget_used', 'Requests started in the last 60 seconds', (s) => s.sentLastMinute)
     budget('fsm_requests_in_flight', 'Upstream requests in flight', (s) => s.inFlight)
     budget('fsm_request_budget_paused', '1 while a 429 pauses every request', (s) => (s.pausedUntil === null ? 0 : 1))
-    const webhookCounters = sources.webhookCounters
+    // Read once a scrape: each reading builds the whole set, and the process's sums read it per family.
+    const webhookCounters = sources.webhookCounters === undefined ? undefined : perScrape(sources.webhookCounters)
     if (webhookCounters !== undefined) {
       for (const key of Object.keys(webhookCounters())) {
         const read = () => webhookCounters()[key] ?? 0
@@ -172,7 +173,7 @@ export class DaemonMetrics {
     }
     const backlog = sources.webhookBacklog
     if (backlog !== undefined) gauge('fsm_webhook_inbox_backlog', 'Stored deliveries not applied yet', backlog)
-    const checkpoints = sources.checkpoints
+    const checkpoints = sources.checkpoints === undefined ? undefined : perScrape(sources.checkpoints)
     if (checkpoints !== undefined) {
       const counter = (name: string, help: string, pick: (s: CheckpointStats) => number) =>
         shared === undefined

@@ -3,6 +3,8 @@ import { expect, test } from 'vitest'
 import { packageInfo } from '../../../src/config/package-info.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
 import { exposition, ProcessMetrics } from '../../../src/daemon/process-metrics.js'
+import { registerDestinationMetrics } from '../../../src/daemon/destination-metrics.js'
+import type { DestinationStatus } from '../../../src/destination/index.js'
 import { parseExposition } from '../../support/prometheus-text.js'
 import { formatTrigger, triggerDetails } from '../../../src/sync/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
@@ -198,6 +200,45 @@ test("summary: an account keeps a few series and adds the per-stream and per-rou
   expect(after).toContain('fsm_webhook_intake_too_large_total 4')
   expect(after).toContain('fsm_mirror_wal_frames 10')
   expect(after).toContain('fsm_run_duration_seconds_count{stream="jobs",kind="sweep"} 2')
+})
+
+test("summary: the destination's lag stays the account's, its counters are summed; its status (a read of the mirror) is read once per registry a scrape, not once per series", async () => {
+  const proc = new ProcessMetrics('summary')
+  const reads = { n: 0 }
+  const status = (errors: number) => (): DestinationStatus => {
+    reads.n++
+    return {
+      state: 'following',
+      cursor: 5,
+      lagChanges: 2,
+      lagSeconds: 1.5,
+      lastError: null,
+      lastErrorAt: null,
+      rowsReplicated: 10,
+      changesApplied: 4,
+      errors,
+      loads: 1,
+      timesNulled: 0,
+    }
+  }
+  for (const [id, errors] of [
+    ['north', 1],
+    ['south', 2],
+  ] as const) {
+    const m = new DaemonMetrics({ account: id, governor, perAccount: 'summary', shared: proc.shared! })
+    registerDestinationMetrics(m.registry, status(errors), { families: proc.shared!.summed, owner: m })
+    if (id === 'north') continue
+    const text = await exposition([proc.registry, m.registry])
+    expect(text).toContain('fsm_destination_lag_seconds{destination="postgres",account="south"} 1.5')
+    expect(text).toContain('fsm_destination_up{destination="postgres",account="south"} 1')
+    expect(text).toContain('fsm_destination_errors_total{destination="postgres"} 3')
+    expect(text).toContain('fsm_destination_rows_replicated_total{destination="postgres"} 20')
+    expect(text).not.toContain('fsm_destination_errors_total{destination="postgres",account=')
+  }
+  reads.n = 0
+  await exposition([proc.registry])
+  // The process's five sums read each account's status once.
+  expect(reads.n).toBe(2)
 })
 
 test.each([
