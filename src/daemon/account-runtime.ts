@@ -239,11 +239,13 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     const read = () => (lastFreshness = streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()))
     return parking === undefined ? read() : (parking.ifOpen(read) ?? lastFreshness)
   }
+  const notSwept = new Set([...selection.reference, ...selection.metadata].map((s) => s.name))
   const metrics = new DaemonMetrics({
     account: id,
     freshness,
     ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
     governor: () => app.governor.state(),
+    swept: (stream) => !notSwept.has(stream),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
     checkpoints: () => mirrorCheckpoints.stats(),

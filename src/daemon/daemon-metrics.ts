@@ -29,6 +29,8 @@ export interface MetricSources {
   freshness?: () => readonly StreamFreshness[]
   /** The continuous sweeps' starts in the last window and their limit (sweep-loop.ts), when they run. */
   sweepShare?: () => { used: number; limit: number }
+  /** Summary: the streams its staleness and last sweep are taken over (not reference data, read hourly). Default: all. */
+  swept?: (stream: string) => boolean
   /** "summary": the few series of docs/metrics.md, the rest added to `shared` (the process's). Default "full". */
   perAccount?: PerAccountMetrics
   shared?: SharedFamilies
@@ -115,19 +117,20 @@ export class DaemonMetrics {
         })
     } else {
       if (freshness !== undefined) {
+        const swept = () => freshness().filter((f) => sources.swept?.(f.stream) ?? true)
         gauge(
           'fsm_account_staleness_seconds',
-          "The largest expected staleness of the account's streams (fsm_stream_staleness_seconds of docs/sweeping.md, Continuous sweeping)",
+          "The largest expected staleness of the account's swept streams, record streams and custom objects (docs/sweeping.md, Continuous sweeping)",
           () => {
-            const known = freshness().flatMap((f) => (f.stalenessSeconds === null ? [] : [f.stalenessSeconds]))
+            const known = swept().flatMap((f) => (f.stalenessSeconds === null ? [] : [f.stalenessSeconds]))
             return known.length === 0 ? undefined : Math.round(Math.max(...known) * 10) / 10
           },
         )
         gauge(
           'fsm_account_last_sweep_timestamp_seconds',
-          "Unix time of the oldest of its streams' last successful sweeps: every stream swept once has been swept since",
+          "Unix time of the oldest of its swept streams' last successful sweeps: every one swept once has been swept since",
           () => {
-            const known = freshness().flatMap((f) => (f.lastSweptAt === null ? [] : [f.lastSweptAt]))
+            const known = swept().flatMap((f) => (f.lastSweptAt === null ? [] : [f.lastSweptAt]))
             return known.length === 0 ? undefined : Math.min(...known) / 1000
           },
         )

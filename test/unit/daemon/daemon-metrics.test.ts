@@ -165,7 +165,10 @@ test("summary: an account keeps a few series and adds the per-stream and per-rou
         { stream: 'jobs', lastSweptAt: 1_800_000_000_000, lastReconciledAt: null, stalenessSeconds: 3.14 },
         { stream: 'clients', lastSweptAt: 1_700_000_000_000, lastReconciledAt: null, stalenessSeconds: 12.26 },
         { stream: 'taxes', lastSweptAt: null, lastReconciledAt: null, stalenessSeconds: null },
+        // Reference data, read hourly: not in the account's staleness nor its last sweep.
+        { stream: 'company', lastSweptAt: 1_600_000_000_000, lastReconciledAt: null, stalenessSeconds: 1800 },
       ],
+      swept: (stream) => stream !== 'company',
     })
   const [north, south] = [account('north', 5), account('south', 7)]
   north.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
