@@ -60,6 +60,7 @@ export function eventFamilies(registry: Registry) {
 export type EventFamilies = ReturnType<typeof eventFamilies>
 
 type Labels = Record<string, string>
+type Family = { sources: Map<object, () => number>; retired: number; counter: boolean }
 
 /**
  * Counters and gauges of the process that add up what each account reads when scraped (its webhook
@@ -68,13 +69,15 @@ type Labels = Record<string, string>
  */
 export class SummedFamilies {
   readonly #registry: Registry
-  readonly #families = new Map<string, { sources: Map<object, () => number>; retired: number; counter: boolean }>()
+  readonly #families = new Map<string, Family>()
+  /** Readings of owners not attached yet: an account whose open fails is never summed, and is let go with it. */
+  readonly #pending = new WeakMap<object, [Family, () => number][]>()
 
   constructor(registry: Registry) {
     this.#registry = registry
   }
 
-  /** Adds `owner`'s reading to the family (made the first time it is named). */
+  /** Adds `owner`'s reading to the family (made the first time it is named), once `owner` is attached. */
   add(owner: object, kind: 'counter' | 'gauge', name: string, help: string, read: () => number, labels: Labels = {}): void {
     let family = this.#families.get(name)
     if (family === undefined) {
@@ -103,11 +106,20 @@ export class SummedFamilies {
           },
         })
     }
-    family.sources.set(owner, read)
+    const pending = this.#pending.get(owner) ?? []
+    this.#pending.set(owner, pending)
+    pending.push([family, read])
+  }
+
+  /** `owner` runs: its readings count from now on. */
+  attach(owner: object): void {
+    for (const [family, read] of this.#pending.get(owner) ?? []) family.sources.set(owner, read)
+    this.#pending.delete(owner)
   }
 
   /** `owner` leaves: its counters' last readings are kept in the sums. */
   retire(owner: object): void {
+    this.#pending.delete(owner)
     for (const family of this.#families.values()) {
       const read = family.sources.get(owner)
       if (read === undefined) continue

@@ -341,6 +341,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const start = (): void => {
     if (started || stopping) return
     started = true
+    metrics.attach()
     // A mirror parked since its open (account-set.ts) registers at its first use.
     if (parking?.parked !== true) register()
     parking?.onReopen(() => {

@@ -195,6 +195,11 @@ export class DaemonMetrics {
     }
   }
 
+  /** Summary mode: the account runs, its readings join the process's sums (not before: an open may fail). */
+  attach(): void {
+    this.#shared?.summed.attach(this)
+  }
+
   /** Summary mode: the account leaves the process's sums (its counters' counts stay in them). */
   retire(): void {
     this.#shared?.summed.retire(this)

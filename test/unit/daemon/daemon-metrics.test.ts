@@ -171,6 +171,9 @@ test("summary: an account keeps a few series and adds the per-stream and per-rou
       swept: (stream) => stream !== 'company',
     })
   const [north, south] = [account('north', 5), account('south', 7)]
+  // Not summed before it runs (an account whose open fails never is).
+  expect(await exposition([proc.registry])).toContain('fsm_mirror_checkpoint_passes_total 0')
+  for (const m of [north, south]) m.attach()
   north.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
   south.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
   north.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 1, requests: 1, durationMs: 200 })
@@ -230,6 +233,7 @@ test("summary: the destination's lag stays the account's, its counters are summe
   ] as const) {
     const m = new DaemonMetrics({ account: id, governor, perAccount: 'summary', shared: proc.shared! })
     registerDestinationMetrics(m.registry, status(errors), { families: proc.shared!.summed, owner: m })
+    m.attach()
     if (id === 'north') continue
     const text = await exposition([proc.registry, m.registry])
     expect(text).toContain('fsm_destination_lag_seconds{destination="postgres",account="south"} 1.5')
