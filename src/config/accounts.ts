@@ -44,7 +44,7 @@ const PROCESS_MESSAGE =
   'is a process setting (one listener, log and warehouse server for every account): set it at the top level of the config file, not in an account'
 
 /** Keys of the process, refused in an account entry, and the nested ones of `webhooks` (the intake's limits). */
-const PROCESS_KEYS = new Set(['httpHost', 'httpPort', 'logLevel', 'dataDir', 'destination', 'accounts'])
+const PROCESS_KEYS = new Set(['httpHost', 'httpPort', 'logLevel', 'dataDir', 'destination', 'accounts', 'metrics'])
 // `path` too: one listener serves every account, each at `<webhooks.path>/<id>` (src/webhooks/account-paths.ts).
 const PROCESS_WEBHOOK_KEYS = new Set(['path', 'maxConnections', 'bodyTimeoutMs', 'maxBufferedBytes'])
 

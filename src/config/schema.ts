@@ -419,6 +419,19 @@ export const ConfigSchema = z.strictObject({
         ),
     })
     .prefault({}),
+  metrics: z
+    .strictObject({
+      perAccount: z
+        .enum(['summary', 'full'])
+        .optional()
+        .meta(
+          doc(
+            "The series each account has on the daemon's /metrics (docs/metrics.md, Series per account): `summary`, a few per account (state, staleness, runs by outcome, budget, webhook intake and backlog, destination lag), the per-stream and per-route families summed over the accounts without `account`; `full`, every family per account (some 270 series each).",
+            { shownDefault: '`full` without an `accounts` list, `summary` with one' },
+          ),
+        ),
+    })
+    .prefault({}),
   destination: DestinationSchema,
   sharding: ShardingSchema,
   schedules: z

@@ -22,6 +22,7 @@ import { createWebhookService, type WebhookService } from '../webhooks/webhook-s
 import type { LeaseHooks } from './api-access.js'
 import { createApp, type App } from './create-app.js'
 import { DaemonMetrics } from './daemon-metrics.js'
+import type { SharedFamilies } from './account-metric-families.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
@@ -63,6 +64,8 @@ export interface AccountRuntimeDeps {
   probeTurns?: Turns
   /** One of several accounts in the process: its reference job runs at its own offset in the hour (spreadOffsetMs). */
   spreadSchedules?: boolean
+  /** The process's families (`metrics.perAccount` "summary"): the account keeps a few series; default: every family its own. */
+  sharedMetrics?: SharedFamilies
 }
 
 export interface ReadyOptions {
@@ -248,21 +251,24 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     const read = () => (lastFreshness = streamFreshness(app.mirror.sqlite, freshnessStreams(), app.clock.now()))
     return parking === undefined ? read() : (parking.ifOpen(read) ?? lastFreshness)
   }
+  const notSwept = new Set([...selection.reference, ...selection.metadata].map((s) => s.name))
   const metrics = new DaemonMetrics({
     account: id,
     freshness,
     ...(sweeps === undefined ? {} : { sweepShare: () => ({ used: sweeps.share.startsInWindow(), limit: sweeps.share.limit }) }),
     governor: () => app.governor.state(),
+    swept: (stream) => !notSwept.has(stream),
     webhookCounters: () => webhooks.metrics.snapshot(),
     webhookBacklog: () => webhooks.inbox.backlog,
     checkpoints: () => mirrorCheckpoints.stats(),
     now,
+    ...(deps.sharedMetrics === undefined ? {} : { perAccount: 'summary' as const, shared: deps.sharedMetrics }),
   })
   metricsHolder.metrics = metrics
   // Triggers and feeds keep their last success from sync_state; streams take their own last sweep.
   const kept = freshnessStreams()
   metrics.seedLastSuccess(app.state.all().filter((s) => !kept.includes(s.stream)))
-  metrics.seedFreshness(streamFreshness(app.mirror.sqlite, kept, app.clock.now()))
+  metrics.seedFreshness((lastFreshness = streamFreshness(app.mirror.sqlite, kept, app.clock.now())))
   // The destination follows the mirror on its own: readiness does not look at it (a warehouse that
   // is down must not stop intake); its lag and errors are on /metrics and in `fsm-sync status`.
   const destination = createPostgresDestination(config, app.mirror, logger, app.clock, {
@@ -272,7 +278,12 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       ? {}
       : { fence: deps.lease.fence, ...(deps.lease.epoch === undefined ? {} : { epoch: deps.lease.epoch }) }),
   })
-  if (destination !== undefined) registerDestinationMetrics(metrics.registry, () => destination.status())
+  if (destination !== undefined)
+    registerDestinationMetrics(
+      metrics.registry,
+      () => destination.status(),
+      deps.sharedMetrics === undefined ? undefined : { families: deps.sharedMetrics.summed, owner: metrics },
+    )
   const gaps = new DeliveryGapCheck({
     client: app.client,
     sqlite: app.mirror.sqlite,
@@ -343,6 +354,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
   const start = (): void => {
     if (started || stopping) return
     started = true
+    metrics.attach()
     // A mirror parked since its open (account-set.ts) registers at its first use.
     if (parking?.parked !== true) register()
     parking?.onReopen(() => {
@@ -406,7 +418,9 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       register()
       return Promise.resolve(false)
     }
-    if ((!now && !mirrorCheckpoints.lookedAt()) || !parking.park()) return Promise.resolve(false)
+    if (!now && !mirrorCheckpoints.lookedAt()) return Promise.resolve(false)
+    freshness() // what a scrape shows while it is parked
+    if (!parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
       .finally(() => (parkingNow = undefined)))
@@ -426,6 +440,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
       await drain()
       await parkingNow
       await Promise.allSettled([...probes])
+      metrics.retire()
       // Closing the last connection checkpoints on this thread; with the disk not answering that
       // would hang here, past every timer. Left open, the next start recovers from the log.
       if (!stuck()) return app.close()

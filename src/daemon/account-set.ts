@@ -37,7 +37,7 @@ export interface AccountSetOptions {
   clock?: Clock
   checkpoints: CheckpointService
   /** What else each account's runtime takes from the process (its share of the webhook body budget). */
-  runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget' | 'destinationPool'>
+  runtimeDeps?: () => Pick<AccountRuntimeDeps, 'bodyBudget' | 'destinationPool' | 'intakeJournal' | 'sharedMetrics'>
   /** When idle mirrors are parked; default: with more than one account, after IDLE_PARK_MS, within the descriptor budget. */
   parking?: (accounts: number) => ParkingPolicy
   /** Open mirrors at most, when idle mirrors are parked; default: openMirrorCap (descriptors and memory). */

@@ -151,7 +151,9 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
   // Checkpoints on one worker thread for the process (the writer's own, on the event loop, stalled
   // webhook acks); the thread starts with the first mirror an account registers.
   const checkpoints = startCheckpointService({ logger })
-  const processMetrics = new ProcessMetrics()
+  // A few series per account with an accounts list, every family per account without (docs/metrics.md).
+  const perAccount = config.metrics.perAccount ?? (options.listed === true ? 'summary' : 'full')
+  const processMetrics = new ProcessMetrics(perAccount, () => set.list().map((a) => [a.id, set.runtimes.has(a.id)] as const))
   // The intake's bounds are the process's: one listener, one budget of body bytes that each account
   // draws on through its share (half of it while others run), so one account's flood leaves room.
   const { maxConnections, bodyTimeoutMs, maxBufferedBytes } = config.webhooks
@@ -180,6 +182,7 @@ export async function startDaemon(config: Config, options: DaemonOptions): Promi
       bodyBudget: accountBodyBudget(bodyBudget, () => set.runtimes.size),
       ...(destinationPool === undefined ? {} : { destinationPool }),
       ...(journal === undefined ? {} : { intakeJournal: journal.journal }),
+      ...(processMetrics.shared === undefined ? {} : { sharedMetrics: processMetrics.shared }),
     }),
   })
   try {

@@ -1,10 +1,18 @@
 // The destination's figures on the daemon's /metrics, read from its status when scraped: how far
-// behind the mirror it is (changes and seconds), what it has written, and its failures.
+// behind the mirror it is (changes and seconds), what it has written, and its failures. The status
+// is read once a scrape (it reads the mirror's change log); in summary mode the process sums the counters.
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { DestinationStatus } from '../destination/index.js'
+import type { SummedFamilies } from './account-metric-families.js'
+import { perScrape } from './daemon-metrics.js'
 
-export function registerDestinationMetrics(registry: Registry, status: () => DestinationStatus): void {
+export function registerDestinationMetrics(
+  registry: Registry,
+  read: () => DestinationStatus,
+  summed?: { families: SummedFamilies; owner: object },
+): void {
   const registers = [registry]
+  const status = perScrape(read)
   const labels = { destination: 'postgres' }
   const gauge = (name: string, help: string, pick: (s: DestinationStatus) => number) =>
     new Gauge({
@@ -17,6 +25,8 @@ export function registerDestinationMetrics(registry: Registry, status: () => Des
       },
     })
   const counter = (name: string, help: string, pick: (s: DestinationStatus) => number) => {
+    if (summed !== undefined)
+      return summed.families.add(summed.owner, 'counter', name, `${help}, summed over the accounts`, () => pick(status()), labels)
     let seen = 0
     return new Counter({
       name,

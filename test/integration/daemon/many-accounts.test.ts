@@ -86,6 +86,12 @@ test('an account whose mirror cannot open is failed, logged once and retried; th
     const nobody = await request(`${daemon.url}/webhooks/acct-009`, { method: 'POST', body: '{}' })
     expect(nobody.statusCode).toBe(404)
     await nobody.body.dump()
+    // /metrics names it as down; it has no other series until it runs.
+    const up = async () => {
+      const text = await (await request(`${daemon.url}/metrics`)).body.text()
+      return [...text.matchAll(/^fsm_account_up\{account="([^"]+)"\} (\d)$/gm)].map((m) => `${m[1]}=${m[2]}`)
+    }
+    expect(await up()).toEqual(['acct-001=1', 'acct-002=0', 'acct-003=1'])
     // Logged once, with the account, though tried again meanwhile (5 s after the start, then 10 s later).
     const failures = () => lines.filter((l) => l.account === 'acct-002' && l.level === 'error')
     const firstRetryAt = (daemon.status().accounts['acct-002'] as { retryAt: string }).retryAt
@@ -99,6 +105,7 @@ test('an account whose mirror cannot open is failed, logged once and retried; th
     await daemon.accounts.get('acct-002')!.firstSweep
     expect((await compareAccount(daemon.accounts.get('acct-002')!, emu.accounts[1]!)).mismatches).toEqual([])
     expect((await readyz(daemon)).body).toMatchObject({ ready: true, notReady: [] })
+    expect(await up()).toEqual(['acct-001=1', 'acct-002=1', 'acct-003=1'])
   } finally {
     await daemon.stop()
   }

@@ -120,6 +120,7 @@ describe('accounts list', () => {
       /process setting/,
     ],
     ['the destination', [{ id: 'a', apiKeyEnv: 'K', destination: {} }], 'accounts[0] (id "a"): destination', /process setting/],
+    ['the metrics', [{ id: 'a', apiKeyEnv: 'K', metrics: { perAccount: 'full' } }], 'accounts[0] (id "a"): metrics', /process setting/],
     ['secrets inline', [{ id: 'a', apiKeyEnv: 'K', webhookSecrets: ['x'] }], 'accounts[0] (id "a"): webhookSecrets', /secrets file/],
     ['an unknown key', [{ id: 'a', apiKeyEnv: 'K', scheduls: {} }], 'accounts[0] (id "a"): scheduls', /not a known setting/],
     ['not a list', { id: 'a' }, 'accounts', /must be a list/],

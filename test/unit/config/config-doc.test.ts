@@ -54,7 +54,11 @@ describe('config/README.md', () => {
       expect(at(parsed, k.key), `${k.key}: the default shown, ${shown}`).toEqual(k.parsedDefault)
     }
     // The defaults shown as text are the ones the schema cannot show as one value.
-    expect(keys.filter((k) => !/^`.+`$|^none$/.test(k.shownDefault)).map((k) => k.key)).toEqual(['streams', 'http.bodyTimeoutMs'])
+    expect(keys.filter((k) => !/^`.+`$|^none$/.test(k.shownDefault)).map((k) => k.key)).toEqual([
+      'streams',
+      'http.bodyTimeoutMs',
+      'metrics.perAccount',
+    ])
   })
 
   test('every key says what it does; a number says its unit', () => {

@@ -3,6 +3,8 @@ import { expect, test } from 'vitest'
 import { packageInfo } from '../../../src/config/package-info.js'
 import { DaemonMetrics } from '../../../src/daemon/daemon-metrics.js'
 import { exposition, ProcessMetrics } from '../../../src/daemon/process-metrics.js'
+import { registerDestinationMetrics } from '../../../src/daemon/destination-metrics.js'
+import type { DestinationStatus } from '../../../src/destination/index.js'
 import { parseExposition } from '../../support/prometheus-text.js'
 import { formatTrigger, triggerDetails } from '../../../src/sync/integration-triggers.js'
 import { probeMirror } from '../../../src/daemon/mirror-probe.js'
@@ -122,12 +124,128 @@ test('an account whose metrics fail to collect (its mirror closed as it left) is
   expect(skipped.map((e) => (e as Error).message)).toEqual(['The database connection is not open'])
 })
 
-test('the exposition lets the event loop turn between two accounts, so acks do not wait behind a whole scrape', async () => {
-  const accounts = ['a', 'b'].map((id) => new DaemonMetrics({ account: id, governor }))
-  let turned = false
-  const done = exposition(accounts.map((m) => m.registry)).then(() => turned)
-  setImmediate(() => (turned = true))
-  expect(await done).toBe(true)
+test('the exposition lets the event loop turn every few thousand series, not after each account', async () => {
+  // 300 accounts of some 40 series each (about 1.3 MB of text).
+  const accounts = Array.from({ length: 300 }, (_, i) => {
+    const m = new DaemonMetrics({ account: `acct-${i}`, governor })
+    for (const stream of ['clients', 'jobs'])
+      m.observeRun({ stream, kind: 'sweep', outcome: 'success', rows: 1, requests: 1, durationMs: 200 })
+    return m
+  })
+  let turns = 0
+  let rendering = true
+  const count = () => {
+    if (!rendering) return
+    turns++
+    setImmediate(count)
+  }
+  setImmediate(count)
+  await exposition(accounts.map((m) => m.registry))
+  rendering = false
+  expect(turns).toBeGreaterThanOrEqual(2)
+  expect(turns).toBeLessThan(30)
+})
+
+test("summary: an account keeps a few series and adds the per-stream and per-route families to the process, whose counters keep a removed account's counts", async () => {
+  const proc = new ProcessMetrics('summary', () => [
+    ['north', true],
+    ['south', false],
+  ])
+  const shared = proc.shared!
+  let stored = 4
+  const account = (id: string, checkpointPasses: number) =>
+    new DaemonMetrics({
+      account: id,
+      governor,
+      perAccount: 'summary',
+      shared,
+      webhookCounters: () => ({ webhook_intake_stored_total: stored, webhook_intake_too_large_total: 2 }),
+      checkpoints: () => ({ passes: checkpointPasses, busy: 0, errors: 0, logFrames: 10, copiedFrames: 0, micros: 0 }),
+      freshness: () => [
+        { stream: 'jobs', lastSweptAt: 1_800_000_000_000, lastReconciledAt: null, stalenessSeconds: 3.14 },
+        { stream: 'clients', lastSweptAt: 1_700_000_000_000, lastReconciledAt: null, stalenessSeconds: 12.26 },
+        { stream: 'taxes', lastSweptAt: null, lastReconciledAt: null, stalenessSeconds: null },
+        // Reference data, read hourly: not in the account's staleness nor its last sweep.
+        { stream: 'company', lastSweptAt: 1_600_000_000_000, lastReconciledAt: null, stalenessSeconds: 1800 },
+      ],
+      swept: (stream) => stream !== 'company',
+    })
+  const [north, south] = [account('north', 5), account('south', 7)]
+  // Not summed before it runs (an account whose open fails never is).
+  expect(await exposition([proc.registry])).toContain('fsm_mirror_checkpoint_passes_total 0')
+  for (const m of [north, south]) m.attach()
+  north.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
+  south.onResponse({ route: 'GET /api/v1/jobs', status: 200, attempt: 1, durationMs: 5 })
+  north.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 1, requests: 1, durationMs: 200 })
+  north.observeRun({ stream: 'clients', kind: 'sweep', outcome: 'error', rows: 0, requests: 1, durationMs: 200 })
+  south.observeRun({ stream: 'jobs', kind: 'sweep', outcome: 'success', rows: 2, requests: 1, durationMs: 200 })
+  const text = await exposition([proc.registry, north.registry, south.registry])
+  const { samples } = parseExposition(text)
+  expect(text).toContain('fsm_api_requests_total{route="GET /api/v1/jobs",status="200"} 2')
+  expect(text).toContain('fsm_rows_written_total{stream="jobs",kind="sweep"} 3')
+  expect(text).toContain('fsm_run_duration_seconds_count{stream="jobs",kind="sweep"} 2')
+  expect(text).toContain('fsm_webhook_intake_too_large_total 4')
+  expect(text).toContain('fsm_mirror_checkpoint_passes_total 12')
+  expect(text).toContain('fsm_mirror_wal_frames 20')
+  expect(text).toContain('fsm_account_up{account="north"} 1\nfsm_account_up{account="south"} 0')
+  expect(text).toContain('fsm_account_staleness_seconds{account="north"} 12.3')
+  expect(text).toContain('fsm_account_last_sweep_timestamp_seconds{account="north"} 1700000000')
+  expect(text).toContain('fsm_account_runs_total{outcome="success",account="north"} 1')
+  expect(text).toContain('fsm_account_runs_total{outcome="error",account="north"} 1')
+  expect(text).toContain('fsm_account_streams_failing{account="north"} 1')
+  expect(text).toContain('fsm_account_streams_failing{account="south"} 0')
+  expect(text).toContain('fsm_webhook_intake_stored_total{account="north"} 4')
+  expect(samples.filter((s) => s.labels.account === 'north').map((s) => s.name)).not.toContain('fsm_stream_staleness_seconds')
+  // Up, staleness, last sweep, two outcomes, failing, 5 budget gauges, the one webhook counter kept.
+  expect(samples.filter((s) => s.labels.account === 'north')).toHaveLength(12)
+  // South leaves: its counts stay in the process's counters, its gauge leaves the sum.
+  south.retire()
+  stored = 0
+  const after = await exposition([proc.registry, north.registry])
+  expect(after).toContain('fsm_mirror_checkpoint_passes_total 12')
+  expect(after).toContain('fsm_webhook_intake_too_large_total 4')
+  expect(after).toContain('fsm_mirror_wal_frames 10')
+  expect(after).toContain('fsm_run_duration_seconds_count{stream="jobs",kind="sweep"} 2')
+})
+
+test("summary: the destination's lag stays the account's, its counters are summed; its status (a read of the mirror) is read once per registry a scrape, not once per series", async () => {
+  const proc = new ProcessMetrics('summary')
+  const reads = { n: 0 }
+  const status = (errors: number) => (): DestinationStatus => {
+    reads.n++
+    return {
+      state: 'following',
+      cursor: 5,
+      lagChanges: 2,
+      lagSeconds: 1.5,
+      lastError: null,
+      lastErrorAt: null,
+      rowsReplicated: 10,
+      changesApplied: 4,
+      errors,
+      loads: 1,
+      timesNulled: 0,
+    }
+  }
+  for (const [id, errors] of [
+    ['north', 1],
+    ['south', 2],
+  ] as const) {
+    const m = new DaemonMetrics({ account: id, governor, perAccount: 'summary', shared: proc.shared! })
+    registerDestinationMetrics(m.registry, status(errors), { families: proc.shared!.summed, owner: m })
+    m.attach()
+    if (id === 'north') continue
+    const text = await exposition([proc.registry, m.registry])
+    expect(text).toContain('fsm_destination_lag_seconds{destination="postgres",account="south"} 1.5')
+    expect(text).toContain('fsm_destination_up{destination="postgres",account="south"} 1')
+    expect(text).toContain('fsm_destination_errors_total{destination="postgres"} 3')
+    expect(text).toContain('fsm_destination_rows_replicated_total{destination="postgres"} 20')
+    expect(text).not.toContain('fsm_destination_errors_total{destination="postgres",account=')
+  }
+  reads.n = 0
+  await exposition([proc.registry])
+  // The process's five sums read each account's status once.
+  expect(reads.n).toBe(2)
 })
 
 test.each([
