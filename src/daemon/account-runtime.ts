@@ -26,7 +26,7 @@ import type { SharedFamilies } from './account-metric-families.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
-import { MirrorReadiness } from './mirror-readiness.js'
+import { MirrorReadiness, runningAnswer } from './mirror-readiness.js'
 import { SlotWork, type MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler, spreadOffsetMs } from './scheduler.js'
@@ -323,22 +323,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     const mirror = freshForMs === undefined ? await readiness.now() : readiness.cached(freshForMs)
     if (stopping) return { ready: false, reason: 'stopping' }
     if (!mirror.ok) return { ready: false, reason: mirror.reason }
-    const fault = webhooks.processor.fault
-    if (fault !== undefined)
-      return {
-        ready: false,
-        reason: `applying webhook deliveries fails since ${fault.since} (${fault.error}); next try in ${Math.round(fault.retryInMs / 1000)} s`,
-      }
-    if (!scheduler.active) return { ready: false, reason: 'schedules are not running' }
-    if (sweeps?.failure !== undefined) return { ready: false, reason: `continuous sweeping stopped: ${sweeps.failure}; restart the daemon` }
-    const stalled = scheduler.stalled()
-    if (stalled.length > 0)
-      return {
-        ready: false,
-        reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`,
-        next: nextRuns(),
-      }
-    return { ready: true, migrations: mirror.migrations, running: scheduler.busy(), next: nextRuns(), off: scheduler.off() }
+    return runningAnswer(mirror, { fault: webhooks.processor.fault, scheduler, sweepFailure: sweeps?.failure, nextRuns })
   }
   const ready = (options?: ReadyOptions): Promise<ReadyAnswer> => {
     const p = probe(options?.freshForMs)

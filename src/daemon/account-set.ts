@@ -11,12 +11,11 @@ import { systemClock, type Clock } from '../model/clock.js'
 import type { CheckpointService } from '../store/sqlite/background-checkpoints.js'
 import type { IntakeHandler } from '../webhooks/intake-handler.js'
 import { openAccountRuntime, type AccountRuntime, type AccountRuntimeDeps, type AccountStatus } from './account-runtime.js'
-import type { AccountReadiness, AccountState } from './account-readiness.js'
-import { openMirrorBudget, openMirrorCap } from './descriptor-budget.js'
-import { FIRST_SWEEPS_AT_ONCE, IDLE_PARK_MS, MirrorParker, turns } from './mirror-parker.js'
-import { PROBES_AT_ONCE } from './account-readiness.js'
+import { PROBES_AT_ONCE, type AccountReadiness, type AccountState } from './account-readiness.js'
+import { openMirrorCap } from './descriptor-budget.js'
+import { defaultParking, FIRST_SWEEPS_AT_ONCE, MirrorParker, turns } from './mirror-parker.js'
 import type { ParkingPolicy } from './mirror-parking.js'
-import { MirrorSlots, type SlotMirror } from './mirror-slots.js'
+import { MirrorSlots, slotMirror } from './mirror-slots.js'
 import { retryDelayMs as backoffMs } from './sweep-planner.js'
 
 /** An account's part of the daemon's status. */
@@ -42,12 +41,6 @@ export interface AccountSetOptions {
   parking?: (accounts: number) => ParkingPolicy
   /** Open mirrors at most, when idle mirrors are parked; default: openMirrorCap (descriptors and memory). */
   maxOpenMirrors?: number
-}
-
-/** One account keeps its mirror open; more are parked while idle, within the process's descriptors. */
-export function defaultParking(accounts: number): ParkingPolicy {
-  if (accounts <= 1) return { idleMs: Number.POSITIVE_INFINITY, maxOpen: Number.POSITIVE_INFINITY }
-  return { idleMs: IDLE_PARK_MS, maxOpen: openMirrorBudget(accounts) }
 }
 
 interface Entry {
@@ -479,19 +472,6 @@ export class AccountSet {
       spreadSchedules,
       ...runtimeDeps?.(),
     }
-  }
-}
-
-/** A runtime's mirror as the slots see it. */
-function slotMirror(runtime: AccountRuntime): SlotMirror {
-  return {
-    get open() {
-      return runtime.activity().open
-    },
-    get busy() {
-      return runtime.activity().busy
-    },
-    park: (now) => runtime.park(now),
   }
 }
 

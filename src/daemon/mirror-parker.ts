@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os'
 import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { AccountRuntime, Turns } from './account-runtime.js'
+import { openMirrorBudget } from './descriptor-budget.js'
 import { mirrorsToPark, QuietTracker, type ParkingPolicy } from './mirror-parking.js'
 
 /** How often the accounts are looked at. */
@@ -22,6 +23,12 @@ export const IDLE_PARK_MS = 2_000
  * a few tens of accounts, not of all.
  */
 export const FIRST_SWEEPS_AT_ONCE = Math.max(16, 32 * availableParallelism())
+
+/** One account keeps its mirror open; more are parked while idle, within the process's descriptors. */
+export function defaultParking(accounts: number): ParkingPolicy {
+  if (accounts <= 1) return { idleMs: Number.POSITIVE_INFINITY, maxOpen: Number.POSITIVE_INFINITY }
+  return { idleMs: IDLE_PARK_MS, maxOpen: openMirrorBudget(accounts) }
+}
 
 export class MirrorParker {
   readonly #tracker = new QuietTracker()

@@ -6,7 +6,9 @@ import type { Logger } from '../log/logger.js'
 import type { Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { MirrorParking } from '../store/sqlite/parkable-connection.js'
+import type { ReadyAnswer } from './http-server.js'
 import { MIRROR_OPENED, probeMirror, type ProbeResult } from './mirror-probe.js'
+import type { Scheduler } from './scheduler.js'
 
 export interface MirrorReadinessOptions {
   sqlite: Sqlite
@@ -66,4 +68,32 @@ export class MirrorReadiness {
   stop(): void {
     this.#stopped = true
   }
+}
+
+/** What a running account's /readyz says, from its mirror's probe and the state of its applies and schedules. */
+export function runningAnswer(
+  mirror: ProbeResult,
+  s: {
+    fault: { since: string; error: string; retryInMs: number } | undefined
+    scheduler: Pick<Scheduler, 'active' | 'stalled' | 'busy' | 'off'>
+    sweepFailure: string | undefined
+    nextRuns: () => Record<string, string | null>
+  },
+): ReadyAnswer {
+  if (!mirror.ok) return { ready: false, reason: mirror.reason }
+  if (s.fault !== undefined)
+    return {
+      ready: false,
+      reason: `applying webhook deliveries fails since ${s.fault.since} (${s.fault.error}); next try in ${Math.round(s.fault.retryInMs / 1000)} s`,
+    }
+  if (!s.scheduler.active) return { ready: false, reason: 'schedules are not running' }
+  if (s.sweepFailure !== undefined) return { ready: false, reason: `continuous sweeping stopped: ${s.sweepFailure}; restart the daemon` }
+  const stalled = s.scheduler.stalled()
+  if (stalled.length > 0)
+    return {
+      ready: false,
+      reason: `no next run for the schedule of ${stalled.join(', ')}: nothing would sync; fix schedules.* and restart`,
+      next: s.nextRuns(),
+    }
+  return { ready: true, migrations: mirror.migrations, running: s.scheduler.busy(), next: s.nextRuns(), off: s.scheduler.off() }
 }

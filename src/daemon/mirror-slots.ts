@@ -15,6 +15,19 @@ export interface SlotMirror {
   park(now: true): Promise<boolean>
 }
 
+/** An account runtime's mirror as the slots see it (its activity is read only when looked at). */
+export function slotMirror(runtime: { activity(): { open: boolean; busy: boolean }; park(now: true): Promise<boolean> }): SlotMirror {
+  return {
+    get open() {
+      return runtime.activity().open
+    },
+    get busy() {
+      return runtime.activity().busy
+    },
+    park: (now) => runtime.park(now),
+  }
+}
+
 /** What one account's runtime gets: the hold of its slot around each piece of work. */
 export interface MirrorSlot {
   hold: <T>(work: () => Promise<T>) => Promise<T>
