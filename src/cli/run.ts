@@ -30,6 +30,19 @@ export const runCommand: Command = {
             accounts: loaded.accounts.map((a) => ({ id: a.id, config: { ...a.config, streams: named } })),
           }
     const { config, accounts, listed } = withFlags(ctx.accounts())
+    // Signals are taken from the start: one that arrives while the accounts open (the listener may
+    // already answer) must not end the process by its default action. A stop waits for the start;
+    // a reload is done once the watcher runs.
+    let reloadAsked = false
+    const early = () => (reloadAsked = true)
+    process.on(RELOAD_SIGNAL, early)
+    const stopAsked = new Promise<NodeJS.Signals>((resolve) => {
+      const first = (s: NodeJS.Signals) => {
+        for (const other of DAEMON_STOP_SIGNALS) process.off(other, first)
+        resolve(s)
+      }
+      for (const s of DAEMON_STOP_SIGNALS) process.on(s, first)
+    })
     const daemon = await startDaemon(config, { logger, accounts, listed })
     // The stop budget and the exit deadlines are counted on the daemon's clock (the system's).
     const clock = systemClock
@@ -54,13 +67,13 @@ export const runCommand: Command = {
     const ignore = () => logger.info(`${RELOAD_SIGNAL}: no config file (FSM_CONFIG, --config) to read again; nothing changes`)
     if (watch !== undefined) await watch.start(watched({ config, accounts, listed }, file!))
     else process.on(RELOAD_SIGNAL, ignore)
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      const first = (s: NodeJS.Signals) => {
-        for (const other of DAEMON_STOP_SIGNALS) process.off(other, first)
-        resolve(s)
-      }
-      for (const s of DAEMON_STOP_SIGNALS) process.on(s, first)
-    })
+    process.off(RELOAD_SIGNAL, early)
+    if (reloadAsked) {
+      logger.info({ signal: RELOAD_SIGNAL, path: file, whileStarting: true }, 'configuration reload requested')
+      if (watch === undefined) ignore()
+      else void watch.reload()
+    }
+    const signal = await stopAsked
     logger.warn({ signal }, 'stop requested')
     // A SIGHUP while stopping changes nothing (and must not end the process by its default action).
     process.on(RELOAD_SIGNAL, () => undefined)

@@ -66,3 +66,43 @@ test('SIGHUP applies the edited accounts list without a restart; an invalid file
   expect(logs.filter((l) => l.msg === 'stop requested').map((l) => l.signal)).toEqual(['SIGTERM'])
   expect(logs.map((l) => l.msg)).toContain('stopped cleanly')
 }, 120_000)
+
+test('a SIGHUP or SIGTERM while the accounts open ends nothing early: the reload is done once they run, the stop after the start', async () => {
+  const emu = await emulatorEnv({ accounts: 2, counts: { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+  const [a, b] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0]]
+  const dir = tempDir()
+  const file = path.join(dir, 'config.json')
+  const write = (accounts: unknown) => writeFileSync(file, JSON.stringify({ schedules: idleSchedules({ sweep: 'off' }), accounts }))
+  const entry = (h: typeof a) => ({ id: h.id, apiKeyEnv: keyVariable(h) })
+  write([entry(a)])
+  const port = await freePort()
+  const env = cleanEnv({
+    FSM_CONFIG: file,
+    FSM_BASE_URL: emu.url,
+    FSM_DATA_DIR: dir,
+    FSM_RATE_LIMIT: '100000',
+    FSM_HTTP_HOST: '127.0.0.1',
+    FSM_HTTP_PORT: String(port),
+    FSM_LOG_LEVEL: 'info',
+    ...Object.fromEntries(emu.accounts.map((h) => [keyVariable(h), h.apiKey])),
+  })
+  const accounts = async () => {
+    const r = await get(`http://127.0.0.1:${port}/readyz`)
+    return r.status === 200 ? Object.keys((JSON.parse(r.text) as { accounts: object }).accounts).sort() : undefined
+  }
+  // The first line an account logs as it opens: the process is past its start-up, the daemon not started yet.
+  const opening = (out: string) => out.includes('schedules switched off')
+  const run = startRun(env)
+  await until('the account opening', () => opening(run.output()), 60_000)
+  write([entry(a), entry(b)])
+  run.child.kill('SIGHUP')
+  await until('the reload applied', async () => (await accounts())?.join() === [a.id, b.id].join(), 60_000)
+
+  const second = startRun({ ...env, FSM_HTTP_PORT: String(await freePort()) })
+  await until('the accounts opening', () => opening(second.output()), 60_000)
+  second.child.kill('SIGTERM')
+  expect(await second.exited, second.output()).toEqual({ code: 0, signal: null })
+  expect(second.output()).toMatch(/stopped cleanly/)
+  run.child.kill('SIGTERM')
+  expect(await run.exited, run.output()).toEqual({ code: 0, signal: null })
+}, 120_000)
