@@ -408,7 +408,10 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     if (!parking.park()) return Promise.resolve(false)
     return (parkingNow = unregister()
       .then(() => true)
-      .finally(() => (parkingNow = undefined)))
+      .finally(() => {
+        parkingNow = undefined
+        deps.mirrorSlot?.closed()
+      }))
   }
   let drained: Promise<void> | undefined
   const drain = () =>

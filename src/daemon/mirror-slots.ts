@@ -35,6 +35,8 @@ export interface MirrorSlot {
   aside: <T>(wait: () => Promise<T>) => Promise<T>
   /** The mirror was opened by a use outside any hold (a delivery, a probe): room is made for it. */
   opened: () => void
+  /** The mirror was parked (by the slots or the idle parking): its slot is free. */
+  closed: () => void
 }
 
 /** An account's works in its slot, counted: those at work on the mirror (not aside) keep it from being parked. */
@@ -68,9 +70,11 @@ interface Member {
   mirror: SlotMirror | undefined
   /** Holds under way (an account's works nest: a job and the sweep it queues share the slot). */
   held: number
-  /** Order of last use, for the least recently used. */
-  usedAt: number
   parking: boolean
+  /** Its mirror is open, as last told (opened, closed) or read (at the end of its holds). */
+  open: boolean
+  /** It counts in #taken. */
+  taking: boolean
 }
 
 interface Waiting {
@@ -81,10 +85,18 @@ interface Waiting {
 /** A pause between two tries while works wait and no slot could be freed (a mirror busy outside any hold). */
 const RETRY_MS = 200
 
+/**
+ * The slots keep their counts as members change (held, parking, open), so that a grant, a release
+ * or a look for a mirror to park costs next to nothing with a thousand members: these run at every
+ * request of every sweep, and passes over every member took most of the event loop at 1,000 accounts.
+ */
 export class MirrorSlots {
   readonly #members = new Map<string, Member>()
   readonly #waiting: Waiting[] = []
-  #tick = 0
+  /** Open, idle (no hold) and not parking, least recently used first: the candidates to park. */
+  readonly #idle = new Map<Member, true>()
+  #taken = 0
+  #parking = 0
   #retry: (() => void) | undefined
   #unbounded = false
   /** The most slots ever taken at once. */
@@ -99,12 +111,20 @@ export class MirrorSlots {
 
   /** The account's slot (a member from now on; its mirror is known once it opened: add()). */
   slot(id: string): MirrorSlot {
-    return { hold: (work) => this.hold(id, work), aside: (wait) => this.aside(id, wait), opened: () => this.#opened(id) }
+    return {
+      hold: (work) => this.hold(id, work),
+      aside: (wait) => this.aside(id, wait),
+      opened: () => this.#opened(id),
+      closed: () => this.#closed(id),
+    }
   }
 
   /** Its mirror, once open: a candidate to park when room is needed. */
   add(id: string, mirror: SlotMirror): void {
-    this.#member(id).mirror = mirror
+    const m = this.#member(id)
+    m.mirror = mirror
+    m.open = mirror.open
+    this.#update(m)
     this.#pump()
   }
 
@@ -113,6 +133,8 @@ export class MirrorSlots {
     const m = this.#members.get(id)
     if (m === undefined) return
     m.mirror = undefined
+    m.open = false
+    this.#update(m)
     if (m.held === 0 && !this.#waiting.some((w) => w.member === m)) this.#members.delete(id)
     this.#pump()
   }
@@ -132,9 +154,14 @@ export class MirrorSlots {
 
   /** Slots taken now: mirrors open or parking, and holds whose mirror is not open yet. */
   get taken(): number {
-    let n = 0
-    for (const m of this.#members.values()) if (takes(m)) n++
-    return n
+    return this.#taken
+  }
+
+  /** Accounts whose mirror is open or closed other than the slots were told (tests): none, if every open and park is told. */
+  drift(): string[] {
+    const out: string[] = []
+    for (const [id, m] of this.#members) if (m.mirror !== undefined && m.open !== m.mirror.open) out.push(id)
+    return out
   }
 
   /** Works waiting for a slot. */
@@ -177,80 +204,95 @@ export class MirrorSlots {
 
   /** A slot for `m` at once, if its mirror has one or one is free with nobody in line; false otherwise. */
   #takeNow(m: Member): boolean {
-    // Its mirror has a slot already (a sweep back from aside, its mirror not parked meanwhile): no pass over the members.
-    if (takes(m)) return (m.held++, true)
-    if (this.#waiting.length > 0) return false
-    const taken = this.taken
-    if (taken >= this.#capacity()) return false
+    if (!m.taking && (this.#waiting.length > 0 || this.#taken >= this.#capacity())) return false
     m.held++
-    this.highWater = Math.max(this.highWater, taken + 1)
+    this.#update(m)
     return true
   }
 
-  /** A slot for `m` in its turn (the pump counts the high-water mark). */
+  /** A slot for `m` in its turn. */
   #inLine(m: Member): Promise<void> {
     return new Promise<void>((grant) => {
-      this.#waiting.push({ member: m, grant: () => (m.held++, grant()) })
+      this.#waiting.push({
+        member: m,
+        grant: () => {
+          m.held++
+          this.#update(m)
+          grant()
+        },
+      })
       this.#pump()
     })
   }
 
   #give(m: Member): void {
     m.held--
-    m.usedAt = ++this.#tick
+    // The mirror's own word at the end of its last hold: a close or open not told is caught here.
+    if (m.held === 0) m.open = m.mirror?.open === true
+    // Just used: the most recently used of the idle ones.
+    this.#idle.delete(m)
+    this.#update(m)
     this.#pump()
   }
 
   #opened(id: string): void {
     const m = this.#member(id)
-    m.usedAt = ++this.#tick
-    this.highWater = Math.max(this.highWater, this.taken)
+    m.open = true
+    this.#idle.delete(m)
+    this.#update(m)
     // Opened beside the cap: the least recently used idle mirrors make room.
-    const over = this.taken - this.#parkingNow() - this.#capacity()
+    const over = this.#taken - this.#parking - this.#capacity()
     if (over > 0) this.#evict(over, m)
   }
 
-  #parkingNow(): number {
-    let n = 0
-    for (const m of this.#members.values()) if (m.parking) n++
-    return n
+  #closed(id: string): void {
+    const m = this.#members.get(id)
+    // Its own word: a use may have opened it again while it parked.
+    if (m === undefined || !m.open || m.mirror?.open === true) return
+    m.open = false
+    this.#update(m)
+    this.#pump()
+  }
+
+  /** Keeps the counts and the idle candidates in step with the member's fields. */
+  #update(m: Member): void {
+    const taking = m.held > 0 || m.parking || m.open
+    if (taking !== m.taking) {
+      this.#taken += taking ? 1 : -1
+      m.taking = taking
+      this.highWater = Math.max(this.highWater, this.#taken)
+    }
+    if (m.open && m.held === 0 && !m.parking && m.mirror !== undefined) {
+      if (!this.#idle.has(m)) this.#idle.set(m, true)
+    } else this.#idle.delete(m)
   }
 
   #member(id: string): Member {
     let m = this.#members.get(id)
     if (m === undefined) {
-      m = { mirror: undefined, held: 0, usedAt: ++this.#tick, parking: false }
+      m = { mirror: undefined, held: 0, parking: false, open: false, taking: false }
       this.#members.set(id, m)
     }
     return m
   }
 
-  /**
-   * Grants the waiting works in order while slots are free; parks idle mirrors for those left. One
-   * pass over the members and one over the line: it runs at every release of a hold, and with a
-   * thousand accounts in line a pass per grant took most of the event loop.
-   */
+  /** Grants the waiting works in order while slots are free; parks idle mirrors for those left. */
   #pump(): void {
     if (this.#waiting.length === 0) return
-    let taken = this.taken
     const capacity = this.#capacity()
     const left: Waiting[] = []
     for (const w of this.#waiting.splice(0)) {
       // A work whose mirror took a slot meanwhile (opened by a delivery, or granted just before)
       // goes at once: it needs no new slot, and its mirror stays busy (never parked) while it waits.
-      if (takes(w.member)) w.grant()
-      else if (taken < capacity) {
-        taken++
-        w.grant()
-      } else left.push(w)
+      if (w.member.taking || this.#taken < capacity) w.grant()
+      else left.push(w)
     }
-    this.highWater = Math.max(this.highWater, taken)
     this.#waiting.push(...left)
     if (left.length === 0) return
     // One mirror parked for each account in line that needs a slot, beyond those parking now.
-    const short = new Set(left.map((w) => w.member)).size - this.#parkingNow()
+    const short = new Set(left.map((w) => w.member)).size - this.#parking
     // None idle now (each busy with a delivery or a probe outside any hold): tried again shortly.
-    if (short > 0 && this.#evict(short, undefined) === 0 && this.#parkingNow() === 0) this.#later()
+    if (short > 0 && this.#evict(short, undefined) === 0 && this.#parking === 0) this.#later()
   }
 
   #later(): void {
@@ -267,32 +309,39 @@ export class MirrorSlots {
 
   /** Parks the `n` least recently used idle mirrors (not `except`); how many it started to park. */
   #evict(n: number, except: Member | undefined): number {
-    const idle: Member[] = []
-    for (const m of this.#members.values())
-      if (m !== except && m.held === 0 && !m.parking && m.mirror?.open === true && !m.mirror.busy) idle.push(m)
-    const victims = idle.sort((a, b) => a.usedAt - b.usedAt).slice(0, n)
+    const victims: Member[] = []
+    for (const m of this.#idle.keys()) {
+      if (victims.length >= n) break
+      if (m === except) continue
+      // Closed without a word (its account's own parking): no slot to free.
+      if (m.mirror?.open !== true) {
+        m.open = false
+        this.#update(m)
+        continue
+      }
+      if (!m.mirror.busy) victims.push(m)
+    }
     for (const m of victims) this.#park(m)
     return victims.length
   }
 
   #park(m: Member): void {
     m.parking = true
+    this.#parking++
+    this.#update(m)
     void m
       .mirror!.park(true)
       .catch(() => false)
       .then((parked) => {
         m.parking = false
-        if (parked) {
-          this.evicted++
-          return this.#pump()
-        }
+        this.#parking--
+        if (parked) this.evicted++
+        m.open = m.mirror?.open === true
         // Not parked (busy meanwhile): it counts as just used; another is tried a little later.
-        m.usedAt = ++this.#tick
+        this.#idle.delete(m)
+        this.#update(m)
+        if (parked) return this.#pump()
         this.#later()
       })
   }
-}
-
-function takes(m: Member): boolean {
-  return m.held > 0 || m.parking || m.mirror?.open === true
 }
