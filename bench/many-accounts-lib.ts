@@ -59,13 +59,23 @@ export async function startEmulatorChild(
 
 /**
  * `fsm-sync run` from source, as the other benches start the daemon. FSM_BENCH_NODE_ARGS, e.g.
- * "--cpu-prof --cpu-prof-dir=/tmp/prof", is given to the daemon's node (diagnosis).
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof", is given to the daemon's node (diagnosis);
+ * FSM_BENCH_DAEMON_NOFILE a `ulimit -n` for it.
  */
 export function startDaemonChild(env: Record<string, string>): Child {
   const extra = (process.env.FSM_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
   const tsx = createRequire(path.join(ROOT, 'package.json')).resolve('tsx')
   const args = [...extra, '--import', tsx, path.join(ROOT, 'src/cli/entry.ts'), 'run']
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  // FSM_BENCH_DAEMON_NOFILE=1024: the daemon alone runs under that `ulimit -n` (soft and hard).
+  const nofile = process.env.FSM_BENCH_DAEMON_NOFILE
+  const child =
+    nofile === undefined || nofile === ''
+      ? spawn(process.execPath, args, { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('sh', ['-c', `ulimit -n ${Number(nofile)} && exec "$0" "$@"`, process.execPath, ...args], {
+          cwd: ROOT,
+          env: cleanEnv(env),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
   child.stdout?.resume()
   return watch(child)
 }

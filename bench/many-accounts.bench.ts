@@ -97,11 +97,16 @@ export default async function manyAccounts(): Promise<BenchResult> {
     // Backfill: every account's six streams swept once, read from each mirror's own sync_runs.
     const doneAt = new Map<string, number>()
     let peakRssBackfill = 0
+    // The daemon's descriptors, sampled with its RSS through the whole run.
+    let peakFds = 0
+    const sampleFds = (fds: number) => (peakFds = Math.max(peakFds, fds))
     while (doneAt.size < N) {
       if (Date.now() - started > BACKFILL_TIMEOUT_SECONDS * 1000) break
       if (daemon.child.exitCode !== null) throw new Error(`the daemon exited: ${daemon.lines.slice(-20).join('\n')}`)
       await sleep(3000)
-      peakRssBackfill = Math.max(peakRssBackfill, m.procSample(pid).rssBytes)
+      const sample = m.procSample(pid)
+      peakRssBackfill = Math.max(peakRssBackfill, sample.rssBytes)
+      sampleFds(sample.fds)
       for (const a of accounts) {
         if (doneAt.has(a.id)) continue
         const db = mirrors.get(a.id)
@@ -196,7 +201,11 @@ export default async function manyAccounts(): Promise<BenchResult> {
     const before = m.procSample(pid)
     const emuBefore = m.procSample(emu.child.pid!)
     const rss: number[] = []
-    const sampler = setInterval(() => rss.push(m.procSample(pid).rssBytes), 5000)
+    const sampler = setInterval(() => {
+      const sample = m.procSample(pid)
+      rss.push(sample.rssBytes)
+      sampleFds(sample.fds)
+    }, 5000)
     let writeErrors = 0
     await Promise.all(
       active.map(async (a, k) => {
@@ -348,6 +357,12 @@ export default async function manyAccounts(): Promise<BenchResult> {
       },
       { metric: 'idle account: RSS (whole process / N, steady state)', value: r3(after.rssBytes / N / MiB), unit: 'MiB', goal: '' },
       { metric: 'idle account: file descriptors (whole process / N)', value: r3(after.fds / N), unit: 'fds', goal: '' },
+      {
+        metric: `daemon's descriptors at most (every 3-5 s), under its soft limit${process.env.FSM_BENCH_DAEMON_NOFILE ? ` (ulimit -n ${process.env.FSM_BENCH_DAEMON_NOFILE})` : ''}`,
+        value: peakFds,
+        unit: 'fds',
+        goal: '',
+      },
       {
         metric: 'idle account: upstream requests per minute (mean over the idle accounts)',
         value: r3(idlePerMinute),
