@@ -444,7 +444,7 @@ export const ConfigSchema = z.strictObject({
       ),
       reference: Cron.default('7 * * * *').meta(
         doc(
-          'When reference data, webhook endpoints and API keys are read. With several accounts in one process, each account reads them at its own offset after each tick, the same every hour (from a hash of its id, within the time to the next tick and at most an hour), so that the accounts do not all read in the same minute.',
+          'When reference data, webhook endpoints and API keys are read. With several accounts in one process, each account runs this and every other scheduled job at its own offset after each tick, the same every time (from a hash of its id, within the time to the next tick and at most an hour), so that the accounts do not all run it in the same minute (docs/accounts.md).',
           { env: 'FSM_SCHEDULE_REFERENCE' },
         ),
       ),

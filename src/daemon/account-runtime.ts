@@ -31,7 +31,7 @@ import { SlotWork, type MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
 import { Scheduler, spreadOffsetMs } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
-import { SerialQueue, syncJobs } from './sync-jobs.js'
+import { CHECKPOINT_JOB, SerialQueue, syncJobs } from './sync-jobs.js'
 import { parseInstant } from '../model/timestamps.js'
 
 /** The checkpoint counters that add up over a mirror's registrations (logFrames is a level). */
@@ -62,7 +62,7 @@ export interface AccountRuntimeDeps {
   mirrorSlot?: MirrorSlot
   /** Turns for the probes /readyz refreshes in the background, shared by the process's accounts; default: no wait. */
   probeTurns?: Turns
-  /** One of several accounts in the process: its reference job runs at its own offset in the hour (spreadOffsetMs). */
+  /** One of several accounts in the process: its scheduled jobs run at its own offset after each tick (spreadOffsetMs). */
   spreadSchedules?: boolean
   /** The process's families (`metrics.perAccount` "summary"): the account keeps a few series; default: every family its own. */
   sharedMetrics?: SharedFamilies
@@ -297,8 +297,8 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     syncJobs({ app, metrics, gaps, serialQueue, checkpointsInBackground: () => mirrorCheckpoints.running }).map((job) => ({
       ...job,
       run: (signal: AbortSignal) => hold(() => job.run(signal)),
-      // The accounts' hourly reads of reference data would all queue for the mirror slots in one minute.
-      ...(deps.spreadSchedules === true && job.name === 'reference' ? { offsetMs: spreadOffsetMs(id, job.cron, clock.now()) } : {}),
+      // The accounts' jobs on one pattern would all queue for the mirror slots (and the upstream) in one minute.
+      ...(deps.spreadSchedules === true && job.name !== CHECKPOINT_JOB ? { offsetMs: spreadOffsetMs(id, job.cron, clock.now()) } : {}),
     })),
     logger,
     clock,

@@ -47,6 +47,9 @@ export interface SyncJobDeps {
   serialQueue?: SerialQueue
 }
 
+/** The checkpoint fallback: local, no request, run on its pattern by every account (never spread). */
+export const CHECKPOINT_JOB = 'checkpoint'
+
 export function syncJobs({ app, metrics, gaps, checkpointsInBackground, serialQueue = new SerialQueue() }: SyncJobDeps): JobDefinition[] {
   const selection = selectStreams(app.config.streams)
   const records = { ...selection, reference: [], metadata: [] }
@@ -122,7 +125,7 @@ export function syncJobs({ app, metrics, gaps, checkpointsInBackground, serialQu
     {
       // A reader holding a transaction stops SQLite's automatic checkpoints. The
       // worker thread's passes do this every 100 ms; this is the fallback when it cannot run.
-      name: 'checkpoint',
+      name: CHECKPOINT_JOB,
       cron: '*/5 * * * *',
       run: () => {
         if (checkpointsInBackground?.() !== true) checkpointPassive(app.mirror.sqlite)

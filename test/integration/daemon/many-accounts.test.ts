@@ -42,9 +42,14 @@ test('three accounts in one daemon each end exact, in their own mirror under <da
     expect(ready.body).toMatchObject({ status: 'ready', ready: true, notReady: [] })
     for (const account of emu.accounts) expect(ready.body.accounts[account.id]).toMatchObject({ state: 'running', ready: true })
     expect(daemon.status().accounts['acct-002']).toMatchObject({ id: 'acct-002', state: 'running' })
-    // Each account reads its reference data at its own offset in the hour, not all at :07.
-    const nextReference = [...daemon.accounts.values()].map((r) => r.status().next.reference!)
-    expect(new Set(nextReference).size).toBe(3)
+    // Each account runs each scheduled job at its own offset after the tick (the reference read not
+    // all at :07), but the local checkpoint fallback on its pattern.
+    const next = (job: string) => [...daemon.accounts.values()].map((r) => r.status().next[job])
+    for (const job of ['reference', 'reconcile', 'deliveries']) {
+      expect(next(job).every((at) => typeof at === 'string'), job).toBe(true)
+      expect(new Set(next(job)).size, job).toBe(3)
+    }
+    expect(new Set(next('checkpoint')).size).toBe(1)
   } finally {
     await daemon.stop()
   }
