@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { Pool } from 'undici'
@@ -22,18 +22,30 @@ export interface Child {
   /** Everything written to stderr (bounded: the first 400 lines, then a count). */
   lines: string[]
   dropped: number
+  /** Lines at warn and above, wherever they came (the first 50), and their count. */
+  warnings: string[]
+  warned: number
   exited: Promise<number | null>
 }
 
 function watch(child: ChildProcess): Child {
-  const c: Child = { child, lines: [], dropped: 0, exited: new Promise((resolve) => child.on('close', (code) => resolve(code))) }
+  const c: Child = {
+    child,
+    lines: [],
+    dropped: 0,
+    warnings: [],
+    warned: 0,
+    exited: new Promise((resolve) => child.on('close', (code) => resolve(code))),
+  }
   let partial = ''
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
     const parts = (partial + d).split('\n')
     partial = parts.pop() ?? ''
-    for (const line of parts)
+    for (const line of parts) {
       if (c.lines.length < 400) c.lines.push(line)
       else c.dropped++
+      if (/"level":(40|50|60)/.test(line) && c.warned++ < 50) c.warnings.push(line)
+    }
   })
   return c
 }
@@ -86,6 +98,30 @@ export async function stopChild(c: Child, timeoutMs = 60_000): Promise<number | 
   const code = await c.exited
   clearTimeout(timer)
   return code
+}
+
+/** The process's descriptors by what they point at (mirror files, sockets, pipes, the rest). */
+export function descriptorKinds(pid: number): Record<string, number> {
+  const kinds: Record<string, number> = {}
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target: string
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`)
+    } catch {
+      continue
+    }
+    const kind = /mirror\.db-wal$/.test(target)
+      ? 'mirror -wal'
+      : /mirror\.db-shm$/.test(target)
+        ? 'mirror -shm'
+        : /mirror\.db$/.test(target)
+          ? 'mirror'
+          : /intake-journal/.test(target)
+            ? 'intake journal'
+            : (/^(socket|pipe|anon_inode)/.exec(target)?.[1] ?? 'other')
+    kinds[kind] = (kinds[kind] ?? 0) + 1
+  }
+  return kinds
 }
 
 export interface ProcSample {

@@ -99,7 +99,12 @@ export default async function manyAccounts(): Promise<BenchResult> {
     let peakRssBackfill = 0
     // The daemon's descriptors, sampled with its RSS through the whole run.
     let peakFds = 0
-    const sampleFds = (fds: number) => (peakFds = Math.max(peakFds, fds))
+    let peakKinds: Record<string, number> = {}
+    const sampleFds = (fds: number) => {
+      if (fds <= peakFds) return
+      peakFds = fds
+      peakKinds = m.descriptorKinds(pid)
+    }
     while (doneAt.size < N) {
       if (Date.now() - started > BACKFILL_TIMEOUT_SECONDS * 1000) break
       if (daemon.child.exitCode !== null) throw new Error(`the daemon exited: ${daemon.lines.slice(-20).join('\n')}`)
@@ -380,13 +385,20 @@ export default async function manyAccounts(): Promise<BenchResult> {
         .loadavg()
         .map((x) => x.toFixed(2))
         .join('/')} on ${os.cpus().length} cores shared with other work.`,
-      `Descriptors: the daemon's ${limits}; it needs about ${descriptorsNeeded(N)} by its own count (docs/accounts.md); at start it said ${said.length === 0 ? 'nothing about them (the limit suffices: that line is at debug level)' : said.map((l) => l.slice(0, 300)).join(' | ')}. Open at the end of the backfill ${atBackfill.fds}, in the steady state ${after.fds}; threads ${after.threads}.`,
+      `Descriptors: the daemon's ${limits}; it needs about ${descriptorsNeeded(N)} by its own count (docs/accounts.md); at start it said ${said.length === 0 ? 'nothing about them (the limit suffices: that line is at debug level)' : said.map((l) => l.slice(0, 300)).join(' | ')}. Open at the end of the backfill ${atBackfill.fds}, in the steady state ${after.fds}, at most ${peakFds} (then ${JSON.stringify(peakKinds)}); threads ${after.threads}.`,
       `Backfill: first account done ${r1((Math.min(...doneAt.values()) - started) / 1000)} s after the daemon's spawn, median ${r1((m.quantile([...doneAt.values()], 0.5) - started) / 1000)} s, last ${r1(backfillSeconds / 1000)} s; RSS at its end ${r1(atBackfill.rssBytes / MiB)} MiB (largest sample during it ${r1(peakRssBackfill / MiB)} MiB, peak ${r1(atBackfill.peakRssBytes / MiB)} MiB); CPU ${r1(atBackfill.cpuSeconds)} s in all. Exactness: every account compared (clients, jobs, visits, invoices, equipment, inspections), in ${r1(compareSeconds)} s${inexact.length === 0 ? '' : `; not exact: ${inexact.slice(0, 5).join('; ')}`}.`,
       `Steady state: after ${SETTLE_SECONDS} s of rest, ${r1(steadySeconds)} s, ${ACTIVE} accounts (every ${Math.round(N / ACTIVE)}th) each one web-app update a second (no webhook), jobs and visits most; ${changes.length} changes, ${unseen} not in the mirror 120 s after the window (counted as infinitely stale), ${writeErrors} writes refused; staleness p50 ${r1(m.quantile(stale, 0.5))}, p90 ${r1(m.quantile(stale, 0.9))}, p99 ${r1(m.quantile(stale, 0.99))}, max ${r1(Math.max(...stale))} s. Daemon CPU ${r3(cores)} cores (/proc/<pid>/stat over the window), RSS ${r1(after.rssBytes / MiB)} MiB at its end (peak since start ${r1(after.peakRssBytes / MiB)} MiB); the emulator ${r3(emuCores)} cores, ${r1(emuAfter.rssBytes / MiB)} MiB.`,
       `Requests in the steady window: the ${idleCount} idle accounts ${idleRequests} (${r3(idlePerMinute)}/min each), the ${ACTIVE} active ones ${activeRequests} (${r1(activeRequests / ACTIVE / (steadySeconds / 60))}/min each). Busiest 60 s of any account over the whole run: ${worst.most} (${worst.id}); 429s answered to the daemon: ${limited}.`,
       `Webhooks: ${deliveries.length} job.updated deliveries (real jobs of each account, signed with its secret) at ${WEBHOOK_RATE}/s open loop to /webhooks/<id>, round robin over the accounts, from this process; statuses ${JSON.stringify(sent.statuses)}; ack p50 ${r1(m.quantile(sent.latencies, 0.5))}, p90 ${r1(m.quantile(sent.latencies, 0.9))}, p99 ${r1(ackP99)}, max ${r1(Math.max(...sent.latencies))} ms from each one's scheduled time (this process sent them p99 ${r1(m.quantile(sent.lags, 0.99))} ms late, max ${r1(Math.max(...sent.lags))} ms); daemon CPU meanwhile ${r3((whAfter.cpuSeconds - whBefore.cpuSeconds) / sent.seconds)} cores.`,
       `Read once after the webhooks: ${scrapes.join('; ')}.`,
-      `The daemon's stderr: ${daemon.lines.length + daemon.dropped} lines at info; warnings and errors among the first 400: ${daemon.lines.filter((l) => /"level":(40|50|60)/.test(l)).length}.`,
+      `The daemon's stderr: ${daemon.lines.length + daemon.dropped} lines at info; warnings and errors: ${daemon.warned}${
+        daemon.warned === 0
+          ? ''
+          : ` (the first: ${daemon.warnings
+              .slice(0, 3)
+              .map((l) => l.slice(0, 300))
+              .join(' | ')})`
+      }.`,
     )
   } finally {
     mirrors.close()

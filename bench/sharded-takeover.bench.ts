@@ -418,7 +418,11 @@ export default async function shardedTakeover(): Promise<BenchResult> {
   } finally {
     stopHeartbeats()
     mirrors.closeAll()
-    await Promise.all([...replicas.values()].map((r) => m.stopChild({ child: r.child, exited: r.exited, lines: [], dropped: 0 }, 30_000)))
+    await Promise.all(
+      [...replicas.values()].map((r) =>
+        m.stopChild({ child: r.child, exited: r.exited, lines: [], dropped: 0, warnings: [], warned: 0 }, 30_000),
+      ),
+    )
     await m.stopChild(emu, 10_000)
     await pool.end()
     await server.stop()
