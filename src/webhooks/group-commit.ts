@@ -1,9 +1,9 @@
 // One group commit with the sync off the event loop (docs/webhooks.md), shared by each account's
 // inbox (inbox.ts) and the process's intake journal (intake-journal.ts) so that both keep the same
 // safeguards. What callers submit in one event-loop turn is committed in one transaction with
-// synchronous=NORMAL, the -wal file is synced once by fs.fdatasync on libuv's pool, and only then
-// is each caller answered; what arrives during a sync is the next group. Without a -wal file to
-// open, commits fall back to synchronous=FULL on the loop, for good. A failed sync answers 503 to
+// synchronous=NORMAL, the -wal file is opened and synced once by fs.fdatasync on libuv's pool, and
+// only then is each caller answered; what arrives during a sync is the next group. Without a -wal
+// file to open, commits fall back to synchronous=FULL on the loop, for good. A failed sync answers 503 to
 // its group and every later one (the OS's word on the file cannot be trusted after it); close()
 // drains, and gives up on a sync that does not return within its deadline (a stalled disk).
 import fs from 'node:fs'
@@ -61,7 +61,6 @@ export class GroupCommit<I, R> {
   readonly #log: Logger
   readonly #syncFile: SyncFile
   #walPath: string | undefined
-  #walFd: number | undefined
   #queue: Waiting<I, R>[] = []
   #scheduled = false
   /** The group whose sync is in flight, answered by the sync's callback or by close's deadline. */
@@ -127,13 +126,7 @@ export class GroupCommit<I, R> {
     // Real time, not the Clock: it bounds a disk sync that a stalled disk holds.
     const timer = setTimeout(() => this.#abandonSync(), this.#o.closeTimeoutMs ?? 5_000)
     timer.unref()
-    return done.finally(() => {
-      clearTimeout(timer)
-      if (this.#walFd !== undefined && this.#inFlight === undefined) {
-        fs.closeSync(this.#walFd)
-        this.#walFd = undefined
-      }
-    })
+    return done.finally(() => clearTimeout(timer))
   }
 
   /** close()'s deadline passed with a sync still in flight: answer its group 503 and stop waiting. */
@@ -143,7 +136,6 @@ export class GroupCommit<I, R> {
     this.#inFlight = undefined
     this.#abandoned = true
     // The descriptor stays open while the sync holds it; its late callback closes it.
-    this.#walFd = undefined
     const ms = this.#o.closeTimeoutMs ?? 5_000
     this.#log.error(
       { deliveries: group.length, waitedMs: ms },
@@ -173,10 +165,10 @@ export class GroupCommit<I, R> {
     this.#queue = []
     const items = group.map((w) => w.item)
     const started = performance.now()
-    const fd = this.#walPath === undefined ? undefined : this.#openWal()
+    const walPath = this.#walPath
     let results: R[]
     try {
-      results = this.#o.commit(items, fd === undefined)
+      results = this.#o.commit(items, walPath === undefined)
     } catch (err) {
       this.#log.error(
         { err, deliveries: group.length },
@@ -192,11 +184,21 @@ export class GroupCommit<I, R> {
     const m = this.#o.metrics
     if (m) m.commitMicros += Math.round((committed - started) * 1000)
     this.#o.committed?.(items, results)
-    if (fd === undefined) return this.#durable(group, items, results)
+    if (walPath === undefined) return this.#durable(group, items, results)
+    const fd = this.#openWal(walPath)
+    if (fd === undefined) {
+      const error = new InboxUnavailableError(
+        'INBOX_WRITE_FAILED',
+        `the ${this.#o.name} could not sync its log: its -wal file did not open`,
+      )
+      for (const w of group) w.reject(error)
+      return this.#settleIdle()
+    }
     this.#inFlight = group
     this.#syncFile(fd, (err) => {
-      // close() gave up on this sync and answered its group already; only the descriptor is left.
-      if (this.#inFlight !== group) return fs.close(fd, () => undefined)
+      fs.close(fd, () => undefined)
+      // close() gave up on this sync and answered its group already.
+      if (this.#inFlight !== group) return
       this.#inFlight = undefined
       if (err !== null) {
         this.#log.error(
@@ -238,18 +240,23 @@ export class GroupCommit<I, R> {
     this.#settleIdle()
   }
 
-  #openWal(): number | undefined {
-    if (this.#walFd !== undefined) return this.#walFd
+  /**
+   * The -wal file as it is now, opened after the commit (which wrote it) and closed after its sync:
+   * a mirror parked and opened again has a new -wal file, and a descriptor kept on the old one
+   * would sync a deleted file (and hold a descriptor for every account that ever took a delivery).
+   */
+  #openWal(walPath: string): number | undefined {
     try {
-      // Only ever synced; a WAL database has its -wal file while its writer connection is open. 'r+':
-      // flushing a file needs write access on some platforms (Windows); nothing is written.
-      this.#walFd = fs.openSync(this.#walPath!, 'r+')
+      // Only ever synced. 'r+': flushing a file needs write access on some platforms (Windows); nothing is written.
+      return fs.openSync(walPath, 'r+')
     } catch (err) {
-      this.#log.warn({ err }, `the ${this.#o.name} cannot open its -wal file: committing with synchronous=FULL instead`)
+      this.#log.error(
+        { err },
+        `the ${this.#o.name} cannot open its -wal file to sync it: answering 503 to these deliveries, and committing with synchronous=FULL from now on`,
+      )
       this.#walPath = undefined
       return undefined
     }
-    return this.#walFd
   }
 
   #settleIdle(): void {

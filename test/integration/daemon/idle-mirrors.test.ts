@@ -115,6 +115,8 @@ test('a parked mirror reopens and syncs on the next sweep and on a webhook; no p
     sqlite.exec('COMMIT')
     expect(await park(runtime)).toBe(true)
     expect(checkpoints.mirrors).toBe(0)
+    // Nor does anything keep a file of it open after a delivery (the inbox opens its -wal for each sync only).
+    expect(filesOpenOn(file)).toBe(0)
   } finally {
     await intake.close()
     await runtime.stop()

@@ -108,14 +108,58 @@ test("close()'s deadline answers 503 to a sync that never returns, and the unit 
   s.held.shift()!(null)
 })
 
-test('no -wal file to open: commits with synchronous=FULL and answers without a sync', async () => {
+test('no -wal file to open: that group is answered 503, later ones commit with synchronous=FULL and without a sync', async () => {
   const s = setup({ walPath: path.join(tempDir(), 'missing', 'x.db-wal') })
-  expect(await s.unit.submit('a')).toBe('a-ok')
-  expect(s.groups).toEqual([{ items: ['a'], full: true }])
+  await expect(s.unit.submit('a')).rejects.toMatchObject({ code: 'INBOX_WRITE_FAILED' })
+  expect(s.lines.join('')).toMatch(
+    /cannot open its -wal file to sync it: answering 503 to these deliveries, and committing with synchronous=FULL/,
+  )
+  expect(await s.unit.submit('b')).toBe('b-ok')
+  expect(s.groups).toEqual([
+    { items: ['a'], full: false },
+    { items: ['b'], full: true },
+  ])
   expect(s.held).toHaveLength(0)
-  expect(s.lines.join('')).toMatch(/cannot open its -wal file: committing with synchronous=FULL/)
   const none = setup({ walPath: undefined })
-  expect(await none.unit.submit('b')).toBe('b-ok')
-  expect(none.groups).toEqual([{ items: ['b'], full: true }])
+  expect(await none.unit.submit('c')).toBe('c-ok')
+  expect(none.groups).toEqual([{ items: ['c'], full: true }])
   await Promise.all([s.unit.close(), none.unit.close()])
+})
+
+test('each sync is of the -wal file as it is after the commit, and no descriptor stays open between groups', async () => {
+  // A mirror parked and opened again has a new -wal file (SQLite deletes it at the last close).
+  const wal = path.join(tempDir(), 'x.db-wal')
+  fs.writeFileSync(wal, '')
+  const synced: number[] = []
+  const unit = new GroupCommit<string, string>({
+    name: 'test store',
+    logger: createLogger({ level: 'silent' }),
+    commit: (items) => items.map((i) => `${i}-ok`),
+    walPath: wal,
+    syncFile: (fd, done) => {
+      synced.push(fs.fstatSync(fd).ino)
+      done(null)
+    },
+  })
+  const open = () =>
+    fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(wal)
+      } catch {
+        return false
+      }
+    }).length
+  expect(await unit.submit('a')).toBe('a-ok')
+  const first = fs.statSync(wal).ino
+  expect(open()).toBe(0)
+  fs.rmSync(wal)
+  // Another file takes the old inode's place first, so the new -wal cannot reuse it.
+  const keep = path.join(path.dirname(wal), 'keep')
+  fs.writeFileSync(keep, 'x')
+  fs.writeFileSync(wal, '')
+  expect(await unit.submit('b')).toBe('b-ok')
+  expect(synced).toEqual([first, fs.statSync(wal).ino])
+  expect(synced[1]).not.toBe(first)
+  expect(open()).toBe(0)
+  await unit.close()
 })
