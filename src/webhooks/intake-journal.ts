@@ -21,6 +21,20 @@ import type { ActiveSecret } from './signature.js'
  */
 export const RELAY_EVERY_MS = 10
 
+/**
+ * Acks come first (as in the processor's pacing, pacing.ts): while the intake stores more than
+ * BUSY_INTAKE_PER_SECOND deliveries a second, relays start at most every RELAY_EVERY_BUSY_MS. Each
+ * relay costs the main thread a mirror's open, a commit, a sync and an apply, and on a small
+ * machine that CPU is what the intake thread's acks wait for; the relays catch up after the burst.
+ */
+export const BUSY_INTAKE_PER_SECOND = 200
+export const RELAY_EVERY_BUSY_MS = 40
+
+/** Least time between two relays' starts at `now`, given when the intake was last busy. */
+export function relayEvery(now: number, busyUntil: number, everyMs: number = RELAY_EVERY_MS): number {
+  return now < busyUntil ? Math.max(everyMs, RELAY_EVERY_BUSY_MS) : everyMs
+}
+
 export interface IntakeJournalOptions {
   file: string
   logger: Logger
@@ -99,6 +113,10 @@ export class IntakeJournal {
   #relaying = 0
   /** Rows up to this seq are on disk: a relay takes no row whose sync has not returned (its count is not in #waiting yet). */
   #durableSeq: number
+  /** Deliveries stored in the second that began at #secondAt; the intake is busy until #busyUntil. */
+  #storedInSecond = 0
+  #secondAt = Number.NEGATIVE_INFINITY
+  #busyUntil = Number.NEGATIVE_INFINITY
 
   constructor(options: IntakeJournalOptions) {
     this.#o = options
@@ -200,6 +218,13 @@ export class IntakeJournal {
   /** A group's sync returned: its rows may be relayed from now on. */
   #durable(stored: ReadonlyMap<string, number>, lastSeq: number): void {
     this.#durableSeq = Math.max(this.#durableSeq, lastSeq)
+    const now = this.#o.clock.now()
+    if (now - this.#secondAt >= 1_000) {
+      this.#secondAt = now
+      this.#storedInSecond = 0
+    }
+    for (const n of stored.values()) this.#storedInSecond += n
+    if (this.#storedInSecond > BUSY_INTAKE_PER_SECOND) this.#busyUntil = now + 1_000
     for (const [id, n] of stored) {
       this.#waiting.set(id, (this.#waiting.get(id) ?? 0) + n)
       this.#relaySoon(id, this.#o.relayDelayMs ?? 0)
@@ -238,7 +263,7 @@ export class IntakeJournal {
         )
         return
       }
-      this.#nextStartAt = now + (this.#o.relayEveryMs ?? RELAY_EVERY_MS)
+      this.#nextStartAt = now + relayEvery(now, this.#busyUntil, this.#o.relayEveryMs)
       const id = this.#ready.shift()!
       this.#due.delete(id)
       const target = this.#targets.get(id)

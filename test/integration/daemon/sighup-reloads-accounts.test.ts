@@ -11,31 +11,38 @@ import { keyVariable } from '../../support/accounts-env.js'
 import { cleanEnv } from '../../support/run-cli.js'
 import { idleSchedules } from '../../support/schedules.js'
 
-test('SIGHUP applies the edited accounts list without a restart; an invalid file is refused; a later edit is seen alone; SIGTERM still stops (exit 0)', async () => {
-  const emu = await emulatorEnv({ accounts: 3, counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
-  const [a, b, c] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0], (typeof emu.accounts)[0]]
+type Emulator = Awaited<ReturnType<typeof emulatorEnv>>
+
+/** A config file listing accounts of `emu` (sweeps off), the environment of a `run` on it, and its /readyz accounts. */
+async function reloadEnv(emu: Emulator) {
   const dir = tempDir()
   const file = path.join(dir, 'config.json')
   const write = (accounts: unknown) => writeFileSync(file, JSON.stringify({ schedules: idleSchedules({ sweep: 'off' }), accounts }))
-  const entry = (h: typeof a) => ({ id: h.id, apiKeyEnv: keyVariable(h) })
-  write([entry(a), entry(b)])
+  const entry = (h: Emulator['accounts'][number]) => ({ id: h.id, apiKeyEnv: keyVariable(h) })
   const port = await freePort()
-  const run = startRun(
-    cleanEnv({
-      FSM_CONFIG: file,
-      FSM_BASE_URL: emu.url,
-      FSM_DATA_DIR: dir,
-      FSM_RATE_LIMIT: '100000',
-      FSM_HTTP_HOST: '127.0.0.1',
-      FSM_HTTP_PORT: String(port),
-      FSM_LOG_LEVEL: 'info',
-      ...Object.fromEntries(emu.accounts.map((h) => [keyVariable(h), h.apiKey])),
-    }),
-  )
+  const env = cleanEnv({
+    FSM_CONFIG: file,
+    FSM_BASE_URL: emu.url,
+    FSM_DATA_DIR: dir,
+    FSM_RATE_LIMIT: '100000',
+    FSM_HTTP_HOST: '127.0.0.1',
+    FSM_HTTP_PORT: String(port),
+    FSM_LOG_LEVEL: 'info',
+    ...Object.fromEntries(emu.accounts.map((h) => [keyVariable(h), h.apiKey])),
+  })
   const accounts = async () => {
     const r = await get(`http://127.0.0.1:${port}/readyz`)
     return r.status === 200 ? Object.keys((JSON.parse(r.text) as { accounts: object }).accounts).sort() : undefined
   }
+  return { write, entry, env, accounts }
+}
+
+test('SIGHUP applies the edited accounts list without a restart; an invalid file is refused; a later edit is seen alone; SIGTERM still stops (exit 0)', async () => {
+  const emu = await emulatorEnv({ accounts: 3, counts: { clients: 2, jobs: 2, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
+  const [a, b, c] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0], (typeof emu.accounts)[0]]
+  const { write, entry, env, accounts } = await reloadEnv(emu)
+  write([entry(a), entry(b)])
+  const run = startRun(env)
   await until('/readyz 200 with two accounts', async () => (await accounts())?.join() === [a.id, b.id].join(), 60_000)
 
   write([entry(a), entry(c)])
@@ -70,26 +77,8 @@ test('SIGHUP applies the edited accounts list without a restart; an invalid file
 test('a SIGHUP or SIGTERM while the accounts open ends nothing early: the reload is done once they run, the stop after the start', async () => {
   const emu = await emulatorEnv({ accounts: 2, counts: { clients: 2, jobs: 1, visitsPerJob: 1, invoices: 1, customRecords: 0 } })
   const [a, b] = emu.accounts as [(typeof emu.accounts)[0], (typeof emu.accounts)[0]]
-  const dir = tempDir()
-  const file = path.join(dir, 'config.json')
-  const write = (accounts: unknown) => writeFileSync(file, JSON.stringify({ schedules: idleSchedules({ sweep: 'off' }), accounts }))
-  const entry = (h: typeof a) => ({ id: h.id, apiKeyEnv: keyVariable(h) })
+  const { write, entry, env, accounts } = await reloadEnv(emu)
   write([entry(a)])
-  const port = await freePort()
-  const env = cleanEnv({
-    FSM_CONFIG: file,
-    FSM_BASE_URL: emu.url,
-    FSM_DATA_DIR: dir,
-    FSM_RATE_LIMIT: '100000',
-    FSM_HTTP_HOST: '127.0.0.1',
-    FSM_HTTP_PORT: String(port),
-    FSM_LOG_LEVEL: 'info',
-    ...Object.fromEntries(emu.accounts.map((h) => [keyVariable(h), h.apiKey])),
-  })
-  const accounts = async () => {
-    const r = await get(`http://127.0.0.1:${port}/readyz`)
-    return r.status === 200 ? Object.keys((JSON.parse(r.text) as { accounts: object }).accounts).sort() : undefined
-  }
   // The first line an account logs as it opens: the process is past its start-up, the daemon not started yet.
   const opening = (out: string) => out.includes('schedules switched off')
   const run = startRun(env)

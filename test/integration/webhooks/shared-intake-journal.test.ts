@@ -10,14 +10,15 @@ import { createLogger } from '../../../src/log/logger.js'
 import { systemClock } from '../../../src/model/clock.js'
 import { WebhookInbox } from '../../../src/webhooks/inbox.js'
 import { IntakeJournal } from '../../../src/webhooks/intake-journal.js'
+import { FakeClock } from '../../support/fake-clock.js'
 import { tempDir, tempMirror } from '../../support/temp-mirror.js'
 
 const logger = createLogger({ level: 'silent', destination: new Writable({ write: (_c, _e, cb) => cb() }) })
 const delivery = (id: string) => ({ deliveryId: id, event: 'job.updated', body: Buffer.from(`{"id":"${id}"}`), verifiedWith: 'test' })
 
-async function accounts(n: number) {
+async function accounts(n: number, maxBacklog = 3) {
   const mirrors = await Promise.all(Array.from({ length: n }, () => tempMirror()))
-  const inboxes = mirrors.map((m) => new WebhookInbox(m.sqlite, { now: () => Date.now(), maxBacklog: 3, logger }))
+  const inboxes = mirrors.map((m) => new WebhookInbox(m.sqlite, { now: () => Date.now(), maxBacklog, logger }))
   const ids = (i: number) => mirrors[i]!.sqlite.prepare('SELECT delivery_id FROM webhook_inbox ORDER BY seq').pluck().all()
   const dispose = async () => {
     for (const inbox of inboxes) await inbox.close()
@@ -146,3 +147,41 @@ test("the journal keeps the inbox's safeguards: a sync that never returns is ans
     await a.dispose()
   }
 })
+
+test('acks come first: while the intake stores more than 200 deliveries a second, relays start 40 ms apart, not 10; after it, 10 again', async () => {
+  const file = path.join(tempDir(), 'intake-journal.db')
+  const clock = new FakeClock(Date.UTC(2026, 0, 1))
+  const relays: number[] = []
+  const journal = new IntakeJournal({ file, logger, clock, afterInboxCommit: () => (relays.push(clock.now()), Promise.resolve()) })
+  const a = await accounts(30, 100)
+  /** Fake time forward in 5 ms steps, the real I/O of the relays let through between them. */
+  const run = async (ms: number) => {
+    for (let t = 0; t < ms; t += 5) {
+      await clock.advance(5)
+      await new Promise((r) => setTimeout(r, 15))
+    }
+  }
+  try {
+    const ports = a.inboxes.map((inbox, i) => journal.attach(`acct-${i}`, inbox, 100))
+    // A burst: 240 deliveries over 30 accounts in one turn, one group commit.
+    await Promise.all(Array.from({ length: 240 }, (_, i) => ports[i % 30]!.enqueue(delivery(`burst-${i}`))))
+    const start = clock.now()
+    await run(200)
+    const during = relays.filter((at) => at - start < 200)
+    // Starts 40 ms apart, two in flight at most: about 5 (10 ms apart would be about 20).
+    expect(during.length).toBeGreaterThan(0)
+    expect(during.length).toBeLessThanOrEqual(7)
+    // The burst over (a second without one): each account relayed, 10 ms apart again.
+    await run(1_500)
+    await Promise.all(ports.map((p) => p.relayed()))
+    expect(journal.size).toBe(0)
+    const quietFrom = clock.now()
+    relays.length = 0
+    await Promise.all(ports.slice(0, 6).map((p, i) => p.enqueue(delivery(`quiet-${i}`))))
+    await run(60)
+    expect(relays.filter((at) => at - quietFrom < 60).length).toBe(6)
+  } finally {
+    await a.dispose()
+    await journal.close()
+  }
+}, 60_000)
