@@ -46,7 +46,10 @@ test('three accounts in one daemon each end exact, in their own mirror under <da
     // all at :07), but the local checkpoint fallback on its pattern.
     const next = (job: string) => [...daemon.accounts.values()].map((r) => r.status().next[job])
     for (const job of ['reference', 'reconcile', 'deliveries']) {
-      expect(next(job).every((at) => typeof at === 'string'), job).toBe(true)
+      expect(
+        next(job).every((at) => typeof at === 'string'),
+        job,
+      ).toBe(true)
       expect(new Set(next(job)).size, job).toBe(3)
     }
     expect(new Set(next('checkpoint')).size).toBe(1)
