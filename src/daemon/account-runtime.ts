@@ -26,6 +26,7 @@ import type { SharedFamilies } from './account-metric-families.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import { registerDestinationMetrics } from './destination-metrics.js'
 import type { ReadyAnswer } from './http-server.js'
+import { NO_WAIT } from './mirror-parker.js'
 import { MirrorReadiness, runningAnswer } from './mirror-readiness.js'
 import { SlotWork, type MirrorSlot } from './mirror-slots.js'
 import { enableIncrementalVacuumAtStart } from './retention-job.js'
@@ -33,8 +34,6 @@ import { Scheduler, spreadOffsetMs } from './scheduler.js'
 import { SweepLoop, webhookHints } from './sweep-loop.js'
 import { CHECKPOINT_JOB, SerialQueue, syncJobs } from './sync-jobs.js'
 import { parseInstant } from '../model/timestamps.js'
-
-/** The checkpoint counters that add up over a mirror's registrations (logFrames is a level). */
 
 /** The id of the one account today's configuration describes. */
 export const DEFAULT_ACCOUNT = 'default'
@@ -322,7 +321,6 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     if (stopping) return { ready: false, reason: 'stopping' }
     const mirror = freshForMs === undefined ? await readiness.now() : readiness.cached(freshForMs)
     if (stopping) return { ready: false, reason: 'stopping' }
-    if (!mirror.ok) return { ready: false, reason: mirror.reason }
     return runningAnswer(mirror, { fault: webhooks.processor.fault, scheduler, sweepFailure: sweeps?.failure, nextRuns })
   }
   const ready = (options?: ReadyOptions): Promise<ReadyAnswer> => {
@@ -362,7 +360,7 @@ export async function openAccountRuntime(config: Config, deps: AccountRuntimeDep
     else resolveReference(Promise.resolve(false))
     // The first pass and the reference read at start take one turn (a few tens of accounts
     // backfill at once); intake runs meanwhile.
-    const turns = deps.firstSweepTurns ?? { run: <T>(work: () => Promise<T>) => work() }
+    const turns = deps.firstSweepTurns ?? NO_WAIT
     void turns.run(async () => {
       if (stopping) return resolveReference(Promise.resolve(false))
       sweeps?.start()

@@ -78,6 +78,9 @@ export class MirrorParker {
   }
 }
 
+/** Turns that never wait (a runtime outside a daemon's account set). */
+export const NO_WAIT: Turns = { run: (work) => work() }
+
 /** At most `n` works run at once, the others wait in order (first sweeps). */
 export function turns(n: number): Turns {
   let running = 0

@@ -7,6 +7,7 @@ import type { Clock } from '../model/clock.js'
 import type { Sqlite } from '../store/sqlite/mirror-database.js'
 import type { MirrorParking } from '../store/sqlite/parkable-connection.js'
 import type { ReadyAnswer } from './http-server.js'
+import { NO_WAIT } from './mirror-parker.js'
 import { MIRROR_OPENED, probeMirror, type ProbeResult } from './mirror-probe.js'
 import type { Scheduler } from './scheduler.js'
 
@@ -50,8 +51,7 @@ export class MirrorReadiness {
     // A parked mirror is opened for no probe: its open proved its migrations, and its next use its writes.
     const parked = this.o.parking?.parked === true && this.#last?.ok !== false
     if (!parked && this.o.clock.now() - this.#at >= freshForMs && this.#refreshing === undefined && !this.#stopped) {
-      const turns = this.o.turns ?? { run: <T>(work: () => Promise<T>) => work() }
-      const r = turns
+      const r = (this.o.turns ?? NO_WAIT)
         .run(() => (this.#stopped ? Promise.resolve(undefined) : this.now()))
         .catch((err: unknown) => this.o.logger.warn({ err }, 'probing the mirror for /readyz failed'))
         .finally(() => {
